@@ -1,0 +1,119 @@
+"""Names, keys and strings of the Kubeflow Trainer v2 API that must match upstream byte for byte."""
+
+from typing import Final
+
+GROUP: Final = "trainer.kubeflow.org"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+TRAINJOB_KIND: Final = "TrainJob"
+TRAINING_RUNTIME_KIND: Final = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME_KIND: Final = "ClusterTrainingRuntime"
+
+JOBSET_API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
+JOBSET_KIND: Final = "JobSet"
+COSCHEDULING_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
+POD_GROUP_KIND: Final = "PodGroup"
+
+# Server-side apply field manager of every object the operator writes (upstream uses "trainer").
+FIELD_MANAGER: Final = "trainer"
+
+DEFAULT_MANAGED_BY: Final = "trainer.kubeflow.org/trainjob-controller"
+MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
+
+# Labels and annotations.
+ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+FRAMEWORK_LABEL: Final = "trainer.kubeflow.org/framework"
+SUPPORT_LABEL: Final = "trainer.kubeflow.org/support"
+SUPPORT_DEPRECATED: Final = "deprecated"
+WEBHOOK_VALIDATION_LABEL: Final = "trainer.kubeflow.org/webhook-validation"
+COSCHEDULING_POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+VOLCANO_GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
+JOB_COMPLETION_INDEX_FIELD: Final = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+# Ancestor step values and the container each one must carry.
+DATASET_INITIALIZER: Final = "dataset-initializer"
+MODEL_INITIALIZER: Final = "model-initializer"
+ANCESTOR_TRAINER: Final = "trainer"
+NODE: Final = "node"
+LAUNCHER: Final = "launcher"
+ANCESTOR_CONTAINERS: Final = {
+    DATASET_INITIALIZER: DATASET_INITIALIZER,
+    MODEL_INITIALIZER: MODEL_INITIALIZER,
+    ANCESTOR_TRAINER: NODE,
+}
+INITIALIZER_VOLUME: Final = "initializer"
+STORAGE_URI_ENV: Final = "STORAGE_URI"
+
+# Torch.
+TORCH_ENV_NUM_NODES: Final = "PET_NNODES"
+TORCH_ENV_NUM_PROC_PER_NODE: Final = "PET_NPROC_PER_NODE"
+TORCH_ENV_NODE_RANK: Final = "PET_NODE_RANK"
+TORCH_ENV_MASTER_ADDR: Final = "PET_MASTER_ADDR"
+TORCH_ENV_MASTER_PORT: Final = "PET_MASTER_PORT"
+TORCH_RESERVED_ENVS: Final = frozenset(
+    {
+        TORCH_ENV_NUM_NODES,
+        TORCH_ENV_NUM_PROC_PER_NODE,
+        TORCH_ENV_NODE_RANK,
+        TORCH_ENV_MASTER_ADDR,
+        TORCH_ENV_MASTER_PORT,
+    }
+)
+CONTAINER_TRAINER_PORT: Final = 29500
+TORCHTUNE_COMMAND: Final = ("tune", "run")
+TORCHTUNE_IMMUTABLE_CONFIGS: Final = (
+    "output_dir",
+    "tokenizer.path",
+    "checkpointer.checkpoint_dir",
+    "tokenizer.merges_file",
+)
+TORCHTUNE_SUPPORTED_MODELS: Final = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
+
+# MPI.
+MPI_SSH_AUTH_VOLUME: Final = "mpi-ssh-auth"
+MPI_HOSTFILE_VOLUME: Final = "mpi-hostfile"
+MPI_HOSTFILE_DIR: Final = "/etc/mpi"
+MPI_HOSTFILE_NAME: Final = "hostfile"
+MPI_SSH_PRIVATE_KEY: Final = "ssh-privatekey"
+MPI_SSH_PUBLIC_KEY: Final = "ssh-publickey"
+OMPI_ENV_HOSTFILE: Final = "OMPI_MCA_orte_default_hostfile"
+OMPI_ENV_KEEP_FQDN: Final = "OMPI_MCA_orte_keep_fqdn_hostnames"
+OMPI_ENV_DEFAULT_SLOTS: Final = "OMPI_MCA_orte_set_default_slots"
+OMPI_ENV_RSH_ARGS: Final = "OMPI_MCA_plm_rsh_args"
+OMPI_RESERVED_ENVS: Final = frozenset({OMPI_ENV_HOSTFILE, OMPI_ENV_KEEP_FQDN, OMPI_ENV_DEFAULT_SLOTS, OMPI_ENV_RSH_ARGS})
+
+# JAX and XGBoost.
+JAX_ENV_NUM_PROCESSES: Final = "JAX_NUM_PROCESSES"
+JAX_ENV_PROCESS_ID: Final = "JAX_PROCESS_ID"
+JAX_ENV_COORDINATOR_ADDRESS: Final = "JAX_COORDINATOR_ADDRESS"
+XGBOOST_ENV_TRACKER_URI: Final = "DMLC_TRACKER_URI"
+XGBOOST_ENV_TRACKER_PORT: Final = "DMLC_TRACKER_PORT"
+XGBOOST_ENV_TASK_ID: Final = "DMLC_TASK_ID"
+XGBOOST_ENV_NUM_WORKER: Final = "DMLC_NUM_WORKER"
+XGBOOST_RESERVED_ENVS: Final = (
+    XGBOOST_ENV_TRACKER_URI,
+    XGBOOST_ENV_TRACKER_PORT,
+    XGBOOST_ENV_TASK_ID,
+    XGBOOST_ENV_NUM_WORKER,
+)
+
+# Conditions (TrainJob status).
+CONDITION_SUSPENDED: Final = "Suspended"
+CONDITION_COMPLETE: Final = "Complete"
+CONDITION_FAILED: Final = "Failed"
+REASON_SUSPENDED: Final = "Suspended"
+REASON_RESUMED: Final = "Resumed"
+REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+REASON_RUNTIME_NOT_SUPPORTED: Final = "TrainingRuntimeNotSupported"
+MESSAGE_SUSPENDED: Final = "TrainJob is suspended"
+MESSAGE_RESUMED: Final = "TrainJob is resumed"
+MESSAGE_DEADLINE_EXCEEDED: Final = "TrainJob exceeded its active deadline"
+JOBSET_CONDITION_COMPLETED: Final = "Completed"
+JOBSET_CONDITION_FAILED: Final = "Failed"
+
+RUNTIME_DEPRECATION_POLICY_URL: Final = (
+    "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
+)

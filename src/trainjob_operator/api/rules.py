@@ -1,0 +1,51 @@
+"""CEL validation rules of our CRDs: written once, emitted into the CRDs and mirrored in `runtime.validation`."""
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+
+@dataclass(frozen=True)
+class CelRule:
+    rule: str
+    message: str
+
+    def wire(self) -> dict[str, str]:
+        return {"rule": self.rule, "message": self.message}
+
+
+def x_validations(*rules: CelRule) -> dict[str, Any]:
+    """`json_schema_extra` for a field or model carrying CEL rules."""
+    return {"x-kubernetes-validations": [r.wire() for r in rules]}
+
+
+IMMUTABLE: Final = CelRule("self == oldSelf", "field is immutable")
+NAME_RFC1035: Final = CelRule(
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+    "metadata.name must match RFC 1035 DNS label format",
+)
+NAME_MAX_63: Final = CelRule(
+    "size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters"
+)
+STORAGE_URI: Final = CelRule(
+    "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",
+    "storageUri may be empty, or it must be a valid URI (scheme://...)",
+)
+NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "numProcPerNode must be greater than or equal to 1")
+MANAGED_BY: Final = CelRule(
+    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']",
+    "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set",
+)
+TRAINER_STATUS_TIME: Final = CelRule(
+    "!has(self.trainerStatus) || has(self.trainerStatus.lastUpdatedTime)",
+    "lastUpdatedTime is required when trainerStatus is present",
+)
+ONE_ML_POLICY: Final = CelRule(
+    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1",
+    "Only one of the policy can be configured",
+)
+ENV_INJECTION_NOT_NODE: Final = CelRule(
+    "!self.exists(c, c == 'node')",
+    "containerNames must not include the main node container because PET_* envs are always injected into it",
+)
+MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")
+FLUX_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")

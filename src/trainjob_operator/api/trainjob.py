@@ -1,0 +1,195 @@
+"""TrainJob `trainer.kubeflow.org/v1alpha1`: what a practitioner submits."""
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from . import constants as c
+from .base import ApiModel, K8sModel
+from .core import (
+    Container,
+    EnvVar,
+    LocalObjectReference,
+    ObjectMeta,
+    ResourceRequirements,
+    Volume,
+    VolumeMount,
+)
+from .rules import (
+    IMMUTABLE,
+    MANAGED_BY,
+    NAME_MAX_63,
+    NAME_RFC1035,
+    NUM_PROC_PER_NODE,
+    STORAGE_URI,
+    TRAINER_STATUS_TIME,
+    x_validations,
+)
+
+MAX_COMMAND_ITEM = 1048576
+
+
+class RuntimeRef(ApiModel):
+    name: str = Field(min_length=1, max_length=253)
+    api_group: str | None = Field(default=c.GROUP, max_length=253)
+    kind: str | None = Field(default=c.CLUSTER_TRAINING_RUNTIME_KIND, max_length=253)
+
+
+class InitializerSource(ApiModel):
+    storage_uri: str | None = Field(default=None, max_length=2048, json_schema_extra=x_validations(STORAGE_URI))
+    env: list[EnvVar] | None = Field(
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "map",
+                                                          "x-kubernetes-list-map-keys": ["name"]}
+    )
+    secret_ref: LocalObjectReference | None = None
+
+
+class Initializer(ApiModel):
+    dataset: InitializerSource | None = None
+    model: InitializerSource | None = None
+
+
+class Trainer(ApiModel):
+    image: str | None = Field(default=None, max_length=500)
+    command: list[str] | None = Field(
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
+                                                          "items": {"maxLength": MAX_COMMAND_ITEM}}
+    )
+    args: list[str] | None = Field(
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
+                                                          "items": {"maxLength": MAX_COMMAND_ITEM}}
+    )
+    env: list[EnvVar] | None = Field(
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "map",
+                                                          "x-kubernetes-list-map-keys": ["name"]}
+    )
+    num_nodes: int | None = Field(default=None, ge=0)
+    resources_per_node: ResourceRequirements | None = None
+    num_proc_per_node: int | None = Field(default=None, json_schema_extra=x_validations(NUM_PROC_PER_NODE))
+
+
+class ContainerPatch(ApiModel):
+    name: str = Field(min_length=1, max_length=253)
+    env: list[EnvVar] | None = Field(default=None, max_length=128)
+    volume_mounts: list[VolumeMount] | None = Field(default=None, max_length=128)
+    security_context: dict[str, Any] | None = None
+
+
+class PodSpecPatch(ApiModel):
+    service_account_name: str | None = Field(default=None, max_length=253)
+    volumes: list[Volume] | None = Field(default=None, max_length=128)
+    init_containers: list[ContainerPatch] | None = Field(default=None, max_length=64)
+    containers: list[ContainerPatch] | None = Field(default=None, max_length=64)
+    image_pull_secrets: list[LocalObjectReference] | None = Field(default=None, max_length=64)
+    security_context: dict[str, Any] | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = Field(default=None, max_length=128)
+    scheduling_gates: list[dict[str, Any]] | None = Field(default=None, max_length=16)
+    termination_grace_period_seconds: int | None = Field(default=None, ge=0)
+
+
+class PodTemplatePatch(ApiModel):
+    metadata: ObjectMeta | None = None
+    spec: PodSpecPatch | None = None
+
+
+class JobSpecPatch(ApiModel):
+    template: PodTemplatePatch | None = None
+
+
+class JobTemplatePatch(ApiModel):
+    metadata: ObjectMeta | None = None
+    spec: JobSpecPatch | None = None
+
+
+class ReplicatedJobPatch(ApiModel):
+    name: str = Field(min_length=1, max_length=253)
+    template: JobTemplatePatch | None = None
+
+
+class JobSetSpecPatch(ApiModel):
+    replicated_jobs: list[ReplicatedJobPatch] | None = Field(default=None, max_length=100)
+
+
+class JobSetTemplatePatch(ApiModel):
+    metadata: ObjectMeta | None = None
+    spec: JobSetSpecPatch | None = None
+
+
+class TrainingRuntimeSpecPatch(ApiModel):
+    template: JobSetTemplatePatch | None = None
+
+
+class RuntimePatch(ApiModel):
+    manager: str = Field(min_length=1, max_length=253, json_schema_extra=x_validations(IMMUTABLE))
+    time: str | None = None
+    training_runtime_spec: TrainingRuntimeSpecPatch | None = None
+
+
+class TrainJobSpec(ApiModel):
+    runtime_ref: RuntimeRef = Field(json_schema_extra=x_validations(IMMUTABLE))
+    initializer: Initializer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
+    trainer: Trainer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
+    runtime_patches: list[RuntimePatch] | None = Field(default=None, max_length=16)
+    suspend: bool | None = False
+    active_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra=x_validations(IMMUTABLE))
+    managed_by: str | None = Field(
+        default=c.DEFAULT_MANAGED_BY, max_length=253, json_schema_extra=x_validations(MANAGED_BY, IMMUTABLE)
+    )
+
+
+class Condition(K8sModel):
+    k8s_definition: ClassVar[str] = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class JobStatus(ApiModel):
+    name: str = Field(min_length=1, max_length=253)
+    ready: int = Field(ge=0)
+    succeeded: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    active: int = Field(ge=0)
+    suspended: int = Field(ge=0)
+
+
+class TrainerMetric(ApiModel):
+    name: str = Field(min_length=1, max_length=64)
+    value: str = Field(min_length=1, max_length=64)
+
+
+class TrainerStatus(ApiModel):
+    progress_percentage: int | None = Field(default=None, ge=0, le=100)
+    estimated_remaining_seconds: int | None = Field(default=None, ge=0)
+    metrics: list[TrainerMetric] | None = Field(default=None, max_length=256)
+    last_updated_time: str | None = None
+
+
+class TrainJobStatus(ApiModel):
+    conditions: list[Condition] | None = Field(default=None, max_length=8)
+    jobs_status: list[JobStatus] | None = Field(default=None, max_length=100)
+    trainer_status: TrainerStatus | None = None
+
+
+class TrainJob(ApiModel):
+    model_config = {"json_schema_extra": x_validations(NAME_RFC1035, NAME_MAX_63, TRAINER_STATUS_TIME)}
+
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = c.API_VERSION
+    kind: Literal["TrainJob"] = c.TRAINJOB_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: TrainJobSpec
+    status: TrainJobStatus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
