@@ -1,0 +1,68 @@
+"""Keyed upserts onto typed containers and pod specs, with upstream's keys (spec §5.3, quirks 4–5)."""
+
+from collections.abc import Iterable
+
+from ..api.core import Container, ContainerPort, EnvVar, PodSpec, Volume, VolumeMount
+
+
+def upsert_env(container: Container, env: Iterable[EnvVar]) -> None:
+    """Env by name: an existing entry is replaced in place, a new one appended."""
+    current = container.env if container.env is not None else []
+    index = {e.name: i for i, e in enumerate(current)}
+    for var in env:
+        at = index.get(var.name)
+        if at is None:
+            index[var.name] = len(current)
+            current.append(var.model_copy())
+        else:
+            current[at] = var.model_copy()
+    container.env = current
+
+
+def upsert_port(container: Container, port: ContainerPort) -> None:
+    """Ports match by containerPort or by name; two unnamed ports compare equal, as upstream (quirk 4)."""
+    current = container.ports if container.ports is not None else []
+    for i, existing in enumerate(current):
+        if existing.container_port == port.container_port or existing.name == port.name:
+            current[i] = port.model_copy()
+            break
+    else:
+        current.append(port.model_copy())
+    container.ports = current
+
+
+def upsert_volume_mount(container: Container, mount: VolumeMount) -> None:
+    """Volume mounts match by mountPath, not by name (quirk 5)."""
+    current = container.volume_mounts if container.volume_mounts is not None else []
+    for i, existing in enumerate(current):
+        if existing.mount_path == mount.mount_path:
+            current[i] = mount.model_copy()
+            break
+    else:
+        current.append(mount.model_copy())
+    container.volume_mounts = current
+
+
+def upsert_volume(pod: PodSpec, volume: Volume) -> None:
+    current = pod.volumes if pod.volumes is not None else []
+    for i, existing in enumerate(current):
+        if existing.name == volume.name:
+            current[i] = volume.model_copy()
+            break
+    else:
+        current.append(volume.model_copy())
+    pod.volumes = current
+
+
+def find_container(pod: PodSpec | None, name: str, include_init: bool = False) -> Container | None:
+    """The container `name`, looked up among regular containers first, then (optionally) init containers."""
+    if pod is None:
+        return None
+    for container in pod.containers:
+        if container.name == name:
+            return container
+    if include_init:
+        for container in pod.init_containers or []:
+            if container.name == name:
+                return container
+    return None

@@ -1,0 +1,93 @@
+"""The framework: plugins sorted into one bucket per extension point, run in the documented order."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..api.trainjob import TrainJob
+from .errors import BuildError, Validation
+from .framework import (
+    ComponentBuilder,
+    CustomValidation,
+    EnforceMLPolicy,
+    EnforcePodGroupPolicy,
+    Manifest,
+    Plugin,
+    TrainJobStatusPlugin,
+    WatchExtension,
+    WatchSpec,
+)
+from .info import RuntimeInfo, RuntimeSource, new_runtime_info
+from .observed import NOTHING, Observed
+from .registry import PLUGINS, Factory
+from .status import StatusOutcome, desired_status
+
+
+@dataclass(frozen=True)
+class Framework:
+    plugins: tuple[Plugin, ...]
+    validators: tuple[CustomValidation, ...] = field(default=())
+    ml_policies: tuple[EnforceMLPolicy, ...] = field(default=())
+    pod_group_policies: tuple[EnforcePodGroupPolicy, ...] = field(default=())
+    builders: tuple[ComponentBuilder, ...] = field(default=())
+    status_plugin: TrainJobStatusPlugin | None = None
+    watchers: tuple[WatchExtension, ...] = field(default=())
+
+    @classmethod
+    def from_registry(cls, registry: dict[str, Factory] | None = None) -> "Framework":
+        plugins = tuple(factory() for factory in (registry if registry is not None else PLUGINS).values())
+        statuses = [p for p in plugins if isinstance(p, TrainJobStatusPlugin)]
+        if len(statuses) > 1:
+            raise ValueError("too many TrainJobStatus plugins are registered")
+        return cls(
+            plugins=plugins,
+            validators=tuple(p for p in plugins if isinstance(p, CustomValidation)),
+            ml_policies=tuple(p for p in plugins if isinstance(p, EnforceMLPolicy)),
+            pod_group_policies=tuple(p for p in plugins if isinstance(p, EnforcePodGroupPolicy)),
+            builders=tuple(p for p in plugins if isinstance(p, ComponentBuilder)),
+            status_plugin=statuses[0] if statuses else None,
+            watchers=tuple(p for p in plugins if isinstance(p, WatchExtension)),
+        )
+
+    def runtime_info(self, job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
+        """Build phase, in this order: runtime patches and resources → ML policy → pod group policy."""
+        info = new_runtime_info(job, runtime)
+        for ml in self.ml_policies:
+            ml.enforce_ml_policy(info, job)
+        for pod_group in self.pod_group_policies:
+            pod_group.enforce_pod_group_policy(info, job)
+        return info
+
+    def desired_objects(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> list[Manifest]:
+        """Every object to server-side apply for `job`, in apply order. Raises BuildError."""
+        info = self.runtime_info(job, runtime)
+        objects: list[Manifest] = []
+        for builder in self.builders:
+            objects += builder.build(info, job, observed)
+        return objects
+
+    def validate(self, old: TrainJob | None, new: TrainJob, runtime: RuntimeSource,
+                 observed: Observed = NOTHING) -> Validation:
+        """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated."""
+        try:
+            info = new_runtime_info(new, runtime)
+        except (BuildError, ValueError) as err:
+            from .errors import invalid
+
+            return Validation((invalid("spec.runtimePatches", None, str(err)),))
+        result = Validation()
+        for validator in self.validators:
+            result += validator.validate(info, old, new, observed)
+        return result
+
+    def status(self, job: TrainJob, observed: Observed, now: datetime) -> StatusOutcome:
+        """PostExecution: the status plugin's view, then the Suspended condition and the deadline."""
+        if self.status_plugin is None:
+            raise ValueError("no TrainJobStatus plugin is registered")
+        return desired_status(job, self.status_plugin.status(job, observed, now), now)
+
+    def watches(self) -> list[WatchSpec]:
+        seen: dict[tuple[str, str], WatchSpec] = {}
+        for watcher in self.watchers:
+            for spec in watcher.watches():
+                seen.setdefault((spec.api_version, spec.kind), spec)
+        return list(seen.values())

@@ -1,0 +1,1 @@
+"""One module per plugin; the registry in `..registry` fixes their order."""

@@ -1,0 +1,36 @@
+"""Small helpers several plugins share."""
+
+from ...api import constants as c
+from ...api.core import EnvVar, ResourceRequirements
+from ...api.trainjob import TrainJob
+from ..info import RuntimeInfo
+
+COMPLETION_INDEX_ENV_SOURCE = {"fieldRef": {"fieldPath": c.JOB_COMPLETION_INDEX_FIELD}}
+
+
+def completion_index_env(name: str) -> EnvVar:
+    return EnvVar(name=name, value_from=COMPLETION_INDEX_ENV_SOURCE)
+
+
+def first_pod_address(job: TrainJob) -> str:
+    """The DNS name of the first trainer pod; always `<tj>-node-0-0.<tj>` upstream (quirk 3)."""
+    return f"{job.name}-{c.NODE}-0-0.{job.name}"
+
+
+def decision_resources(info: RuntimeInfo, job: TrainJob) -> ResourceRequirements | None:
+    """TrainJob resourcesPerNode as is when set, else the runtime `node` container's (quirk 6)."""
+    if job.spec.trainer is not None and job.spec.trainer.resources_per_node is not None:
+        return job.spec.trainer.resources_per_node
+    for pod_set in info.pod_sets:
+        if pod_set.name == c.NODE or pod_set.ancestor == c.ANCESTOR_TRAINER:
+            node = pod_set.container(c.NODE)
+            if node is not None:
+                return node.resources
+    return None
+
+
+def set_trainer_count(info: RuntimeInfo, job: TrainJob) -> None:
+    """TrainJob numNodes (0 included) overrides the trainer PodSet count."""
+    trainer = info.ancestor(c.ANCESTOR_TRAINER)
+    if trainer is not None and job.spec.trainer is not None and job.spec.trainer.num_nodes is not None:
+        trainer.count = job.spec.trainer.num_nodes

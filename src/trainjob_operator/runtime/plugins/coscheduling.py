@@ -1,0 +1,41 @@
+"""CoScheduling: scheduler-plugins PodGroup and the pod-group label on every pod (spec §8.1)."""
+
+from typing import ClassVar
+
+from ...api import constants as c
+from ...api.trainjob import TrainJob
+from ..framework import ComponentBuilder, EnforcePodGroupPolicy, Manifest, WatchExtension, WatchSpec
+from ..info import RuntimeInfo
+from ..manifests import owned_metadata
+from ..observed import Observed
+from .podgroup import min_member, min_resources
+
+
+class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, WatchExtension):
+    name: ClassVar[str] = "CoScheduling"
+
+    def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
+        if info.pod_group_policy is None or info.pod_group_policy.coscheduling is None:
+            return
+        info.scheduler.pod_labels[c.COSCHEDULING_POD_GROUP_LABEL] = job.name
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        policy = info.pod_group_policy.coscheduling if info.pod_group_policy is not None else None
+        if policy is None or (observed.pod_group_exists and not job.spec.suspend):
+            return []
+        timeout = policy.schedule_timeout_seconds if policy.schedule_timeout_seconds is not None else 60
+        return [{
+            "apiVersion": c.COSCHEDULING_API_VERSION,
+            "kind": c.POD_GROUP_KIND,
+            "metadata": owned_metadata(job, job.name),
+            "spec": {
+                "minMember": min_member(info),
+                "minResources": min_resources(info),
+                "scheduleTimeoutSeconds": timeout,
+            },
+        }]
+
+    def watches(self) -> list[WatchSpec]:
+        return [WatchSpec(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND),
+                WatchSpec("v1", "LimitRange", owned=False),
+                WatchSpec("node.k8s.io/v1", "RuntimeClass", owned=False)]

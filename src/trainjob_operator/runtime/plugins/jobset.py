@@ -1,0 +1,228 @@
+"""JobSet: builds the JobSet from the Info, validates runtime patches and initializers, maps status back."""
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from ...api import constants as c
+from ...api.core import EnvVar, ObjectMeta
+from ...api.jobset import ReplicatedJob
+from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, TrainJobStatus
+from ..apply import upsert_env
+from ..conditions import set_condition
+from ..errors import FieldError, Validation, forbidden, invalid
+from ..framework import ComponentBuilder, CustomValidation, Manifest, TrainJobStatusPlugin, WatchExtension, WatchSpec
+from ..info import RuntimeInfo
+from ..manifests import owner_reference
+from ..observed import Observed
+
+PROTECTED_ENV_CONTAINERS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.NODE)
+DOMAIN_PREFIXED_HINT = 'must be a domain-prefixed path (such as "acme.io/foo")'
+
+
+class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, WatchExtension):
+    name: ClassVar[str] = "JobSet"
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        # A running JobSet is never mutated: only apply when absent or when either side is suspended (§5.4).
+        if observed.jobset is not None and not job.spec.suspend and not observed.jobset_suspended:
+            return []
+        return [build_jobset(info, job)]
+
+    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
+        return Validation(tuple(_validate_initializers(info, new) + _validate_patches(info, old, new, observed)))
+
+    def status(self, job: TrainJob, observed: Observed, now: datetime) -> TrainJobStatus:
+        return jobset_status(job, observed.jobset, now)
+
+    def watches(self) -> list[WatchSpec]:
+        return [WatchSpec(c.JOBSET_API_VERSION, c.JOBSET_KIND)]
+
+
+def _initializer_env(container_env: list[EnvVar] | None, source: InitializerSource) -> list[EnvVar]:
+    env = []
+    if source.storage_uri is not None:
+        env.append(EnvVar(name=c.STORAGE_URI_ENV, value=source.storage_uri))
+    return env + list(source.env or [])
+
+
+def _apply_initializer(rjob: ReplicatedJob, container_name: str, source: InitializerSource | None) -> None:
+    spec = rjob.template.spec.template.spec
+    if source is None or spec is None:
+        return
+    for container in spec.containers:
+        if container.name != container_name:
+            continue
+        upsert_env(container, _initializer_env(container.env, source))
+        if source.secret_ref is not None:
+            container.env_from = [*(container.env_from or []), {"secretRef": {"name": source.secret_ref.name}}]
+
+
+def build_jobset(info: RuntimeInfo, job: TrainJob) -> Manifest:
+    """The JobSet of spec §5.3 from an Info that every other plugin has already enforced."""
+    trainer = job.spec.trainer
+    initializer = job.spec.initializer
+    launcher_as_node = bool(info.ml_policy and info.ml_policy.mpi and info.ml_policy.mpi.run_launcher_as_node)
+    for pod_set in info.pod_sets:
+        rjob = pod_set.job
+        rjob.template.spec.parallelism = pod_set.count
+        rjob.template.spec.completions = pod_set.count
+        if pod_set.ancestor == c.DATASET_INITIALIZER:
+            rjob.replicas = 1
+            _apply_initializer(rjob, c.DATASET_INITIALIZER, initializer.dataset if initializer else None)
+        elif pod_set.ancestor == c.MODEL_INITIALIZER:
+            rjob.replicas = 1
+            _apply_initializer(rjob, c.MODEL_INITIALIZER, initializer.model if initializer else None)
+        elif pod_set.ancestor == c.ANCESTOR_TRAINER:
+            rjob.replicas = 1
+            node = pod_set.container(c.NODE)
+            if node is not None and trainer is not None:
+                if trainer.image:
+                    node.image = trainer.image
+                if info.trainer_command is not None:
+                    node.command = list(info.trainer_command)
+                if trainer.args is not None:
+                    node.args = list(trainer.args)
+                if trainer.env:
+                    upsert_env(node, trainer.env)
+        if launcher_as_node and pod_set.name == c.NODE and trainer is not None and trainer.env:
+            node = pod_set.container(c.NODE)
+            if node is not None:
+                upsert_env(node, trainer.env)
+        if info.scheduler.pod_labels or info.scheduler.pod_annotations:
+            template = rjob.template.spec.template
+            meta = template.metadata if template.metadata is not None else ObjectMeta()
+            if info.scheduler.pod_labels:
+                meta.labels = {**(meta.labels or {}), **info.scheduler.pod_labels}
+            if info.scheduler.pod_annotations:
+                meta.annotations = {**(meta.annotations or {}), **info.scheduler.pod_annotations}
+            template.metadata = meta
+    info.template.suspend = bool(job.spec.suspend)
+    metadata: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
+    if info.labels:
+        metadata["labels"] = dict(info.labels)
+    if info.annotations:
+        metadata["annotations"] = dict(info.annotations)
+    metadata["ownerReferences"] = [owner_reference(job)]
+    return {
+        "apiVersion": c.JOBSET_API_VERSION,
+        "kind": c.JOBSET_KIND,
+        "metadata": metadata,
+        "spec": info.template.to_wire(),
+    }
+
+
+def _validate_initializers(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
+    initializer = job.spec.initializer
+    if initializer is None:
+        return []
+    errors = []
+    ref = job.spec.runtime_ref.to_wire()
+    for source, name, config in (
+        (initializer.dataset, c.DATASET_INITIALIZER, "datasetConfig"),
+        (initializer.model, c.MODEL_INITIALIZER, "modelConfig"),
+    ):
+        if source is None:
+            continue
+        pod_set = info.pod_set(name)
+        if pod_set is None:
+            errors.append(invalid("spec.runtimeRef", ref,
+                                  f"must have {name} job when trainJob is configured with input {config}"))
+            continue
+        container = pod_set.container(name)
+        if container is None:
+            errors.append(invalid("spec.runtimeRef", ref,
+                                  f"must have container with name - {name} in the {name} job"))
+            continue
+        if not any(m.name == c.INITIALIZER_VOLUME for m in container.volume_mounts or []):
+            errors.append(invalid("spec.runtimeRef", ref,
+                                  f"must have volumeMount with name - {c.INITIALIZER_VOLUME} in container "
+                                  f"{name} of the {name} job"))
+    return errors
+
+
+def is_domain_prefixed_path(value: str) -> bool:
+    """Kubernetes' IsDomainPrefixedPath: `<DNS-1123 subdomain>/<non-empty path>`."""
+    import re
+
+    host, sep, path = value.partition("/")
+    if not sep or not path or len(host) > 253:
+        return False
+    label = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+    return re.fullmatch(rf"{label}(\.{label})*", host) is not None and re.fullmatch(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+", path) is not None
+
+
+def _patch_without_time(job: TrainJob | None) -> list[dict[str, Any]]:
+    if job is None:
+        return []
+    return [{k: v for k, v in p.to_wire().items() if k != "time"} for p in job.spec.runtime_patches or []]
+
+
+def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> list[FieldError]:
+    errors: list[FieldError] = []
+    runtime_jobs = {rj.name: rj for rj in info.runtime.spec.template.spec.replicated_jobs}
+    patches = new.spec.runtime_patches or []
+    for patch in patches:
+        if not is_domain_prefixed_path(patch.manager):
+            errors.append(invalid("spec.runtimePatches.manager", patch.manager, DOMAIN_PREFIXED_HINT))
+        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+        for rjob in (template.spec.replicated_jobs or []) if template and template.spec else []:
+            runtime_job = runtime_jobs.get(rjob.name)
+            if runtime_job is None:
+                errors.append(invalid("spec.runtimePatches", rjob.name,
+                                      "must not have replicated job that doesn't exist in the runtime job template"))
+                continue
+            pod = runtime_job.template.spec.template.spec
+            regular = {ct.name for ct in pod.containers} if pod else set()
+            init = {ct.name for ct in pod.init_containers or []} if pod else set()
+            pod_patch = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
+                rjob.template.spec.template else None
+            if pod_patch is None:
+                continue
+            for container in pod_patch.init_containers or []:
+                if container.name not in init | regular:
+                    errors.append(invalid("spec.runtimePatches", container.name,
+                                          f"must not have initContainer that doesn't exist in the runtime job {rjob.name}"))
+            for container in pod_patch.containers or []:
+                if container.name not in init | regular:
+                    errors.append(invalid("spec.runtimePatches", container.name,
+                                          f"must not have container that doesn't exist in the runtime job {rjob.name}"))
+                elif container.env and container.name in PROTECTED_ENV_CONTAINERS:
+                    errors.append(invalid("spec.runtimePatches", container.name,
+                                          "must not have envs for the dataset-initializer, model-initializer, node "
+                                          "containers"))
+    if old is not None and _patch_without_time(old) != _patch_without_time(new):
+        if not old.spec.suspend and not new.spec.suspend:
+            errors.append(forbidden("spec.runtimePatches",
+                                    "RuntimePatches can only be modified when the TrainJob is suspended before or "
+                                    "after the update"))
+        elif observed.jobset is not None:
+            for status in (observed.jobset.get("status") or {}).get("replicatedJobsStatus") or []:
+                if status.get("active", 0) > 0:
+                    errors.append(forbidden("spec.runtimePatches",
+                                            f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob "
+                                            f"{status.get('name')} is still active"))
+    return errors
+
+
+def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -> TrainJobStatus:
+    """Complete/Failed copied from the JobSet (type renamed), jobsStatus mirrored (spec §6.2–6.3)."""
+    status = job.status.model_copy(deep=True) if job.status is not None else TrainJobStatus()
+    if jobset is None:
+        return status
+    conditions = list(status.conditions or [])
+    for condition in (jobset.get("status") or {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        renamed = {c.JOBSET_CONDITION_COMPLETED: c.CONDITION_COMPLETE,
+                   c.JOBSET_CONDITION_FAILED: c.CONDITION_FAILED}.get(condition.get("type", ""))
+        if renamed is None:
+            continue
+        set_condition(conditions, Condition.model_validate({**condition, "type": renamed}), now)
+    status.conditions = conditions or None
+    replicated = (jobset.get("status") or {}).get("replicatedJobsStatus")
+    status.jobs_status = [
+        JobStatus(name=r["name"], ready=r.get("ready", 0), succeeded=r.get("succeeded", 0),
+                  failed=r.get("failed", 0), active=r.get("active", 0), suspended=r.get("suspended", 0))
+        for r in replicated
+    ] if replicated else None
+    return status

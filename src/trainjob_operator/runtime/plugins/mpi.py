@@ -1,0 +1,152 @@
+"""MPI (OpenMPI): SSH key Secret, hostfile ConfigMap, OMPI env, runLauncherAsNode (spec §4)."""
+
+import base64
+from typing import ClassVar
+
+from ...api import constants as c
+from ...api.core import EnvVar, Volume, VolumeMount
+from ...api.runtime import MPIMLPolicySource
+from ...api.trainjob import TrainJob
+from ..apply import upsert_env, upsert_volume, upsert_volume_mount
+from ..errors import BuildError, FieldError, Validation, invalid
+from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, WatchExtension, WatchSpec
+from ..info import RuntimeInfo
+from ..manifests import owned_metadata
+from ..observed import Observed
+from ..resources import gpu_count
+from ..sshkey import generate_ssh_key
+from .common import decision_resources
+
+OPEN_MPI = "OpenMPI"
+
+
+def ssh_secret_name(job: TrainJob) -> str:
+    return f"{job.name}-mpi-ssh-auth"
+
+
+def hostfile_name(job: TrainJob) -> str:
+    return f"{job.name}-mpi-hostfile"
+
+
+def slots(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> int:
+    if job.spec.trainer is not None and job.spec.trainer.num_proc_per_node is not None:
+        return job.spec.trainer.num_proc_per_node
+    runtime_slots = policy.num_proc_per_node if policy.num_proc_per_node is not None else 1
+    gpus = gpu_count(decision_resources(info, job))
+    if runtime_slots == 1 and gpus > 1:
+        return gpus
+    return runtime_slots
+
+
+class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
+    name: ClassVar[str] = "MPI"
+
+    def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
+        policy = info.ml_policy.mpi if info.ml_policy is not None else None
+        if policy is None:
+            return
+        if policy.mpi_implementation != OPEN_MPI:
+            raise BuildError(f"MPI implementation for {policy.mpi_implementation} doesn't supported")
+        node_set = info.pod_set(c.NODE)
+        num_nodes = job.spec.trainer.num_nodes if job.spec.trainer is not None else None
+        if num_nodes is not None and node_set is not None:
+            node_set.count = max(num_nodes - 1, 1) if policy.run_launcher_as_node else num_nodes
+        secret_volume = Volume.model_validate({
+            "name": c.MPI_SSH_AUTH_VOLUME,
+            "secret": {
+                "secretName": ssh_secret_name(job),
+                "defaultMode": 0o400,
+                "items": [
+                    {"key": c.MPI_SSH_PRIVATE_KEY, "path": "id_rsa", "mode": 0o640},
+                    {"key": c.MPI_SSH_PUBLIC_KEY, "path": "id_rsa.pub", "mode": 0o644},
+                    {"key": c.MPI_SSH_PUBLIC_KEY, "path": "authorized_keys", "mode": 0o644},
+                ],
+            },
+        })
+        hostfile_volume = Volume.model_validate({
+            "name": c.MPI_HOSTFILE_VOLUME,
+            "configMap": {
+                "name": hostfile_name(job),
+                "items": [{"key": c.MPI_HOSTFILE_NAME, "path": c.MPI_HOSTFILE_NAME, "mode": 0o444}],
+            },
+        })
+        ssh_mount = VolumeMount(name=c.MPI_SSH_AUTH_VOLUME, mount_path=policy.ssh_auth_mount_path or "/root/.ssh")
+        for pod_set in (info.pod_set(c.NODE), info.pod_set(c.LAUNCHER)):
+            if pod_set is None:
+                continue
+            upsert_volume(pod_set.pod_spec, secret_volume)
+            node = pod_set.container(c.NODE)
+            if node is not None:
+                upsert_volume_mount(node, ssh_mount)
+            if pod_set.name != c.LAUNCHER:
+                continue
+            upsert_volume(pod_set.pod_spec, hostfile_volume)
+            if node is not None:
+                upsert_volume_mount(node, VolumeMount(name=c.MPI_HOSTFILE_VOLUME, mount_path=c.MPI_HOSTFILE_DIR))
+                upsert_env(node, [
+                    EnvVar(name=c.OMPI_ENV_HOSTFILE, value=f"{c.MPI_HOSTFILE_DIR}/{c.MPI_HOSTFILE_NAME}"),
+                    EnvVar(name=c.OMPI_ENV_KEEP_FQDN, value="true"),
+                    EnvVar(name=c.OMPI_ENV_DEFAULT_SLOTS, value=str(slots(info, job, policy))),
+                    EnvVar(name=c.OMPI_ENV_RSH_ARGS, value="-o ConnectionAttempts=10"),
+                ])
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        policy = info.ml_policy.mpi if info.ml_policy is not None else None
+        if policy is None:
+            return []
+        objects: list[Manifest] = []
+        if not observed.mpi_ssh_secret_exists:
+            key = observed.ssh_key or generate_ssh_key()
+            objects.append({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": owned_metadata(job, ssh_secret_name(job)),
+                "type": "kubernetes.io/ssh-auth",
+                "immutable": True,
+                "data": {
+                    c.MPI_SSH_PRIVATE_KEY: base64.b64encode(key.private_pem).decode(),
+                    c.MPI_SSH_PUBLIC_KEY: base64.b64encode(key.public_openssh).decode(),
+                },
+            })
+        objects.append({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": owned_metadata(job, hostfile_name(job)),
+            "data": {c.MPI_HOSTFILE_NAME: hostfile(info, job, policy)},
+        })
+        return objects
+
+    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
+        policy = info.ml_policy.mpi if info.ml_policy is not None else None
+        trainer = new.spec.trainer
+        if policy is None or trainer is None:
+            return Validation()
+        errors: list[FieldError] = []
+        if (trainer.num_nodes or 0) >= 2 and policy.run_launcher_as_node and (
+            info.pod_set(c.LAUNCHER) is None or info.pod_set(c.NODE) is None
+        ):
+            errors.append(invalid("spec.trainer.numNodes", trainer.num_nodes,
+                                  "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not "
+                                  "have either launcher and node"))
+        reserved = sorted({e.name for e in trainer.env or []} & c.OMPI_RESERVED_ENVS)
+        if reserved:
+            errors.append(invalid("spec.trainer.env", [e.to_wire() for e in trainer.env or []],
+                                  f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]"))
+        return Validation(tuple(errors))
+
+    def watches(self) -> list[WatchSpec]:
+        return [WatchSpec("v1", "ConfigMap"), WatchSpec("v1", "Secret")]
+
+
+def hostfile(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> str:
+    """One `<endpoint> slots=N` line per pod of `node` (and `launcher` with runLauncherAsNode), template order."""
+    subdomain = info.subdomain or job.name
+    per_node = slots(info, job, policy)
+    lines = []
+    for pod_set in info.pod_sets:
+        if pod_set.name != c.NODE and not (pod_set.name == c.LAUNCHER and policy.run_launcher_as_node):
+            continue
+        for replica in range(pod_set.replicas):
+            for pod in range(pod_set.count):
+                lines.append(f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain} slots={per_node}\n")
+    return "".join(lines)

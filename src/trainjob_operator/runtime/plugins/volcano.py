@@ -1,0 +1,76 @@
+"""Volcano: PodGroup with queue, priority class and network topology; group-name annotation (spec §8.2)."""
+
+from typing import Any, ClassVar
+
+from ...api import constants as c
+from ...api.trainjob import TrainJob
+from ..errors import FieldError, Validation, invalid
+from ..framework import (
+    ComponentBuilder,
+    CustomValidation,
+    EnforcePodGroupPolicy,
+    Manifest,
+    WatchExtension,
+    WatchSpec,
+)
+from ..info import RuntimeInfo
+from ..manifests import owned_metadata
+from ..observed import Observed
+from .podgroup import min_member, min_resources
+
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, WatchExtension):
+    name: ClassVar[str] = "Volcano"
+
+    def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
+        if info.pod_group_policy is None or info.pod_group_policy.volcano is None:
+            return
+        info.scheduler.pod_annotations[c.VOLCANO_GROUP_NAME_ANNOTATION] = job.name
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        policy = info.pod_group_policy.volcano if info.pod_group_policy is not None else None
+        if policy is None or (observed.pod_group_exists and not job.spec.suspend):
+            return []
+        spec: dict[str, Any] = {"minMember": min_member(info), "minResources": min_resources(info)}
+        queue = info.annotations.get(c.VOLCANO_QUEUE_NAME_ANNOTATION)
+        if queue:
+            spec["queue"] = queue
+        priority = None
+        for pod_set in info.pod_sets:
+            priority = pod_set.pod_spec.priority_class_name or priority
+        if priority:
+            spec["priorityClassName"] = priority
+        if policy.network_topology is not None:
+            spec["networkTopology"] = policy.network_topology.to_wire()
+        return [{
+            "apiVersion": c.VOLCANO_API_VERSION,
+            "kind": c.POD_GROUP_KIND,
+            "metadata": owned_metadata(job, job.name),
+            "spec": spec,
+        }]
+
+    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
+        if info.pod_group_policy is None or info.pod_group_policy.volcano is None:
+            return Validation()
+        errors: list[FieldError] = []
+        queue = info.annotations.get(c.VOLCANO_QUEUE_NAME_ANNOTATION)
+        if queue is not None and queue == "":
+            errors.append(invalid(f"spec.annotations[{c.VOLCANO_QUEUE_NAME_ANNOTATION}]", queue,
+                                  "Volcano queue name must not be empty"))
+        if observed.priority_classes is not None:
+            for pod_set in info.pod_sets:
+                name = pod_set.pod_spec.priority_class_name
+                if not name or name in SYSTEM_PRIORITY_CLASSES:
+                    continue
+                if name not in observed.priority_classes:
+                    errors.append(invalid("spec.templateSpec.priorityClassName", name,
+                                          f'PriorityClass "{name}" doesn\'t exist: '
+                                          f'priorityclasses.scheduling.k8s.io "{name}" not found'))
+        return Validation(tuple(errors))
+
+    def watches(self) -> list[WatchSpec]:
+        return [WatchSpec(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND),
+                WatchSpec("v1", "LimitRange", owned=False),
+                WatchSpec("node.k8s.io/v1", "RuntimeClass", owned=False)]

@@ -1,0 +1,30 @@
+"""The plugin registry: name → factory, in the fixed order every extension point runs them.
+
+Upstream iterates a Go map (random order); we fix the order so output is deterministic (spec §2.4).
+"""
+
+from collections.abc import Callable
+from typing import Final
+
+from .framework import Plugin
+from .plugins.coscheduling import CoScheduling
+from .plugins.jax import JAX
+from .plugins.jobset import JobSetPlugin
+from .plugins.mpi import MPI
+from .plugins.plainml import PlainML
+from .plugins.torch import Torch
+from .plugins.volcano import Volcano
+from .plugins.xgboost import XGBoost
+
+Factory = Callable[[], Plugin]
+
+PLUGINS: Final[dict[str, Factory]] = {
+    PlainML.name: PlainML,
+    Torch.name: Torch,
+    MPI.name: MPI,
+    JAX.name: JAX,
+    XGBoost.name: XGBoost,
+    CoScheduling.name: CoScheduling,
+    Volcano.name: Volcano,
+    JobSetPlugin.name: JobSetPlugin,
+}

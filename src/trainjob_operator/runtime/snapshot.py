@@ -1,0 +1,54 @@
+"""The runtime snapshot ConfigMap of v2.3: the runtime as it was when the TrainJob was first built (§5.4)."""
+
+from typing import Any
+
+import yaml
+
+from ..api import constants as c
+from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.trainjob import TrainJob
+from .errors import BuildError
+from .framework import Manifest
+from .info import RuntimeSource
+from .manifests import owned_metadata
+
+SNAPSHOT_KEY = "runtime"
+
+
+def snapshot_name(job: TrainJob) -> str:
+    return f"{job.name}-runtime-snapshot"
+
+
+def build_snapshot(job: TrainJob, runtime: RuntimeSource) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": owned_metadata(job, snapshot_name(job)),
+        "data": {SNAPSHOT_KEY: yaml.safe_dump(runtime.obj, sort_keys=False)},
+    }
+
+
+def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any]) -> RuntimeSource:
+    """The runtime saved in `configmap`, after checking it belongs to `job` and matches its runtimeRef."""
+    owners = (configmap.get("metadata") or {}).get("ownerReferences") or []
+    controller = next((o for o in owners if o.get("controller")), None)
+    if controller is None or controller.get("uid") != job.metadata.uid:
+        raise BuildError("invalid runtime snapshot: a snapshot configmap exists but is owned by another object")
+    text = (configmap.get("data") or {}).get(SNAPSHOT_KEY)
+    if text is None:
+        raise BuildError(f'invalid runtime snapshot: snapshot ConfigMap missing "{SNAPSHOT_KEY}" data key')
+    try:
+        raw = yaml.safe_load(text)
+        kind = raw.get("kind")
+        model = TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
+        runtime = model.model_validate(raw)
+    except Exception as err:  # a corrupted snapshot is reported, never crashes the operator
+        raise BuildError(f"invalid runtime snapshot: {err}") from err
+    ref = job.spec.runtime_ref
+    group = runtime.api_version.split("/")[0]
+    if runtime.metadata.name != ref.name or runtime.kind != ref.kind or group != ref.api_group:
+        raise BuildError(
+            f"invalid runtime snapshot: snapshot holds {runtime.kind}.{group} {runtime.metadata.name!r}, "
+            f"but runtimeRef names {ref.kind}.{ref.api_group} {ref.name!r}"
+        )
+    return RuntimeSource.of(runtime)

@@ -1,0 +1,15 @@
+"""ECDSA P-521 key pairs for the MPI SSH Secret (upstream's choice, despite the `id_rsa` file names)."""
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from .observed import SSHKeyPair
+
+
+def generate_ssh_key() -> SSHKeyPair:
+    key = ec.generate_private_key(ec.SECP521R1())
+    private_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return SSHKeyPair(private_pem=private_pem, public_openssh=public + b"\n")

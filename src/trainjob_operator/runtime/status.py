@@ -1,0 +1,66 @@
+"""PostExecution: the TrainJob status as a pure function of the TrainJob, the JobSet and the clock (spec §6)."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..api import constants as c
+from ..api.trainjob import Condition, TrainJob, TrainJobStatus
+from .conditions import find, is_finished, rfc3339, set_condition
+
+
+@dataclass(frozen=True)
+class StatusOutcome:
+    status: TrainJobStatus
+    delete_jobset: bool = False
+    """The deadline passed: the shell deletes the JobSet."""
+    requeue_after: float | None = None
+    """Seconds until the deadline, when one is pending."""
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def suspended_condition(job: TrainJob, status: TrainJobStatus, now: datetime) -> None:
+    conditions = list(status.conditions or [])
+    if job.spec.suspend:
+        set_condition(conditions, Condition(type=c.CONDITION_SUSPENDED, status="True", reason=c.REASON_SUSPENDED,
+                                            message=c.MESSAGE_SUSPENDED), now)
+    else:
+        current = find(conditions, c.CONDITION_SUSPENDED)
+        if current is not None and current.status == "True":
+            set_condition(conditions, Condition(type=c.CONDITION_SUSPENDED, status="False", reason=c.REASON_RESUMED,
+                                                message=c.MESSAGE_RESUMED), now)
+    status.conditions = conditions or None
+
+
+def deadline(job: TrainJob, status: TrainJobStatus, now: datetime) -> tuple[bool, float | None]:
+    """(exceeded, seconds left). The timer starts at creation, or restarts at the last resume (§6.4)."""
+    seconds = job.spec.active_deadline_seconds
+    if not seconds or job.spec.suspend or is_finished(status.conditions):
+        return False, None
+    start_text = job.metadata.creation_timestamp
+    resumed = find(status.conditions, c.CONDITION_SUSPENDED)
+    if resumed is not None and resumed.status == "False" and resumed.last_transition_time:
+        start_text = resumed.last_transition_time
+    start = parse_time(start_text) if start_text else now
+    left = (start + timedelta(seconds=seconds) - now).total_seconds()
+    if left < 0:
+        return True, None
+    return False, max(left, 1.0)
+
+
+def desired_status(job: TrainJob, computed: TrainJobStatus, now: datetime) -> StatusOutcome:
+    """Suspended condition, the status computed by the status plugin, then the deadline."""
+    status = computed.model_copy(deep=True)
+    suspended_condition(job, status, now)
+    exceeded, left = deadline(job, status, now)
+    if exceeded:
+        conditions = list(status.conditions or [])
+        set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True",
+                                            reason=c.REASON_DEADLINE_EXCEEDED,
+                                            message=c.MESSAGE_DEADLINE_EXCEEDED, last_transition_time=rfc3339(now)),
+                      now)
+        status.conditions = conditions
+        return StatusOutcome(status, delete_jobset=True)
+    return StatusOutcome(status, requeue_after=left)
