@@ -148,6 +148,47 @@ if [[ $want_helm == 1 ]] && missing helm; then
     -o "$BIN/helm" helm.sh/helm/v3/cmd/helm)
 fi
 
+# Upstream manifests the harness installs, copied out of the pinned modules
+# so cluster start-up needs only this directory (not the module cache).
+SHARE="$BIN/share"
+export_manifests() {
+  local tmp="$BIN/share.tmp" kwok jobset sp trainer lws
+  rm -rf "$tmp"; mkdir -p "$tmp/kwok-stages" "$tmp/crds"
+  kwok=$(mod_dir sigs.k8s.io/kwok)
+  jobset=$(mod_dir sigs.k8s.io/jobset)
+  sp=$(mod_dir sigs.k8s.io/scheduler-plugins)
+  trainer=$(mod_dir github.com/kubeflow/trainer/v2)
+  lws=$(mod_dir sigs.k8s.io/lws "$HERE/manifests")
+  cp "$kwok/kustomize/stage/node/fast/node-initialize.yaml" \
+     "$kwok/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+     "$kwok/kustomize/stage/pod/fast/pod-ready.yaml" \
+     "$kwok/kustomize/stage/pod/fast/pod-delete.yaml" "$tmp/kwok-stages/"
+  "$BIN/kubectl" kustomize "$jobset/config/default" >"$tmp/jobset.yaml"
+  cp "$sp/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$tmp/crds/scheduler-plugins-podgroups.yaml"
+  cp "$lws/test/integration/crd/volcano-podgroup.yaml" "$tmp/crds/volcano-podgroups.yaml"
+  mkdir -p "$tmp/trainer"
+  cp "$trainer"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/"
+  if [[ -x "$BIN/kueue" ]]; then
+    "$BIN/kubectl" kustomize "$(mod_dir sigs.k8s.io/kueue "$HERE/kueue")/config/default" >"$tmp/kueue.yaml"
+  fi
+  chmod -R u+w "$tmp"
+  {
+    echo "kwok $(mod_version sigs.k8s.io/kwok)"
+    echo "jobset $(mod_version sigs.k8s.io/jobset)"
+    echo "scheduler-plugins $(mod_version sigs.k8s.io/scheduler-plugins)"
+    echo "trainer $(mod_version github.com/kubeflow/trainer/v2)"
+    echo "lws(volcano-podgroup-crd) $(mod_version sigs.k8s.io/lws "$HERE/manifests")"
+    [[ -x "$BIN/kueue" ]] && echo "kueue $(mod_version sigs.k8s.io/kueue "$HERE/kueue")"
+    true
+  } >"$tmp/VERSIONS"
+  rm -rf "$SHARE"; mv "$tmp" "$SHARE"
+}
+if [[ ! -f $SHARE/VERSIONS ]] || { [[ -x $BIN/kueue ]] && [[ ! -f $SHARE/kueue.yaml ]]; }; then
+  built_any=1
+  echo "tools: [$(ts)] exporting manifests (kwok stages, JobSet, PodGroup CRDs, Trainer CRDs) to $SHARE"
+  export_manifests
+fi
+
 if [[ $built_any == 1 ]]; then
   echo "tools: [$(ts)] done; binaries in $BIN ($(du -sh "$BIN" | cut -f1))"
 else

@@ -9,7 +9,7 @@ REPO_ROOT=$(cd "$CLUSTER_HACK_DIR/../.." && pwd)
 tools_key() {
   {
     local d
-    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/kueue" "$CLUSTER_HACK_DIR/helm"; do
+    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/kueue" "$CLUSTER_HACK_DIR/helm" "$CLUSTER_HACK_DIR/manifests"; do
       [[ -f $d/go.mod ]] && cat "$d/go.mod"
       [[ -f $d/go.sum ]] && cat "$d/go.sum"
     done
@@ -34,4 +34,11 @@ tools_bin_dir() {
 mod_version() {
   local mod=$1 dir=${2:-$CLUSTER_HACK_DIR}
   awk -v m="$mod" '$1 == m && $2 ~ /^v/ {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$dir/go.mod"
+}
+
+# mod_dir MODULE [DIR]: module cache directory of MODULE as pinned by DIR/go.mod
+# (downloads it if needed).
+mod_dir() {
+  local mod=$1 dir=${2:-$CLUSTER_HACK_DIR}
+  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$mod")
 }

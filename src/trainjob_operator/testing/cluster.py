@@ -1,0 +1,705 @@
+"""Local Kubernetes control plane for integration and end-to-end tests.
+
+A real kube-apiserver, etcd, kube-controller-manager and kube-scheduler run as
+local processes under ``kwokctl --runtime binary``; kwok fakes the kubelets of
+a few GPU nodes; the upstream JobSet controller (and optionally Kueue) runs as
+a local process with its admission webhooks served on 127.0.0.1 under a
+throw-away CA. All binaries come from ``hack/cluster/build.sh`` (``make
+tools``), which builds them from pinned Go modules into a cache outside the
+repository.
+
+Standard library only. Usable three ways::
+
+    python3 src/trainjob_operator/testing/cluster.py up [--kueue] [--trainer-crds]
+    python3 src/trainjob_operator/testing/cluster.py down
+    python3 src/trainjob_operator/testing/cluster.py status
+
+or ``make cluster-up`` / ``make cluster-down``, or from Python::
+
+    from trainjob_operator.testing import cluster
+    info = cluster.up(kueue=False)
+    ...                      # KUBECONFIG=str(info.kubeconfig)
+    cluster.down()
+
+The kubeconfig is always written to ``<repo>/.cluster/kubeconfig`` (or
+``$TRAINJOB_CLUSTER_DIR/kubeconfig``); ``up`` prints that path as the last
+line of its standard output.
+
+Pods on the fake nodes go Pending -> Running at once and, if owned by a Job,
+Running -> Succeeded after 2 s. Pod-template annotations change that:
+``trainjob-operator.test/run-for: "5s"`` (run time) and
+``trainjob-operator.test/exit-code: "3"`` (fail with that exit code). See
+``hack/cluster/stages/job-pods.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+DEFAULT_NAME = "trainjob-operator"
+DEFAULT_NODES = 4
+DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_NODE_CPU = "32"
+DEFAULT_NODE_MEMORY = "256Gi"
+
+RUN_FOR_ANNOTATION = "trainjob-operator.test/run-for"
+EXIT_CODE_ANNOTATION = "trainjob-operator.test/exit-code"
+
+# Kueue v0.15 hard-codes where it reads its metrics serving certificate when
+# internal cert management is off (cmd/kueue/main.go); it exits without it.
+KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
+
+CREATE_TIMEOUT_S = 180.0
+CONTROLLER_TIMEOUT_S = 90.0
+DELETE_TIMEOUT_S = 60.0
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be brought up or inspected."""
+
+
+# --------------------------------------------------------------------------
+# paths
+
+
+def repo_root() -> Path:
+    """The checkout holding hack/cluster/build.sh."""
+    candidates: list[Path] = []
+    env = os.environ.get("TRAINJOB_OPERATOR_REPO")
+    if env:
+        candidates.append(Path(env))
+    here = Path(__file__).resolve()
+    candidates.extend(here.parents)
+    cwd = Path.cwd().resolve()
+    candidates.append(cwd)
+    candidates.extend(cwd.parents)
+    for c in candidates:
+        if (c / "hack" / "cluster" / "build.sh").is_file():
+            return c
+    raise ClusterError(
+        "cannot find the repository (hack/cluster/build.sh); set TRAINJOB_OPERATOR_REPO"
+    )
+
+
+def state_dir() -> Path:
+    env = os.environ.get("TRAINJOB_CLUSTER_DIR")
+    return Path(env).resolve() if env else repo_root() / ".cluster"
+
+
+def kubeconfig_path() -> Path:
+    """Where ``up`` writes the kubeconfig (it may not exist yet)."""
+    return state_dir() / "kubeconfig"
+
+
+def cluster_name() -> str:
+    return os.environ.get("TRAINJOB_CLUSTER_NAME", DEFAULT_NAME)
+
+
+# --------------------------------------------------------------------------
+# small helpers
+
+_T0 = time.monotonic()
+
+
+def _log(msg: str) -> None:
+    print(f"cluster: [{time.monotonic() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _run(
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    check: bool = True,
+    timeout: float = 120.0,
+    capture: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(
+            list(args),
+            env=env,
+            input=input,
+            text=True,
+            capture_output=capture,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ClusterError(f"timed out after {timeout:.0f}s: {' '.join(args)}") from exc
+    if check and proc.returncode != 0:
+        raise ClusterError(
+            f"command failed ({proc.returncode}): {' '.join(args)}\n"
+            f"{proc.stdout or ''}{proc.stderr or ''}"
+        )
+    return proc
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# --------------------------------------------------------------------------
+# tools
+
+
+def build_tools(*, kueue: bool = False, quiet: bool = False) -> Path:
+    """Run hack/cluster/build.sh (a no-op when the cache is warm); return the bin dir."""
+    script = repo_root() / "hack" / "cluster" / "build.sh"
+    args = ["bash", str(script)] + (["--with-kueue"] if kueue else [])
+    out = None if not quiet else subprocess.DEVNULL
+    # Progress goes to the terminal; the build can take a long time when cold.
+    proc = subprocess.run(args, stdout=out, stderr=None if not quiet else subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise ClusterError(f"{script} failed with exit code {proc.returncode}")
+    return tools_bin_dir()
+
+
+def tools_bin_dir() -> Path:
+    script = repo_root() / "hack" / "cluster" / "build.sh"
+    out = _run(["bash", str(script), "--print-bin-dir"]).stdout.strip()
+    return Path(out)
+
+
+# --------------------------------------------------------------------------
+# state
+
+
+@dataclasses.dataclass
+class ClusterInfo:
+    """What tests need to know about a running cluster."""
+
+    name: str
+    kubeconfig: Path
+    bin_dir: Path
+    kueue: bool = False
+    trainer_crds: bool = False
+    nodes: int = DEFAULT_NODES
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+    controllers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    webhook_configurations: list[list[str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def kubectl_path(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the pinned kubectl against this cluster."""
+        return _run(
+            [str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            check=check,
+            timeout=timeout,
+        )
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def env(self) -> dict[str, str]:
+        """os.environ plus KUBECONFIG pointing at this cluster."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["kubeconfig"] = str(self.kubeconfig)
+        d["bin_dir"] = str(self.bin_dir)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ClusterInfo":
+        d = dict(d)
+        d["kubeconfig"] = Path(d["kubeconfig"])
+        d["bin_dir"] = Path(d["bin_dir"])
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+
+def _state_file() -> Path:
+    return state_dir() / "state.json"
+
+
+def _save_state(info: ClusterInfo) -> None:
+    tmp = _state_file().with_suffix(".tmp")
+    tmp.write_text(json.dumps(info.to_json(), indent=2) + "\n")
+    tmp.replace(_state_file())
+
+
+def load_state() -> ClusterInfo | None:
+    try:
+        return ClusterInfo.from_json(json.loads(_state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _kwok_env(bin_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KWOK_WORKDIR": str(state_dir() / "kwok"),
+        "KWOK_KUBECTL_BINARY": str(bin_dir / "kubectl"),
+    }
+
+
+# --------------------------------------------------------------------------
+# certificates (openssl CLI)
+
+
+def _make_certs(cert_dir: Path) -> None:
+    """A throw-away CA and a serving cert for 127.0.0.1/localhost."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_crt = cert_dir / "ca.key", cert_dir / "ca.crt"
+    key, csr, crt = cert_dir / "tls.key", cert_dir / "tls.csr", cert_dir / "tls.crt"
+    ext = cert_dir / "san.ext"
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+        "extendedKeyUsage=serverAuth\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n"
+        "basicConstraints=critical,CA:FALSE\n"
+    )
+    ossl = shutil.which("openssl")
+    if not ossl:
+        raise ClusterError("openssl is required to make the webhook certificates")
+    _run([ossl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+          "-subj", "/CN=trainjob-operator-test-ca", "-keyout", str(ca_key), "-out", str(ca_crt),
+          "-addext", "basicConstraints=critical,CA:TRUE",
+          "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+    _run([ossl, "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+          "-keyout", str(key), "-out", str(csr)])
+    _run([ossl, "x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key),
+          "-CAcreateserial", "-days", "30", "-extfile", str(ext), "-out", str(crt)])
+
+
+# --------------------------------------------------------------------------
+# manifests
+
+
+def _to_objects(info: ClusterInfo, path: Path) -> list[dict[str, Any]]:
+    """Parse a multi-document YAML file into objects with kubectl (no PyYAML)."""
+    out = info.kubectl("create", "--dry-run=client", "-o", "json", "-f", str(path)).stdout
+    doc = json.loads(out)
+    return list(doc.get("items", [])) if doc.get("kind") == "List" else [doc]
+
+
+def _apply(info: ClusterInfo, objs: Iterable[dict[str, Any]]) -> None:
+    items = list(objs)
+    if not items:
+        return
+    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    info.kubectl("apply", "--server-side", "--force-conflicts",
+                 "--field-manager=trainjob-operator-test-harness", "-f", "-", input=doc, timeout=120)
+
+
+def _rewrite_client_config(cc: dict[str, Any], port: int, ca_b64: str) -> dict[str, Any]:
+    path = (cc.get("service") or {}).get("path", "")
+    return {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_b64}
+
+
+_WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+_DROP_KINDS = ("Deployment", "APIService", "Secret")
+
+
+def _split_manifest(
+    objs: list[dict[str, Any]], port: int, ca_b64: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(objects to apply before the controller starts, webhook configurations)."""
+    before, hooks = [], []
+    for o in objs:
+        kind = o.get("kind")
+        if kind in _DROP_KINDS:
+            continue  # we run the binary ourselves; certs are ours
+        meta = o.setdefault("metadata", {})
+        for k in ("cert-manager.io/inject-ca-from",):
+            (meta.get("annotations") or {}).pop(k, None)
+        if kind in _WEBHOOK_KINDS:
+            for w in o.get("webhooks", []):
+                w["clientConfig"] = _rewrite_client_config(w.get("clientConfig", {}), port, ca_b64)
+            hooks.append(o)
+            continue
+        if kind == "CustomResourceDefinition":
+            conv = (o.get("spec") or {}).get("conversion") or {}
+            if conv.get("strategy") == "Webhook":
+                wh = conv.setdefault("webhook", {})
+                wh["clientConfig"] = _rewrite_client_config(wh.get("clientConfig", {}), port, ca_b64)
+        before.append(o)
+    return before, hooks
+
+
+# --------------------------------------------------------------------------
+# controllers
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _pid_is(pid: int, binary: str) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return False
+    return cmd == binary
+
+
+def _start_controller(
+    info: ClusterInfo, name: str, binary: Path, config: dict[str, Any], health_port: int,
+    extra_env: dict[str, str] | None = None,
+) -> None:
+    sd = state_dir()
+    cfg_path = sd / f"{name}-config.json"
+    cfg_path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is valid YAML
+    log_path = sd / "logs" / f"{name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [str(binary), "--config", str(cfg_path), "--kubeconfig", str(info.kubeconfig),
+             "--zap-log-level=info"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, **(extra_env or {})},
+        )
+    info.controllers[name] = {"pid": proc.pid, "binary": str(binary), "log": str(log_path),
+                              "health_port": health_port}
+    _save_state(info)
+    deadline = time.monotonic() + CONTROLLER_TIMEOUT_S
+    url = f"http://127.0.0.1:{health_port}/readyz"
+    while True:
+        if proc.poll() is not None:
+            raise ClusterError(f"{name} exited with {proc.returncode}; log {log_path}:\n{_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    break
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{name} not ready after {CONTROLLER_TIMEOUT_S:.0f}s; log {log_path}:\n{_tail(log_path)}")
+        time.sleep(0.2)
+    _log(f"{name} ready (pid {proc.pid}, log {log_path})")
+
+
+def _stop_controller(name: str, c: dict[str, Any]) -> None:
+    pid, binary = int(c.get("pid", 0)), str(c.get("binary", ""))
+    if pid <= 0 or not _pid_alive(pid) or not _pid_is(pid, binary):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while _pid_alive(pid) and _pid_is(pid, binary):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.1)
+    _log(f"stopped {name} (pid {pid})")
+
+
+def _wait_for(what: str, fn, timeout: float, interval: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout
+    last_exc: Exception | None = None
+    while True:
+        try:
+            res = fn()
+            if res:
+                return res
+        except Exception as exc:  # noqa: BLE001 - polled; reported on timeout
+            last_exc = exc
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}: {last_exc}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# up / down
+
+
+def _kwokctl_config(bin_dir: Path) -> str:
+    share = bin_dir / "share"
+    hack = repo_root() / "hack" / "cluster"
+    cfg = {
+        "kind": "KwokctlConfiguration",
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "options": {
+            "runtime": "binary",
+            "bindAddress": "127.0.0.1",
+            "kubeBinaryPrefix": str(bin_dir),
+            "kubectlBinary": str(bin_dir / "kubectl"),
+            "etcdBinary": str(bin_dir / "etcd"),
+            "kwokControllerBinary": str(bin_dir / "kwok"),
+            "kubeVersion": _version_of(bin_dir, "kubernetes"),
+            "etcdVersion": _version_of(bin_dir, "etcd"),
+            "disableQPSLimits": True,
+        },
+    }
+    docs = [json.dumps(cfg)]
+    stages = sorted((share / "kwok-stages").glob("*.yaml")) + sorted((hack / "stages").glob("*.yaml"))
+    for p in stages:
+        docs.append(p.read_text())
+    return "\n---\n".join(docs) + "\n"
+
+
+def _version_of(bin_dir: Path, what: str) -> str:
+    versions = {}
+    vf = bin_dir / "share" / "VERSIONS"
+    if vf.exists():
+        for line in vf.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                versions[parts[0]] = parts[1]
+    return versions.get(what, "")
+
+
+def up(
+    *,
+    kueue: bool = False,
+    trainer_crds: bool = False,
+    nodes: int = DEFAULT_NODES,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    build: bool = True,
+) -> ClusterInfo:
+    """Start a fresh cluster (tearing down a stale one of the same name first)."""
+    t0 = time.monotonic()
+    bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
+    need = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
+            "etcd", "kwok", "kwokctl", "jobset"] + (["kueue"] if kueue else [])
+    missing = [b for b in need if not (bin_dir / b).exists()]
+    if missing or not (bin_dir / "share" / "VERSIONS").exists():
+        raise ClusterError(f"tools missing in {bin_dir}: {missing or ['share/']}; run `make tools`"
+                           + (" WITH_KUEUE=1" if kueue else ""))
+
+    down(quiet=True, bin_dir=bin_dir)
+    sd = state_dir()
+    sd.mkdir(parents=True, exist_ok=True)
+    (sd / "logs").mkdir(exist_ok=True)
+    name = cluster_name()
+    kc = kubeconfig_path()
+    kc.unlink(missing_ok=True)
+    info = ClusterInfo(name=name, kubeconfig=kc, bin_dir=bin_dir, kueue=kueue,
+                       trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
+    _save_state(info)
+
+    cfg_path = sd / "kwokctl.yaml"
+    cfg_path.write_text(_kwokctl_config(bin_dir))
+    env = _kwok_env(bin_dir)
+    kwokctl = str(bin_dir / "kwokctl")
+    _log(f"creating kwok cluster {name!r} (binary runtime, 127.0.0.1)")
+    create_log = sd / "logs" / "kwokctl-create.log"
+    proc = _run(
+        [kwokctl, "--name", name, "--config", str(cfg_path), "create", "cluster",
+         "--kubeconfig", str(kc), "--wait", f"{int(CREATE_TIMEOUT_S)}s",
+         "--extra-args", "etcd=unsafe-no-fsync=true",
+         "--extra-args", "kube-apiserver=advertise-address=127.0.0.1"],
+        env=env, check=False, timeout=CREATE_TIMEOUT_S + 60,
+    )
+    create_log.write_text((proc.stdout or "") + (proc.stderr or ""))
+    if proc.returncode != 0 or not kc.exists():
+        raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
+    _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
+              60)
+    _log("API server ready")
+
+    # Fake GPU nodes.
+    _run([kwokctl, "--name", name, "scale", "node", "--replicas", str(nodes),
+          "--param", f'.allocatable.cpu="{DEFAULT_NODE_CPU}"',
+          "--param", f'.allocatable.memory="{DEFAULT_NODE_MEMORY}"',
+          "--param", '.allocatable.pods="110"',
+          "--param", f'.allocatable["nvidia.com/gpu"]="{gpus_per_node}"'], env=env, timeout=60)
+    info.kubectl("label", "nodes", "--all", "--overwrite", "nvidia.com/gpu.present=true",
+                 f"nvidia.com/gpu.count={gpus_per_node}", "nvidia.com/gpu.product=Fake-GPU")
+
+    # Webhook certificates and manifests.
+    certs = sd / "certs"
+    _make_certs(certs)
+    ca_b64 = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    share = bin_dir / "share"
+    crds = sorted((share / "crds").glob("*.yaml"))
+    if trainer_crds:
+        crds += sorted((share / "trainer").glob("*.yaml"))
+    _apply(info, [o for p in crds for o in _to_objects(info, p)])
+
+    js_port, js_health = _free_port(), _free_port()
+    js_before, js_hooks = _split_manifest(_to_objects(info, share / "jobset.yaml"), js_port, ca_b64)
+    _apply(info, js_before)
+    _start_controller(info, "jobset", bin_dir / "jobset", {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": js_port, "certDir": str(certs)},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{js_health}"},
+        "clientConnection": {"qps": 500, "burst": 1000},
+    }, js_health)
+    _apply(info, js_hooks)
+    info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in js_hooks]
+    _save_state(info)
+
+    if kueue:
+        _start_kueue(info, certs, ca_b64)
+
+    _wait_for("nodes Ready", lambda: _nodes_ready(info) >= nodes, 60)
+    _wait_for("JobSet webhook to answer", lambda: _jobset_dry_run(info), 60)
+    _save_state(info)
+    _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={kc}")
+    return info
+
+
+def _start_kueue(info: ClusterInfo, certs: Path, ca_b64: str) -> None:
+    share = info.bin_dir / "share"
+    KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for f in ("tls.crt", "tls.key"):
+        shutil.copyfile(certs / f, KUEUE_METRICS_CERT_DIR / f)
+    port, health = _free_port(), _free_port()
+    before, hooks = _split_manifest(_to_objects(info, share / "kueue.yaml"), port, ca_b64)
+    # CRDs first (conversion webhooks already point at 127.0.0.1).
+    _apply(info, [o for o in before if o["kind"] == "CustomResourceDefinition"])
+    _apply(info, [o for o in before if o["kind"] != "CustomResourceDefinition"])
+    _start_controller(info, "kueue", info.bin_dir / "kueue", {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": "kueue-system",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+        "clientConnection": {"qps": 500, "burst": 1000},
+        "featureGates": {"VisibilityOnDemand": False},
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset",
+                                        "trainer.kubeflow.org/trainjob"]},
+    }, health)
+    _apply(info, hooks)
+    info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in hooks]
+    _save_state(info)
+
+
+def _nodes_ready(info: ClusterInfo) -> int:
+    n = 0
+    for node in info.kubectl_json("get", "nodes").get("items", []):
+        for c in node.get("status", {}).get("conditions", []):
+            if c.get("type") == "Ready" and c.get("status") == "True":
+                n += 1
+    return n
+
+
+def _jobset_dry_run(info: ClusterInfo) -> bool:
+    js = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "harness-probe", "namespace": "default"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+            "template": {"spec": {"restartPolicy": "Never",
+                                  "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+    }
+    return info.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(js),
+                        check=False).returncode == 0
+
+
+def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
+    """Stop controllers and delete the cluster. Idempotent; never raises for absent parts."""
+    info = load_state()
+    if info is None and bin_dir is None:
+        try:
+            bin_dir = tools_bin_dir()
+        except ClusterError:
+            return
+    if info is not None:
+        # Webhook configurations first: with failurePolicy Fail a registered
+        # webhook whose server is gone would block object creation.
+        if info.kubeconfig.exists() and info.webhook_configurations:
+            for kind, name in info.webhook_configurations:
+                info.kubectl("delete", kind.lower(), name, "--ignore-not-found", "--wait=false",
+                             check=False, timeout=15)
+        for cname, c in info.controllers.items():
+            _stop_controller(cname, c)
+        bin_dir = info.bin_dir
+    kwokctl = bin_dir / "kwokctl" if bin_dir else None
+    name = info.name if info else cluster_name()
+    if kwokctl and kwokctl.exists():
+        env = _kwok_env(bin_dir)  # type: ignore[arg-type]
+        exists = name in _run([str(kwokctl), "get", "clusters"], env=env, check=False).stdout.split()
+        if exists:
+            if not quiet:
+                _log(f"deleting kwok cluster {name!r}")
+            _run([str(kwokctl), "--name", name, "delete", "cluster"], env=env, check=False,
+                 timeout=DELETE_TIMEOUT_S)
+    _state_file().unlink(missing_ok=True)
+    kubeconfig_path().unlink(missing_ok=True)
+    if not quiet:
+        _log("cluster down")
+
+
+def status() -> ClusterInfo | None:
+    """The running cluster's info, or None when it is not up and answering."""
+    info = load_state()
+    if info is None or not info.kubeconfig.exists():
+        return None
+    try:
+        ok = info.kubectl("get", "--raw", "/readyz", check=False, timeout=10).returncode == 0
+    except ClusterError:
+        return None
+    return info if ok else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="cluster.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p_up = sub.add_parser("up", help="start a fresh local cluster")
+    p_up.add_argument("--kueue", action="store_true",
+                      default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
+                      help="also run Kueue (env WITH_KUEUE=1)")
+    p_up.add_argument("--trainer-crds", action="store_true",
+                      help="also install the upstream Trainer v2.3.0 CRDs")
+    p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
+    p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
+    p_up.add_argument("--no-build", action="store_true", help="do not run build.sh first")
+    sub.add_parser("down", help="stop and delete the local cluster")
+    sub.add_parser("status", help="exit 0 and print the kubeconfig path if the cluster is up")
+    sub.add_parser("kubeconfig", help="print the kubeconfig path")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            info = up(kueue=args.kueue, trainer_crds=args.trainer_crds, nodes=args.nodes,
+                      gpus_per_node=args.gpus_per_node, build=not args.no_build)
+            print(info.kubeconfig)
+        elif args.cmd == "down":
+            down()
+        elif args.cmd == "status":
+            info = status()
+            if info is None:
+                print("cluster: not running", file=sys.stderr)
+                return 1
+            print(info.kubeconfig)
+        elif args.cmd == "kubeconfig":
+            print(kubeconfig_path())
+    except ClusterError as exc:
+        print(f"cluster: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
