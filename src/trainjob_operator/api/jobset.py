@@ -6,6 +6,15 @@ from pydantic import Field
 
 from .base import K8sModel
 from .core import JobTemplateSpec, ObjectMeta
+from .rules import (
+    JOBSET_IMMUTABLE,
+    JOBSET_STARTUP_XOR_DEPENDS_ON,
+    JOBSET_VCP_NO_NAMESPACE,
+    x_validations,
+)
+
+_ATOMIC: dict[str, Any] = {"x-kubernetes-list-type": "atomic"}
+_MAP_BY_NAME: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
 
 
 class DependsOn(K8sModel):
@@ -18,18 +27,24 @@ class ReplicatedJob(K8sModel):
     group_name: str | None = Field(default="default", max_length=63)
     template: JobTemplateSpec
     replicas: int | None = Field(default=1, ge=0)
-    depends_on: list[DependsOn] | None = Field(default=None, max_length=5)
+    depends_on: list[DependsOn] | None = Field(
+        default=None, max_length=5, json_schema_extra={**_MAP_BY_NAME, **x_validations(JOBSET_IMMUTABLE)}
+    )
 
 
 class Network(K8sModel):
+    model_config = {"json_schema_extra": x_validations(JOBSET_IMMUTABLE)}
+
     enable_dns_hostnames: bool | None = Field(default=None, alias="enableDNSHostnames")
     subdomain: str | None = None
     publish_not_ready_addresses: bool | None = None
 
 
 class SuccessPolicy(K8sModel):
+    model_config = {"json_schema_extra": x_validations(JOBSET_IMMUTABLE)}
+
     operator: Literal["All", "Any"] = "All"
-    target_replicated_jobs: list[str] | None = None
+    target_replicated_jobs: list[str] | None = Field(default=None, json_schema_extra=_ATOMIC)
 
 
 class FailurePolicyRule(K8sModel):
@@ -37,16 +52,20 @@ class FailurePolicyRule(K8sModel):
     action: Literal["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]
     on_job_failure_reasons: list[str] | None = None
     on_job_failure_message_patterns: list[str] | None = None
-    target_replicated_jobs: list[str] | None = None
+    target_replicated_jobs: list[str] | None = Field(default=None, json_schema_extra=_ATOMIC)
 
 
 class FailurePolicy(K8sModel):
+    model_config = {"json_schema_extra": x_validations(JOBSET_IMMUTABLE)}
+
     max_restarts: int | None = Field(default=None, ge=0)
     restart_strategy: Literal["Recreate", "BlockingRecreate"] | None = "Recreate"
     rules: list[FailurePolicyRule] | None = None
 
 
 class StartupPolicy(K8sModel):
+    model_config = {"json_schema_extra": x_validations(JOBSET_IMMUTABLE)}
+
     startup_policy_order: Literal["AnyOrder", "InOrder"]
 
 
@@ -61,12 +80,23 @@ class VolumeRetentionPolicy(K8sModel):
 
 
 class VolumeClaimPolicy(K8sModel):
-    templates: list[dict[str, Any]] | None = None
+    model_config = {"json_schema_extra": x_validations(JOBSET_VCP_NO_NAMESPACE)}
+
+    templates: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=50,
+        json_schema_extra={"x-kubernetes-list-type": "atomic",
+                           "x-k8s-definition": "io.k8s.api.core.v1.PersistentVolumeClaim"},
+    )
     retention_policy: VolumeRetentionPolicy | None = None
 
 
 class JobSetSpec(K8sModel):
-    replicated_jobs: list[ReplicatedJob] = Field(default_factory=list, max_length=100)
+    model_config = {"json_schema_extra": x_validations(JOBSET_STARTUP_XOR_DEPENDS_ON)}
+
+    replicated_jobs: list[ReplicatedJob] = Field(
+        default_factory=list, max_length=100, json_schema_extra=_MAP_BY_NAME
+    )
     network: Network | None = None
     success_policy: SuccessPolicy | None = None
     failure_policy: FailurePolicy | None = None
@@ -75,7 +105,11 @@ class JobSetSpec(K8sModel):
     coordinator: Coordinator | None = None
     managed_by: str | None = None
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
-    volume_claim_policies: list[VolumeClaimPolicy] | None = None
+    volume_claim_policies: list[VolumeClaimPolicy] | None = Field(
+        default=None,
+        max_length=50,
+        json_schema_extra={"x-kubernetes-list-type": "atomic", **x_validations(JOBSET_IMMUTABLE)},
+    )
 
 
 class JobSetTemplateSpec(K8sModel):

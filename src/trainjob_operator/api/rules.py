@@ -49,3 +49,15 @@ ENV_INJECTION_NOT_NODE: Final = CelRule(
 )
 MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")
 FLUX_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")
+
+# JobSet v1alpha2 rules, carried by the JobSet spec embedded in runtimes (as upstream's CRDs embed them).
+JOBSET_IMMUTABLE: Final = CelRule("self == oldSelf", "Value is immutable")
+JOBSET_STARTUP_XOR_DEPENDS_ON: Final = CelRule(
+    "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
+    "self.replicatedJobs.exists(x, has(x.dependsOn)))",
+    "StartupPolicy and DependsOn APIs are mutually exclusive",
+)
+JOBSET_VCP_NO_NAMESPACE: Final = CelRule(
+    "self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",
+    "namespace cannot be set for VolumeClaimPolicies templates",
+)

@@ -28,6 +28,11 @@ from .rules import (
 
 MAX_COMMAND_ITEM = 1048576
 
+_MAP_BY_NAME: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+_IMMUTABLE_MAP_BY_NAME: dict[str, Any] = {**_MAP_BY_NAME, **x_validations(IMMUTABLE)}
+# Names the Kubernetes definition of a dict-typed field (of its items, for a list), for the CRD generator.
+_K8S = "x-k8s-definition"
+
 
 class RuntimeRef(ApiModel):
     name: str = Field(min_length=1, max_length=253)
@@ -70,23 +75,52 @@ class Trainer(ApiModel):
 
 class ContainerPatch(ApiModel):
     name: str = Field(min_length=1, max_length=253)
-    env: list[EnvVar] | None = Field(default=None, max_length=128)
-    volume_mounts: list[VolumeMount] | None = Field(default=None, max_length=128)
-    security_context: dict[str, Any] | None = None
+    env: list[EnvVar] | None = Field(default=None, max_length=128, json_schema_extra=_MAP_BY_NAME)
+    volume_mounts: list[VolumeMount] | None = Field(
+        default=None, max_length=128, json_schema_extra=_MAP_BY_NAME
+    )
+    security_context: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.SecurityContext"}
+    )
 
 
 class PodSpecPatch(ApiModel):
-    service_account_name: str | None = Field(default=None, max_length=253)
-    volumes: list[Volume] | None = Field(default=None, max_length=128)
-    init_containers: list[ContainerPatch] | None = Field(default=None, max_length=64)
-    containers: list[ContainerPatch] | None = Field(default=None, max_length=64)
-    image_pull_secrets: list[LocalObjectReference] | None = Field(default=None, max_length=64)
-    security_context: dict[str, Any] | None = None
+    service_account_name: str | None = Field(
+        default=None, max_length=253, json_schema_extra=x_validations(IMMUTABLE)
+    )
+    volumes: list[Volume] | None = Field(
+        default=None, max_length=128, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
+    )
+    init_containers: list[ContainerPatch] | None = Field(
+        default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
+    )
+    containers: list[ContainerPatch] | None = Field(
+        default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
+    )
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
+    )
+    security_context: dict[str, Any] | None = Field(
+        default=None,
+        json_schema_extra={_K8S: "io.k8s.api.core.v1.PodSecurityContext", **x_validations(IMMUTABLE)},
+    )
     node_selector: dict[str, str] | None = None
-    affinity: dict[str, Any] | None = None
-    tolerations: list[dict[str, Any]] | None = Field(default=None, max_length=128)
-    scheduling_gates: list[dict[str, Any]] | None = Field(default=None, max_length=16)
-    termination_grace_period_seconds: int | None = Field(default=None, ge=0)
+    affinity: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.Affinity"}
+    )
+    tolerations: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=128,
+        json_schema_extra={_K8S: "io.k8s.api.core.v1.Toleration", "x-kubernetes-list-type": "atomic"},
+    )
+    scheduling_gates: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=16,
+        json_schema_extra={_K8S: "io.k8s.api.core.v1.PodSchedulingGate", **_MAP_BY_NAME},
+    )
+    termination_grace_period_seconds: int | None = Field(
+        default=None, ge=0, json_schema_extra={"format": "int64", **x_validations(IMMUTABLE)}
+    )
 
 
 class PodTemplatePatch(ApiModel):
@@ -109,7 +143,9 @@ class ReplicatedJobPatch(ApiModel):
 
 
 class JobSetSpecPatch(ApiModel):
-    replicated_jobs: list[ReplicatedJobPatch] | None = Field(default=None, max_length=100)
+    replicated_jobs: list[ReplicatedJobPatch] | None = Field(
+        default=None, max_length=100, json_schema_extra=_MAP_BY_NAME
+    )
 
 
 class JobSetTemplatePatch(ApiModel):
@@ -123,7 +159,7 @@ class TrainingRuntimeSpecPatch(ApiModel):
 
 class RuntimePatch(ApiModel):
     manager: str = Field(min_length=1, max_length=253, json_schema_extra=x_validations(IMMUTABLE))
-    time: str | None = None
+    time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
     training_runtime_spec: TrainingRuntimeSpecPatch | None = None
 
 
@@ -131,9 +167,15 @@ class TrainJobSpec(ApiModel):
     runtime_ref: RuntimeRef = Field(json_schema_extra=x_validations(IMMUTABLE))
     initializer: Initializer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
     trainer: Trainer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
-    runtime_patches: list[RuntimePatch] | None = Field(default=None, max_length=16)
+    runtime_patches: list[RuntimePatch] | None = Field(
+        default=None,
+        max_length=16,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["manager"]},
+    )
     suspend: bool | None = False
-    active_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra=x_validations(IMMUTABLE))
+    active_deadline_seconds: int | None = Field(
+        default=None, ge=1, json_schema_extra={"format": "int64", **x_validations(IMMUTABLE)}
+    )
     managed_by: str | None = Field(
         default=c.DEFAULT_MANAGED_BY, max_length=253, json_schema_extra=x_validations(MANAGED_BY, IMMUTABLE)
     )
@@ -167,18 +209,28 @@ class TrainerMetric(ApiModel):
 class TrainerStatus(ApiModel):
     progress_percentage: int | None = Field(default=None, ge=0, le=100)
     estimated_remaining_seconds: int | None = Field(default=None, ge=0)
-    metrics: list[TrainerMetric] | None = Field(default=None, max_length=256)
-    last_updated_time: str | None = None
+    metrics: list[TrainerMetric] | None = Field(
+        default=None, max_length=256, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    last_updated_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
 
 
 class TrainJobStatus(ApiModel):
-    conditions: list[Condition] | None = Field(default=None, max_length=8)
-    jobs_status: list[JobStatus] | None = Field(default=None, max_length=100)
+    # The trainerStatus rule reads `self.trainerStatus`, so it lives on `status` (upstream puts the equivalent
+    # `has(self.lastUpdatedTime)` on trainerStatus itself; the message is the same).
+    model_config = {"json_schema_extra": {"minProperties": 1, **x_validations(TRAINER_STATUS_TIME)}}
+
+    conditions: list[Condition] | None = Field(
+        default=None,
+        max_length=8,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    jobs_status: list[JobStatus] | None = Field(default=None, max_length=100, json_schema_extra=_MAP_BY_NAME)
     trainer_status: TrainerStatus | None = None
 
 
 class TrainJob(ApiModel):
-    model_config = {"json_schema_extra": x_validations(NAME_RFC1035, NAME_MAX_63, TRAINER_STATUS_TIME)}
+    model_config = {"json_schema_extra": x_validations(NAME_RFC1035, NAME_MAX_63)}
 
     api_version: Literal["trainer.kubeflow.org/v1alpha1"] = c.API_VERSION
     kind: Literal["TrainJob"] = c.TRAINJOB_KIND
