@@ -15,6 +15,7 @@ class ApiModel(BaseModel):
         validate_by_alias=True,
         serialize_by_alias=True,
         extra="ignore",
+        strict=True,
     )
 
     def to_wire(self) -> dict[str, Any]:

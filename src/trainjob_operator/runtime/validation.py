@@ -1,0 +1,300 @@
+"""Validation equal to the CRD schemas and CEL rules plus the admission webhooks (spec §1, §7).
+
+Every function returns field errors with upstream's paths and messages; the webhooks and the CLI share them.
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..api import constants as c
+from ..api import rules
+from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.trainjob import TrainJob
+from .errors import ErrorType, FieldError, Validation, forbidden, invalid, required
+from .info import RuntimeSource
+from .observed import NOTHING, Observed
+from .pipeline import Framework
+
+M = TypeVar("M", bound=BaseModel)
+
+_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
+SUPPORTED_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part in ("function-after", "union") or "[" in str(part):
+            continue
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _schema_error(error: Any) -> FieldError:
+    """A pydantic error in the words the API server uses for the same schema violation."""
+    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "int", "float"))))
+    path, kind, ctx, value = _path(loc), error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "missing":
+        return required(path)
+    if kind in ("greater_than_equal", "greater_than"):
+        return invalid(path, value, f"{path} in body should be greater than or equal to {ctx.get('ge', ctx.get('gt'))}")
+    if kind in ("less_than_equal", "less_than"):
+        return invalid(path, value, f"{path} in body should be less than or equal to {ctx.get('le', ctx.get('lt'))}")
+    if kind == "string_too_long":
+        return FieldError(path, ErrorType.TOO_LONG, f"may not be more than {ctx.get('max_length')} bytes")
+    if kind == "string_too_short":
+        return invalid(path, value, f"{path} in body should be at least {ctx.get('min_length')} chars long")
+    if kind == "too_long":
+        return FieldError(path, ErrorType.TOO_MANY, f"{ctx.get('actual_length')}: must have at most "
+                                                    f"{ctx.get('max_length')} items")
+    if kind == "too_short":
+        return invalid(path, value, f"{path} in body should have at least {ctx.get('min_length')} items")
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", '"').replace(" or ", ", ")
+        return FieldError(path, ErrorType.NOT_SUPPORTED, f"supported values: {expected}", value)
+    type_names = {"int_type": "integer", "string_type": "string", "bool_type": "boolean", "list_type": "array",
+                  "dict_type": "object", "model_type": "object", "float_type": "number", "int_from_float": "integer"}
+    if kind in type_names:
+        return invalid(path, _json_type(value), f"{path} in body must be of type {type_names[kind]}: "
+                                                f'"{_json_type(value)}"')
+    return invalid(path, value, error.get("msg", "invalid"))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return "object"
+
+
+def parse(model: type[M], raw: Any) -> tuple[M | None, list[FieldError]]:
+    """The typed object, or the schema errors that stop the API server from storing it."""
+    if not isinstance(raw, dict):
+        return None, [invalid("<root>", _json_type(raw), "the object must be a mapping")]
+    try:
+        return model.model_validate(raw), []
+    except ValidationError as err:
+        unique: dict[str, FieldError] = {}
+        for e in err.errors():
+            fe = _schema_error(e)
+            unique.setdefault(str(fe), fe)
+        return None, list(unique.values())
+
+
+# --- CRD-level CEL rules ---------------------------------------------------------------------------
+
+def _get(raw: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(raw, dict):
+            return None
+        raw = raw.get(key)
+    return raw
+
+
+def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
+    """The TrainJob CRD's CEL rules, evaluated on the raw object so they report beside schema errors."""
+    errors: list[FieldError] = []
+    name = _get(raw, "metadata", "name")
+    if isinstance(name, str):
+        if not _NAME.match(name):
+            errors.append(invalid("metadata.name", name, rules.NAME_RFC1035.message))
+        if len(name) > 63:
+            errors.append(invalid("metadata.name", name, rules.NAME_MAX_63.message))
+    for kind in ("dataset", "model"):
+        uri = _get(raw, "spec", "initializer", kind, "storageUri")
+        if isinstance(uri, str) and uri != "" and not _URI.match(uri):
+            errors.append(invalid(f"spec.initializer.{kind}.storageUri", uri, rules.STORAGE_URI.message))
+    num_proc = _get(raw, "spec", "trainer", "numProcPerNode")
+    if isinstance(num_proc, int) and not isinstance(num_proc, bool) and num_proc < 1:
+        errors.append(invalid("spec.trainer.numProcPerNode", num_proc, rules.NUM_PROC_PER_NODE.message))
+    managed_by = _get(raw, "spec", "managedBy")
+    if isinstance(managed_by, str) and managed_by not in (c.DEFAULT_MANAGED_BY, c.MULTIKUEUE_MANAGED_BY):
+        errors.append(invalid("spec.managedBy", managed_by, rules.MANAGED_BY.message))
+    patches = _get(raw, "spec", "runtimePatches")
+    managers = [p.get("manager") for p in patches if isinstance(p, dict)] if isinstance(patches, list) else []
+    for i, manager in enumerate(managers):
+        if manager is not None and manager in managers[:i]:
+            errors.append(FieldError(f"spec.runtimePatches[{i}]", ErrorType.INVALID,
+                                     f'Duplicate value: map[string]interface {{}}{{"manager":"{manager}"}}',
+                                     {"manager": manager}))
+    trainer_status = _get(raw, "status", "trainerStatus")
+    if isinstance(trainer_status, dict) and "lastUpdatedTime" not in trainer_status:
+        errors.append(invalid("status.trainerStatus", "object", rules.TRAINER_STATUS_TIME.message))
+    return errors
+
+
+def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
+    """The runtime CRD's CEL rules on `spec.mlPolicy`, evaluated on the raw object."""
+    policy = _get(raw, "spec", "mlPolicy")
+    if not isinstance(policy, dict):
+        return []
+    errors: list[FieldError] = []
+    if sum(key in policy for key in ("torch", "mpi", "jax", "xgboost", "flux")) > 1:
+        errors.append(invalid("spec.mlPolicy", "object", rules.ONE_ML_POLICY.message))
+    targets = _get(policy, "torch", "envInjection", "targets")
+    for i, target in enumerate(targets if isinstance(targets, list) else []):
+        names = target.get("containerNames") if isinstance(target, dict) else None
+        if isinstance(names, list) and c.NODE in names:
+            errors.append(invalid(f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
+                                  "array", rules.ENV_INJECTION_NOT_NODE.message))
+    for source, rule in (("mpi", rules.MPI_NUM_PROC_PER_NODE), ("flux", rules.FLUX_NUM_PROC_PER_NODE)):
+        value = _get(policy, source, "numProcPerNode")
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            errors.append(invalid(f"spec.mlPolicy.{source}.numProcPerNode", value, rule.message))
+    return errors
+
+
+IMMUTABLE_SPEC_FIELDS = ("runtime_ref", "initializer", "trainer", "active_deadline_seconds", "managed_by")
+IMMUTABLE_POD_PATCH_FIELDS = ("service_account_name", "volumes", "init_containers", "containers",
+                              "image_pull_secrets", "security_context", "termination_grace_period_seconds")
+
+
+def trainjob_transition(old: TrainJob, new: TrainJob) -> list[FieldError]:
+    """CEL transition rules (`self == oldSelf`) of an UPDATE."""
+    errors = []
+    for name in IMMUTABLE_SPEC_FIELDS:
+        before, after = getattr(old.spec, name), getattr(new.spec, name)
+        if before != after:
+            alias = TrainJob.model_fields["spec"].annotation.model_fields[name].alias  # type: ignore[union-attr]
+            errors.append(invalid(f"spec.{alias}", _json_type(_wire(after)), rules.IMMUTABLE.message))
+    old_patches = {p.manager: p for p in old.spec.runtime_patches or []}
+    for i, patch in enumerate(new.spec.runtime_patches or []):
+        previous = old_patches.get(patch.manager)
+        if previous is None:
+            continue
+        for j, (before_job, after_job) in enumerate(zip(_patch_jobs(previous), _patch_jobs(patch), strict=False)):
+            if before_job[0] != after_job[0] or before_job[1] is None or after_job[1] is None:
+                continue
+            for name in IMMUTABLE_POD_PATCH_FIELDS:
+                if getattr(before_job[1], name) != getattr(after_job[1], name):
+                    field = before_job[1].model_fields[name].alias or name
+                    errors.append(invalid(
+                        f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+                        f".template.spec.template.spec.{field}", "object", rules.IMMUTABLE.message))
+    return errors
+
+
+def _wire(value: Any) -> Any:
+    return value.to_wire() if hasattr(value, "to_wire") else value
+
+
+def _patch_jobs(patch: Any) -> list[tuple[str, Any]]:
+    template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+    if template is None or template.spec is None:
+        return []
+    result = []
+    for rjob in template.spec.replicated_jobs or []:
+        pod = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
+            rjob.template.spec.template else None
+        result.append((rjob.name, pod))
+    return result
+
+
+# --- admission (webhooks) ---------------------------------------------------------------------------
+
+RuntimeLookup = Callable[[str, str, str], RuntimeSource | None]
+"""(kind, namespace, name) → the runtime, or None when it does not exist."""
+
+
+def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lookup: RuntimeLookup,
+                   observed: Observed = NOTHING) -> Validation:
+    """The TrainJob validating webhook (§7.2): runtime kind and existence, deprecation, plugin checks."""
+    ref = new.spec.runtime_ref
+    if ref.api_group != c.GROUP or ref.kind not in SUPPORTED_KINDS:
+        return Validation((invalid("spec.runtimeRef", ref.to_wire(), f"unsupported runtime: {ref.kind}.{ref.api_group}"),))
+    runtime = lookup(ref.kind, new.namespace, ref.name)
+    if runtime is None:
+        if ref.kind == c.TRAINING_RUNTIME_KIND:
+            detail = (f'trainingruntimes.trainer.kubeflow.org "{ref.name}" not found: specified trainingRuntime '
+                      "must be created before the TrainJob is created")
+            return Validation((invalid("spec.runtimeRef", ref.to_wire(), detail),))
+        detail = (f'clustertrainingruntimes.trainer.kubeflow.org "{ref.name}" not found: specified '
+                  "clusterTrainingRuntime must be created before the TrainJob is created")
+        return Validation((invalid("spec.RuntimeRef", ref.to_wire(), detail),))
+    warnings: tuple[str, ...] = ()
+    if runtime.kind == c.CLUSTER_TRAINING_RUNTIME_KIND and runtime.deprecated:
+        warnings = (f'Referenced ClusterTrainingRuntime "{runtime.name}" is deprecated and will be removed in a '
+                    f"future release of Kubeflow Trainer. See runtime deprecation policy: "
+                    f"{c.RUNTIME_DEPRECATION_POLICY_URL}",)
+    return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed)
+
+
+def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validation:
+    """The runtime validating webhooks (§7.3): ancestor jobs have one replica and the required container."""
+    errors: list[FieldError] = []
+    for i, rjob in enumerate(runtime.spec.template.spec.replicated_jobs):
+        labels = rjob.template.metadata.labels if rjob.template.metadata is not None else None
+        ancestor = (labels or {}).get(c.ANCESTOR_LABEL)
+        if ancestor not in c.ANCESTOR_CONTAINERS:
+            continue
+        path = f"spec.template.spec.replicatedJobs[{i}]"
+        if (rjob.replicas if rjob.replicas is not None else 1) != 1:
+            errors.append(invalid(f"{path}.replicas", rjob.replicas, "always must be 1"))
+        pod = rjob.template.spec.template.spec
+        names = [ct.name for ct in pod.containers] if pod is not None else []
+        if c.ANCESTOR_CONTAINERS[ancestor] not in names:
+            errors.append(invalid(f"{path}.template.spec.template.spec.containers", names,
+                                  f"must contain the required container for the ancestor: {ancestor}"))
+    warnings: tuple[str, ...] = ()
+    if runtime.kind == c.CLUSTER_TRAINING_RUNTIME_KIND and \
+            (runtime.metadata.labels or {}).get(c.SUPPORT_LABEL) == c.SUPPORT_DEPRECATED:
+        warnings = (f'ClusterTrainingRuntime "{runtime.metadata.name}" is deprecated and will be removed in a '
+                    f"future release of Kubeflow Trainer. See runtime deprecation policy: "
+                    f"{c.RUNTIME_DEPRECATION_POLICY_URL}",)
+    return Validation(tuple(errors), warnings)
+
+
+# --- whole-object entry points (CLI, webhooks) -------------------------------------------------------
+
+def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | None, Validation]:
+    """Schema + CEL (+ transition rules when `old_raw` is given): what the API server enforces."""
+    job, errors = parse(TrainJob, raw)
+    if isinstance(raw, dict):
+        errors += trainjob_cel(raw)
+    if job is None:
+        return None, Validation(tuple(errors))
+    if old_raw is not None:
+        old, _ = parse(TrainJob, old_raw)
+        if old is not None:
+            errors += trainjob_transition(old, job)
+    return job, Validation(tuple(errors))
+
+
+def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | None, Validation]:
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = (
+        TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
+    )
+    runtime, errors = parse(model, raw)
+    if isinstance(raw, dict):
+        errors += ml_policy_cel(raw)
+    return runtime, Validation(tuple(errors))
+
+
+__all__ = [
+    "admit_runtime",
+    "admit_trainjob",
+    "check_runtime",
+    "check_trainjob",
+    "forbidden",
+    "ml_policy_cel",
+    "parse",
+    "trainjob_cel",
+    "trainjob_transition",
+]
