@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from .controller.main import run  # imported lazily: only the operator needs kopf
 
-        return run(args.rest)
+        return int(run(args.rest))
     framework = Framework.from_registry()
     try:
         checked = check(read_inputs(args.filename, args.runtimes), framework)

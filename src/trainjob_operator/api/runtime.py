@@ -99,14 +99,14 @@ class TrainingRuntimeSpec(ApiModel):
 
 
 class TrainingRuntime(ApiModel):
-    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = c.API_VERSION
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["TrainingRuntime"] = c.TRAINING_RUNTIME_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainingRuntimeSpec
 
 
 class ClusterTrainingRuntime(ApiModel):
-    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = c.API_VERSION
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["ClusterTrainingRuntime"] = c.CLUSTER_TRAINING_RUNTIME_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainingRuntimeSpec

@@ -217,7 +217,8 @@ def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lo
     """The TrainJob validating webhook (§7.2): runtime kind and existence, deprecation, plugin checks."""
     ref = new.spec.runtime_ref
     if ref.api_group != c.GROUP or ref.kind not in SUPPORTED_KINDS:
-        return Validation((invalid("spec.runtimeRef", ref.to_wire(), f"unsupported runtime: {ref.kind}.{ref.api_group}"),))
+        unsupported = f"unsupported runtime: {ref.kind}.{ref.api_group}"
+        return Validation((invalid("spec.runtimeRef", ref.to_wire(), unsupported),))
     runtime = lookup(ref.kind, new.namespace, ref.name)
     if runtime is None:
         if ref.kind == c.TRAINING_RUNTIME_KIND:

@@ -1,5 +1,6 @@
 """JobSet: builds the JobSet from the Info, validates runtime patches and initializers, maps status back."""
 
+import re
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -140,15 +141,17 @@ def _validate_initializers(info: RuntimeInfo, job: TrainJob) -> list[FieldError]
     return errors
 
 
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+_URL_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+
+
 def is_domain_prefixed_path(value: str) -> bool:
     """Kubernetes' IsDomainPrefixedPath: `<DNS-1123 subdomain>/<non-empty path>`."""
-    import re
-
     host, sep, path = value.partition("/")
     if not sep or not path or len(host) > 253:
         return False
-    label = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-    return re.fullmatch(rf"{label}(\.{label})*", host) is not None and re.fullmatch(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+", path) is not None
+    return _DNS_SUBDOMAIN.fullmatch(host) is not None and _URL_PATH.fullmatch(path) is not None
 
 
 def _patch_without_time(job: TrainJob | None) -> list[dict[str, Any]]:
@@ -180,12 +183,12 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
                 continue
             for container in pod_patch.init_containers or []:
                 if container.name not in init | regular:
-                    errors.append(invalid("spec.runtimePatches", container.name,
-                                          f"must not have initContainer that doesn't exist in the runtime job {rjob.name}"))
+                    detail = f"must not have initContainer that doesn't exist in the runtime job {rjob.name}"
+                    errors.append(invalid("spec.runtimePatches", container.name, detail))
             for container in pod_patch.containers or []:
                 if container.name not in init | regular:
-                    errors.append(invalid("spec.runtimePatches", container.name,
-                                          f"must not have container that doesn't exist in the runtime job {rjob.name}"))
+                    detail = f"must not have container that doesn't exist in the runtime job {rjob.name}"
+                    errors.append(invalid("spec.runtimePatches", container.name, detail))
                 elif container.env and container.name in PROTECTED_ENV_CONTAINERS:
                     errors.append(invalid("spec.runtimePatches", container.name,
                                           "must not have envs for the dataset-initializer, model-initializer, node "

@@ -117,6 +117,6 @@ def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
     for i, arg in enumerate(args):
         key = torchtune.config_key(arg)
         if key in c.TORCHTUNE_IMMUTABLE_CONFIGS:
-            errors.append(invalid(f"spec.trainer.args[{i}]", arg,
-                                  f'must not set immutable config "{key}" in trainer args; it is managed by the runtime'))
+            detail = f'must not set immutable config "{key}" in trainer args; it is managed by the runtime'
+            errors.append(invalid(f"spec.trainer.args[{i}]", arg, detail))
     return errors
