@@ -32,6 +32,15 @@ except AttributeError:  # PyYAML built without libyaml
     _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
 
 
+def _represent_str(dumper: Any, value: str) -> Any:
+    """Multi-line strings (hostfiles, snapshots) as readable literal blocks."""
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 class UsageError(Exception):
     """Input the CLI cannot work with at all (exit 2)."""
 

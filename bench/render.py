@@ -1,0 +1,112 @@
+"""Render throughput of the pure pipeline: N TrainJobs against the torch, MPI and initializer runtimes.
+
+Each TrainJob is parsed from its wire dict and rendered to every object the operator would apply, as the
+reconciler does. Prints TrainJobs/s and µs per TrainJob, the median of RUNS runs, per scenario.
+Usage: python bench/render.py [--jobs 2000] [--runs 5] [--json PATH]
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job  # noqa: E402
+
+from trainjob_operator.api import constants as c  # noqa: E402
+from trainjob_operator.api.trainjob import TrainJob  # noqa: E402
+from trainjob_operator.runtime.info import RuntimeSource  # noqa: E402
+from trainjob_operator.runtime.observed import Observed  # noqa: E402
+from trainjob_operator.runtime.pipeline import Framework  # noqa: E402
+
+CTR = c.CLUSTER_TRAINING_RUNTIME_KIND
+
+
+def torch_runtime() -> RuntimeSource:
+    return (RuntimeBuilder.make("torch-distributed", CTR)
+            .jobs([replicated_job("node", "trainer", [container("node", "pytorch/pytorch:2.13.0")])])
+            .ml_policy(num_nodes=1, torch={}).source())
+
+
+def mpi_runtime() -> RuntimeSource:
+    node = replicated_job("node", None, [container("node", "deepspeed", command=["/usr/sbin/sshd", "-De"])])
+    launcher = replicated_job("launcher", "trainer", [container("node", "deepspeed")],
+                              dependsOn=[{"name": "node", "status": "Ready"}])
+    return (RuntimeBuilder.make("deepspeed-distributed", CTR).jobs([node, launcher])
+            .ml_policy(num_nodes=1, mpi={"numProcPerNode": 1, "sshAuthMountPath": "/home/mpiuser/.ssh",
+                                         "runLauncherAsNode": True}).source())
+
+
+def initializer_runtime() -> RuntimeSource:
+    return RuntimeBuilder.make("torch-with-initializers", CTR).ml_policy(num_nodes=1, torch={}).coscheduling().source()
+
+
+def job_dicts(n: int, runtime: str, **trainer: Any) -> list[dict[str, Any]]:
+    base = TrainJobBuilder.make(runtime=runtime, kind=CTR).trainer(**trainer)
+    return [base.set("metadata.name", f"job-{i}").set("metadata.uid", f"uid-{i}").raw() for i in range(n)]
+
+
+def scenario(framework: Framework, runtime: RuntimeSource, jobs: list[dict[str, Any]],
+             observed: Observed) -> Callable[[], None]:
+    def run() -> None:
+        for raw in jobs:
+            framework.desired_objects(TrainJob.model_validate(raw), runtime, observed)
+
+    return run
+
+
+def measure(fn: Callable[[], None], n: int, runs: int) -> dict[str, float]:
+    durations = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        durations.append(time.perf_counter() - start)
+    median = statistics.median(durations)
+    return {"jobs_per_s": n / median, "us_per_job": median / n * 1e6, "median_s": median,
+            "min_s": min(durations), "max_s": max(durations)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    framework = Framework.from_registry()
+    n = args.jobs
+    scenarios = {
+        "torch (2 nodes, 4 GPUs)": scenario(framework, torch_runtime(), job_dicts(
+            n, "torch-distributed", numNodes=2, resourcesPerNode={"limits": {"nvidia.com/gpu": 4}}), Observed()),
+        "mpi (deepspeed, 4 nodes, Secret exists)": scenario(framework, mpi_runtime(), job_dicts(
+            n, "deepspeed-distributed", numNodes=4), Observed(mpi_ssh_secret_exists=True)),
+        "initializers + coscheduling": scenario(framework, initializer_runtime(), [
+            {**raw, "spec": {**raw["spec"], "initializer": {"dataset": {"storageUri": "hf://d"},
+                                                            "model": {"storageUri": "hf://m"}}}}
+            for raw in job_dicts(n, "torch-with-initializers", numNodes=2)], Observed()),
+        "mpi first build (new ECDSA P-521 key)": scenario(framework, mpi_runtime(), job_dicts(
+            max(n // 10, 1), "deepspeed-distributed", numNodes=4), Observed()),
+    }
+    print(f"render benchmark: {n} TrainJobs per run, median of {args.runs} runs, "
+          f"Python {platform.python_version()} on {platform.machine()}", flush=True)
+    results = {}
+    for name, fn in scenarios.items():
+        count = max(n // 10, 1) if "first build" in name else n
+        fn()  # warm-up
+        result = measure(fn, count, args.runs)
+        results[name] = result
+        print(f"  {name:42s} {result['jobs_per_s']:9.0f} TrainJobs/s  {result['us_per_job']:8.1f} µs/TrainJob",
+              flush=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"jobs": n, "runs": args.runs, "results": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
