@@ -34,8 +34,9 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def wait_for(fn: Callable[[], Any], *, timeout: float, what: str, interval: floa
 _SESSION: dict[str, Any] = {"info": None, "owned": False, "users": 0, "old_kubeconfig": None}
 
 
-def _acquire() -> "cluster_lib.ClusterInfo":
+def _acquire() -> cluster_lib.ClusterInfo:
     if _SESSION["info"] is None:
         if _truthy(REUSE_ENV):
             info = cluster_lib.status()
@@ -111,7 +112,7 @@ def _release() -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator["cluster_lib.ClusterInfo"]:
+def cluster() -> Iterator[cluster_lib.ClusterInfo]:
     info = _acquire()
     try:
         yield info
@@ -120,7 +121,7 @@ def cluster() -> Iterator["cluster_lib.ClusterInfo"]:
 
 
 @pytest.fixture(scope="session")
-def kubeconfig(cluster: "cluster_lib.ClusterInfo") -> str:
+def kubeconfig(cluster: cluster_lib.ClusterInfo) -> str:
     return str(cluster.kubeconfig)
 
 
@@ -141,19 +142,18 @@ def _ns_name(nodeid: str) -> str:
 
 
 @pytest.fixture
-def namespace(cluster: "cluster_lib.ClusterInfo", request: pytest.FixtureRequest) -> Iterator[str]:
+def namespace(cluster: cluster_lib.ClusterInfo, request: pytest.FixtureRequest) -> Iterator[str]:
     name = _ns_name(request.node.nodeid)
     cluster.kubectl("create", "namespace", name)
     cluster.kubectl("label", "namespace", name, "trainjob-operator.test/owned=true")
     # Pods are rejected until the ServiceAccount controller made "default".
     wait_for(
-        lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name,
-                                check=False).returncode == 0,
-        timeout=30, what=f"ServiceAccount default in {name}",
+        lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+        timeout=30,
+        what=f"ServiceAccount default in {name}",
     )
     try:
         yield name
     finally:
         if not _truthy(KEEP_NS_ENV):
-            cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found",
-                            check=False)
+            cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)

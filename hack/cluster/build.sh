@@ -163,13 +163,13 @@ export_manifests() {
      "$kwok/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
      "$kwok/kustomize/stage/pod/fast/pod-ready.yaml" \
      "$kwok/kustomize/stage/pod/fast/pod-delete.yaml" "$tmp/kwok-stages/"
-  "$BIN/kubectl" kustomize "$jobset/config/default" >"$tmp/jobset.yaml"
+  "$BIN/kubectl" kustomize "$jobset/config/default" >"$tmp/jobset.yaml" 2>>"$LOG_DIR/kustomize.log"
   cp "$sp/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$tmp/crds/scheduler-plugins-podgroups.yaml"
   cp "$lws/test/integration/crd/volcano-podgroup.yaml" "$tmp/crds/volcano-podgroups.yaml"
   mkdir -p "$tmp/trainer"
   cp "$trainer"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/"
   if [[ -x "$BIN/kueue" ]]; then
-    "$BIN/kubectl" kustomize "$(mod_dir sigs.k8s.io/kueue "$HERE/kueue")/config/default" >"$tmp/kueue.yaml"
+    "$BIN/kubectl" kustomize "$(mod_dir sigs.k8s.io/kueue "$HERE/kueue")/config/default" >"$tmp/kueue.yaml" 2>>"$LOG_DIR/kustomize.log"
   fi
   chmod -R u+w "$tmp"
   {

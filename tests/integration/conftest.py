@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cluster_fixtures import (  # noqa: E402,F401  (fixtures are used by name)
+from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     _skip_kueue_without_kueue,
     cluster,
     kubeconfig,

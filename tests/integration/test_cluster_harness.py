@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from cluster_fixtures import EXIT_CODE_ANNOTATION, RUN_FOR_ANNOTATION, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -46,8 +47,16 @@ def _pod_template(annotations: dict[str, str] | None = None, gpus: int = 0) -> d
     }
 
 
-def _job(name: str, namespace: str, *, completions: int = 1, annotations: dict[str, str] | None = None,
-         gpus: int = 0, labels: dict[str, str] | None = None, suspend: bool = False) -> dict[str, Any]:
+def _job(
+    name: str,
+    namespace: str,
+    *,
+    completions: int = 1,
+    annotations: dict[str, str] | None = None,
+    gpus: int = 0,
+    labels: dict[str, str] | None = None,
+    suspend: bool = False,
+) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -89,10 +98,12 @@ def test_crds_installed(cluster: Any) -> None:
 
 
 def test_batch_job_completes(cluster: Any, namespace: str) -> None:
-    _apply(cluster, _job("ok", namespace, completions=2, gpus=8,
-                         annotations={RUN_FOR_ANNOTATION: "1s"}))
-    job = wait_for(lambda: (lambda j: j if _condition(j, "Complete") else None)(
-        _get(cluster, "job", "ok", namespace)), timeout=60, what="Job Complete")
+    _apply(cluster, _job("ok", namespace, completions=2, gpus=8, annotations={RUN_FOR_ANNOTATION: "1s"}))
+    job = wait_for(
+        lambda: (lambda j: j if _condition(j, "Complete") else None)(_get(cluster, "job", "ok", namespace)),
+        timeout=60,
+        what="Job Complete",
+    )
     assert job["status"]["succeeded"] == 2
     pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", "job-name=ok")["items"]
     # 8 GPUs each: the scheduler had to place them on two different fake nodes.
@@ -103,10 +114,14 @@ def test_batch_job_completes(cluster: Any, namespace: str) -> None:
 
 
 def test_pod_marked_to_fail_fails_its_job(cluster: Any, namespace: str) -> None:
-    _apply(cluster, _job("bad", namespace, annotations={RUN_FOR_ANNOTATION: "500ms",
-                                                        EXIT_CODE_ANNOTATION: "3"}))
-    job = wait_for(lambda: (lambda j: j if _condition(j, "Failed") else None)(
-        _get(cluster, "job", "bad", namespace)), timeout=60, what="Job Failed")
+    _apply(
+        cluster, _job("bad", namespace, annotations={RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "3"})
+    )
+    job = wait_for(
+        lambda: (lambda j: j if _condition(j, "Failed") else None)(_get(cluster, "job", "bad", namespace)),
+        timeout=60,
+        what="Job Failed",
+    )
     assert _condition(job, "Failed")["reason"] == "BackoffLimitExceeded"
     pods = cluster.kubectl_json("get", "pods", "-n", namespace, "-l", "job-name=bad")["items"]
     assert pods and pods[0]["status"]["phase"] == "Failed"
@@ -120,17 +135,36 @@ def test_jobset_completes(cluster: Any, namespace: str) -> None:
         "metadata": {"name": "js", "namespace": namespace},
         "spec": {
             "replicatedJobs": [
-                {"name": "launcher", "replicas": 1, "template": {"spec": {
-                    "backoffLimit": 0, "template": _pod_template({RUN_FOR_ANNOTATION: "1s"})}}},
-                {"name": "worker", "replicas": 2, "template": {"spec": {
-                    "parallelism": 2, "completions": 2, "backoffLimit": 0,
-                    "template": _pod_template({RUN_FOR_ANNOTATION: "1s"}, gpus=4)}}},
+                {
+                    "name": "launcher",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {"backoffLimit": 0, "template": _pod_template({RUN_FOR_ANNOTATION: "1s"})}
+                    },
+                },
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "backoffLimit": 0,
+                            "template": _pod_template({RUN_FOR_ANNOTATION: "1s"}, gpus=4),
+                        }
+                    },
+                },
             ],
         },
     }
     _apply(cluster, jobset)
-    js = wait_for(lambda: (lambda o: o if _condition(o, "Completed") else None)(
-        _get(cluster, "jobset", "js", namespace)), timeout=90, what="JobSet Completed")
+    js = wait_for(
+        lambda: (lambda o: o if _condition(o, "Completed") else None)(
+            _get(cluster, "jobset", "js", namespace)
+        ),
+        timeout=90,
+        what="JobSet Completed",
+    )
     jobs = cluster.kubectl_json("get", "jobs", "-n", namespace)["items"]
     assert len(jobs) == 3 and all(_condition(j, "Complete") for j in jobs)
     # The JobSet pod webhook ran: pods carry the JobSet labels it manages.
@@ -144,13 +178,29 @@ def test_jobset_failure_propagates(cluster: Any, namespace: str) -> None:
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": {"name": "js-bad", "namespace": namespace},
-        "spec": {"replicatedJobs": [{"name": "worker", "replicas": 1, "template": {"spec": {
-            "backoffLimit": 0,
-            "template": _pod_template({RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "1"})}}}]},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "worker",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "backoffLimit": 0,
+                            "template": _pod_template(
+                                {RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "1"}
+                            ),
+                        }
+                    },
+                }
+            ]
+        },
     }
     _apply(cluster, jobset)
-    wait_for(lambda: _condition(_get(cluster, "jobset", "js-bad", namespace), "Failed"),
-             timeout=90, what="JobSet Failed")
+    wait_for(
+        lambda: _condition(_get(cluster, "jobset", "js-bad", namespace), "Failed"),
+        timeout=90,
+        what="JobSet Failed",
+    )
 
 
 @pytest.mark.kueue
@@ -159,22 +209,50 @@ def test_kueue_admits_workload(cluster: Any, namespace: str) -> None:
     flavor, cq = f"flavor-{suffix}", f"cq-{suffix}"
     objs = [
         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": cq},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{
-             "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-             "flavors": [{"name": flavor, "resources": [
-                 {"name": "cpu", "nominalQuota": "64"},
-                 {"name": "memory", "nominalQuota": "512Gi"},
-                 {"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-         "metadata": {"name": "lq", "namespace": namespace}, "spec": {"clusterQueue": cq}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": flavor,
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "64"},
+                                    {"name": "memory", "nominalQuota": "512Gi"},
+                                    {"name": "nvidia.com/gpu", "nominalQuota": "16"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        },
     ]
     try:
         for o in objs:
             _apply(cluster, o)
-        _apply(cluster, _job("queued", namespace, gpus=4, suspend=True,
-                             labels={"kueue.x-k8s.io/queue-name": "lq"},
-                             annotations={RUN_FOR_ANNOTATION: "1s"}))
+        _apply(
+            cluster,
+            _job(
+                "queued",
+                namespace,
+                gpus=4,
+                suspend=True,
+                labels={"kueue.x-k8s.io/queue-name": "lq"},
+                annotations={RUN_FOR_ANNOTATION: "1s"},
+            ),
+        )
 
         def admitted() -> Any:
             wls = cluster.kubectl_json("get", "workloads.kueue.x-k8s.io", "-n", namespace)["items"]
@@ -182,9 +260,11 @@ def test_kueue_admits_workload(cluster: Any, namespace: str) -> None:
 
         wl = wait_for(admitted, timeout=60, what="Workload Admitted")[0]
         assert wl["status"]["admission"]["clusterQueue"] == cq
-        wait_for(lambda: _condition(_get(cluster, "job", "queued", namespace), "Complete"),
-                 timeout=60, what="admitted Job Complete")
+        wait_for(
+            lambda: _condition(_get(cluster, "job", "queued", namespace), "Complete"),
+            timeout=60,
+            what="admitted Job Complete",
+        )
     finally:
         cluster.kubectl("delete", "clusterqueue", cq, "--ignore-not-found", "--wait=false", check=False)
-        cluster.kubectl("delete", "resourceflavor", flavor, "--ignore-not-found", "--wait=false",
-                        check=False)
+        cluster.kubectl("delete", "resourceflavor", flavor, "--ignore-not-found", "--wait=false", check=False)

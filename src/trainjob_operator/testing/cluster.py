@@ -47,8 +47,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 DEFAULT_NAME = "trainjob-operator"
 DEFAULT_NODES = 4
@@ -90,9 +91,7 @@ def repo_root() -> Path:
     for c in candidates:
         if (c / "hack" / "cluster" / "build.sh").is_file():
             return c
-    raise ClusterError(
-        "cannot find the repository (hack/cluster/build.sh); set TRAINJOB_OPERATOR_REPO"
-    )
+    raise ClusterError("cannot find the repository (hack/cluster/build.sh); set TRAINJOB_OPERATOR_REPO")
 
 
 def state_dir() -> Path:
@@ -141,8 +140,7 @@ def _run(
         raise ClusterError(f"timed out after {timeout:.0f}s: {' '.join(args)}") from exc
     if check and proc.returncode != 0:
         raise ClusterError(
-            f"command failed ({proc.returncode}): {' '.join(args)}\n"
-            f"{proc.stdout or ''}{proc.stderr or ''}"
+            f"command failed ({proc.returncode}): {' '.join(args)}\n{proc.stdout or ''}{proc.stderr or ''}"
         )
     return proc
 
@@ -229,7 +227,7 @@ class ClusterInfo:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "ClusterInfo":
+    def from_json(cls, d: dict[str, Any]) -> ClusterInfo:
         d = dict(d)
         d["kubeconfig"] = Path(d["kubeconfig"])
         d["bin_dir"] = Path(d["bin_dir"])
@@ -281,14 +279,63 @@ def _make_certs(cert_dir: Path) -> None:
     ossl = shutil.which("openssl")
     if not ossl:
         raise ClusterError("openssl is required to make the webhook certificates")
-    _run([ossl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
-          "-subj", "/CN=trainjob-operator-test-ca", "-keyout", str(ca_key), "-out", str(ca_crt),
-          "-addext", "basicConstraints=critical,CA:TRUE",
-          "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-    _run([ossl, "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-          "-keyout", str(key), "-out", str(csr)])
-    _run([ossl, "x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key),
-          "-CAcreateserial", "-days", "30", "-extfile", str(ext), "-out", str(crt)])
+    _run(
+        [
+            ossl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=trainjob-operator-test-ca",
+            "-keyout",
+            str(ca_key),
+            "-out",
+            str(ca_crt),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ]
+    )
+    _run(
+        [
+            ossl,
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(csr),
+        ]
+    )
+    _run(
+        [
+            ossl,
+            "x509",
+            "-req",
+            "-in",
+            str(csr),
+            "-CA",
+            str(ca_crt),
+            "-CAkey",
+            str(ca_key),
+            "-CAcreateserial",
+            "-days",
+            "30",
+            "-extfile",
+            str(ext),
+            "-out",
+            str(crt),
+        ]
+    )
 
 
 # --------------------------------------------------------------------------
@@ -298,8 +345,16 @@ def _make_certs(cert_dir: Path) -> None:
 def _to_objects(info: ClusterInfo, path: Path) -> list[dict[str, Any]]:
     """Parse a multi-document YAML file into objects with kubectl (no PyYAML)."""
     out = info.kubectl("create", "--dry-run=client", "-o", "json", "-f", str(path)).stdout
-    doc = json.loads(out)
-    return list(doc.get("items", [])) if doc.get("kind") == "List" else [doc]
+    # One JSON document per object, concatenated (or a List).
+    dec, i, objs = json.JSONDecoder(), 0, []
+    while True:
+        while i < len(out) and out[i].isspace():
+            i += 1
+        if i >= len(out):
+            break
+        doc, i = dec.raw_decode(out, i)
+        objs.extend(doc.get("items", []) if doc.get("kind") == "List" else [doc])
+    return objs
 
 
 def _apply(info: ClusterInfo, objs: Iterable[dict[str, Any]]) -> None:
@@ -307,8 +362,16 @@ def _apply(info: ClusterInfo, objs: Iterable[dict[str, Any]]) -> None:
     if not items:
         return
     doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
-    info.kubectl("apply", "--server-side", "--force-conflicts",
-                 "--field-manager=trainjob-operator-test-harness", "-f", "-", input=doc, timeout=120)
+    info.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=trainjob-operator-test-harness",
+        "-f",
+        "-",
+        input=doc,
+        timeout=120,
+    )
 
 
 def _rewrite_client_config(cc: dict[str, Any], port: int, ca_b64: str) -> dict[str, Any]:
@@ -369,7 +432,11 @@ def _pid_is(pid: int, binary: str) -> bool:
 
 
 def _start_controller(
-    info: ClusterInfo, name: str, binary: Path, config: dict[str, Any], health_port: int,
+    info: ClusterInfo,
+    name: str,
+    binary: Path,
+    config: dict[str, Any],
+    health_port: int,
     extra_env: dict[str, str] | None = None,
 ) -> None:
     sd = state_dir()
@@ -379,13 +446,26 @@ def _start_controller(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [str(binary), "--config", str(cfg_path), "--kubeconfig", str(info.kubeconfig),
-             "--zap-log-level=info"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env={**os.environ, **(extra_env or {})},
+            [
+                str(binary),
+                "--config",
+                str(cfg_path),
+                "--kubeconfig",
+                str(info.kubeconfig),
+                "--zap-log-level=info",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(extra_env or {})},
         )
-    info.controllers[name] = {"pid": proc.pid, "binary": str(binary), "log": str(log_path),
-                              "health_port": health_port}
+    info.controllers[name] = {
+        "pid": proc.pid,
+        "binary": str(binary),
+        "log": str(log_path),
+        "health_port": health_port,
+    }
     _save_state(info)
     deadline = time.monotonic() + CONTROLLER_TIMEOUT_S
     url = f"http://127.0.0.1:{health_port}/readyz"
@@ -399,7 +479,9 @@ def _start_controller(
         except (urllib.error.URLError, OSError):
             pass
         if time.monotonic() > deadline:
-            raise ClusterError(f"{name} not ready after {CONTROLLER_TIMEOUT_S:.0f}s; log {log_path}:\n{_tail(log_path)}")
+            raise ClusterError(
+                f"{name} not ready after {CONTROLLER_TIMEOUT_S:.0f}s; log {log_path}:\n{_tail(log_path)}"
+            )
         time.sleep(0.2)
     _log(f"{name} ready (pid {proc.pid}, log {log_path})")
 
@@ -418,7 +500,7 @@ def _stop_controller(name: str, c: dict[str, Any]) -> None:
     _log(f"stopped {name} (pid {pid})")
 
 
-def _wait_for(what: str, fn, timeout: float, interval: float = 0.25) -> Any:
+def _wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
     while True:
@@ -426,7 +508,7 @@ def _wait_for(what: str, fn, timeout: float, interval: float = 0.25) -> Any:
             res = fn()
             if res:
                 return res
-        except Exception as exc:  # noqa: BLE001 - polled; reported on timeout
+        except Exception as exc:
             last_exc = exc
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}: {last_exc}")
@@ -463,14 +545,14 @@ def _kwokctl_config(bin_dir: Path) -> str:
 
 
 def _version_of(bin_dir: Path, what: str) -> str:
-    versions = {}
-    vf = bin_dir / "share" / "VERSIONS"
-    if vf.exists():
-        for line in vf.read_text().splitlines():
-            parts = line.split()
-            if len(parts) == 2:
-                versions[parts[0]] = parts[1]
-    return versions.get(what, "")
+    """Version of a built binary, as kwokctl wants it ("v1.36.3", "3.6.16")."""
+    binary = {"kubernetes": "kube-apiserver", "etcd": "etcd"}[what]
+    out = _run([str(bin_dir / binary), "--version"], check=False, timeout=30).stdout
+    for word in out.replace(":", " ").split():
+        w = word.lstrip("v")
+        if w[:1].isdigit() and w.count(".") >= 2:
+            return f"v{w}" if what == "kubernetes" else w
+    return ""
 
 
 def up(
@@ -484,12 +566,22 @@ def up(
     """Start a fresh cluster (tearing down a stale one of the same name first)."""
     t0 = time.monotonic()
     bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
-    need = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
-            "etcd", "kwok", "kwokctl", "jobset"] + (["kueue"] if kueue else [])
+    need = [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubectl",
+        "etcd",
+        "kwok",
+        "kwokctl",
+        "jobset",
+    ] + (["kueue"] if kueue else [])
     missing = [b for b in need if not (bin_dir / b).exists()]
     if missing or not (bin_dir / "share" / "VERSIONS").exists():
-        raise ClusterError(f"tools missing in {bin_dir}: {missing or ['share/']}; run `make tools`"
-                           + (" WITH_KUEUE=1" if kueue else ""))
+        raise ClusterError(
+            f"tools missing in {bin_dir}: {missing or ['share/']}; run `make tools`"
+            + (" WITH_KUEUE=1" if kueue else "")
+        )
 
     down(quiet=True, bin_dir=bin_dir)
     sd = state_dir()
@@ -498,8 +590,15 @@ def up(
     name = cluster_name()
     kc = kubeconfig_path()
     kc.unlink(missing_ok=True)
-    info = ClusterInfo(name=name, kubeconfig=kc, bin_dir=bin_dir, kueue=kueue,
-                       trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
+    info = ClusterInfo(
+        name=name,
+        kubeconfig=kc,
+        bin_dir=bin_dir,
+        kueue=kueue,
+        trainer_crds=trainer_crds,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+    )
     _save_state(info)
 
     cfg_path = sd / "kwokctl.yaml"
@@ -509,27 +608,66 @@ def up(
     _log(f"creating kwok cluster {name!r} (binary runtime, 127.0.0.1)")
     create_log = sd / "logs" / "kwokctl-create.log"
     proc = _run(
-        [kwokctl, "--name", name, "--config", str(cfg_path), "create", "cluster",
-         "--kubeconfig", str(kc), "--wait", f"{int(CREATE_TIMEOUT_S)}s",
-         "--extra-args", "etcd=unsafe-no-fsync=true",
-         "--extra-args", "kube-apiserver=advertise-address=127.0.0.1"],
-        env=env, check=False, timeout=CREATE_TIMEOUT_S + 60,
+        [
+            kwokctl,
+            "--name",
+            name,
+            "--config",
+            str(cfg_path),
+            "create",
+            "cluster",
+            "--kubeconfig",
+            str(kc),
+            "--wait",
+            f"{int(CREATE_TIMEOUT_S)}s",
+            "--extra-args",
+            "etcd=unsafe-no-fsync=true",
+            "--extra-args",
+            "kube-apiserver=advertise-address=127.0.0.1",
+        ],
+        env=env,
+        check=False,
+        timeout=CREATE_TIMEOUT_S + 60,
     )
     create_log.write_text((proc.stdout or "") + (proc.stderr or ""))
     if proc.returncode != 0 or not kc.exists():
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
-    _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
-              60)
+    _wait_for(
+        "the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60
+    )
     _log("API server ready")
 
     # Fake GPU nodes.
-    _run([kwokctl, "--name", name, "scale", "node", "--replicas", str(nodes),
-          "--param", f'.allocatable.cpu="{DEFAULT_NODE_CPU}"',
-          "--param", f'.allocatable.memory="{DEFAULT_NODE_MEMORY}"',
-          "--param", '.allocatable.pods="110"',
-          "--param", f'.allocatable["nvidia.com/gpu"]="{gpus_per_node}"'], env=env, timeout=60)
-    info.kubectl("label", "nodes", "--all", "--overwrite", "nvidia.com/gpu.present=true",
-                 f"nvidia.com/gpu.count={gpus_per_node}", "nvidia.com/gpu.product=Fake-GPU")
+    _run(
+        [
+            kwokctl,
+            "--name",
+            name,
+            "scale",
+            "node",
+            "--replicas",
+            str(nodes),
+            "--param",
+            f'.allocatable.cpu="{DEFAULT_NODE_CPU}"',
+            "--param",
+            f'.allocatable.memory="{DEFAULT_NODE_MEMORY}"',
+            "--param",
+            '.allocatable.pods="110"',
+            "--param",
+            f'.allocatable["nvidia.com/gpu"]="{gpus_per_node}"',
+        ],
+        env=env,
+        timeout=60,
+    )
+    info.kubectl(
+        "label",
+        "nodes",
+        "--all",
+        "--overwrite",
+        "nvidia.com/gpu.present=true",
+        f"nvidia.com/gpu.count={gpus_per_node}",
+        "nvidia.com/gpu.product=Fake-GPU",
+    )
 
     # Webhook certificates and manifests.
     certs = sd / "certs"
@@ -544,16 +682,22 @@ def up(
     js_port, js_health = _free_port(), _free_port()
     js_before, js_hooks = _split_manifest(_to_objects(info, share / "jobset.yaml"), js_port, ca_b64)
     _apply(info, js_before)
-    _start_controller(info, "jobset", bin_dir / "jobset", {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-        "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"host": "127.0.0.1", "port": js_port, "certDir": str(certs)},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{js_health}"},
-        "clientConnection": {"qps": 500, "burst": 1000},
-    }, js_health)
+    _start_controller(
+        info,
+        "jobset",
+        bin_dir / "jobset",
+        {
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": js_port, "certDir": str(certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{js_health}"},
+            "clientConnection": {"qps": 500, "burst": 1000},
+        },
+        js_health,
+    )
     _apply(info, js_hooks)
     info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in js_hooks]
     _save_state(info)
@@ -578,20 +722,27 @@ def _start_kueue(info: ClusterInfo, certs: Path, ca_b64: str) -> None:
     # CRDs first (conversion webhooks already point at 127.0.0.1).
     _apply(info, [o for o in before if o["kind"] == "CustomResourceDefinition"])
     _apply(info, [o for o in before if o["kind"] != "CustomResourceDefinition"])
-    _start_controller(info, "kueue", info.bin_dir / "kueue", {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "namespace": "kueue-system",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},
-        "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
-        "metrics": {"bindAddress": "0"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
-        "clientConnection": {"qps": 500, "burst": 1000},
-        "featureGates": {"VisibilityOnDemand": False},
-        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset",
-                                        "trainer.kubeflow.org/trainjob"]},
-    }, health)
+    _start_controller(
+        info,
+        "kueue",
+        info.bin_dir / "kueue",
+        {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": "kueue-system",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+            "clientConnection": {"qps": 500, "burst": 1000},
+            "featureGates": {"VisibilityOnDemand": False},
+            "integrations": {
+                "frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"]
+            },
+        },
+        health,
+    )
     _apply(info, hooks)
     info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in hooks]
     _save_state(info)
@@ -608,14 +759,32 @@ def _nodes_ready(info: ClusterInfo) -> int:
 
 def _jobset_dry_run(info: ClusterInfo) -> bool:
     js = {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
         "metadata": {"name": "harness-probe", "namespace": "default"},
-        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
-            "template": {"spec": {"restartPolicy": "Never",
-                                  "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [{"name": "c", "image": "busybox"}],
+                                }
+                            }
+                        }
+                    },
+                }
+            ]
+        },
     }
-    return info.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(js),
-                        check=False).returncode == 0
+    return (
+        info.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(js), check=False).returncode
+        == 0
+    )
 
 
 def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
@@ -631,8 +800,15 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
         # webhook whose server is gone would block object creation.
         if info.kubeconfig.exists() and info.webhook_configurations:
             for kind, name in info.webhook_configurations:
-                info.kubectl("delete", kind.lower(), name, "--ignore-not-found", "--wait=false",
-                             check=False, timeout=15)
+                info.kubectl(
+                    "delete",
+                    kind.lower(),
+                    name,
+                    "--ignore-not-found",
+                    "--wait=false",
+                    check=False,
+                    timeout=15,
+                )
         for cname, c in info.controllers.items():
             _stop_controller(cname, c)
         bin_dir = info.bin_dir
@@ -644,8 +820,12 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
         if exists:
             if not quiet:
                 _log(f"deleting kwok cluster {name!r}")
-            _run([str(kwokctl), "--name", name, "delete", "cluster"], env=env, check=False,
-                 timeout=DELETE_TIMEOUT_S)
+            _run(
+                [str(kwokctl), "--name", name, "delete", "cluster"],
+                env=env,
+                check=False,
+                timeout=DELETE_TIMEOUT_S,
+            )
     _state_file().unlink(missing_ok=True)
     kubeconfig_path().unlink(missing_ok=True)
     if not quiet:
@@ -668,11 +848,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="cluster.py", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="start a fresh local cluster")
-    p_up.add_argument("--kueue", action="store_true",
-                      default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
-                      help="also run Kueue (env WITH_KUEUE=1)")
-    p_up.add_argument("--trainer-crds", action="store_true",
-                      help="also install the upstream Trainer v2.3.0 CRDs")
+    p_up.add_argument(
+        "--kueue",
+        action="store_true",
+        default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
+        help="also run Kueue (env WITH_KUEUE=1)",
+    )
+    p_up.add_argument(
+        "--trainer-crds", action="store_true", help="also install the upstream Trainer v2.3.0 CRDs"
+    )
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
     p_up.add_argument("--no-build", action="store_true", help="do not run build.sh first")
@@ -682,17 +866,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "up":
-            info = up(kueue=args.kueue, trainer_crds=args.trainer_crds, nodes=args.nodes,
-                      gpus_per_node=args.gpus_per_node, build=not args.no_build)
+            info = up(
+                kueue=args.kueue,
+                trainer_crds=args.trainer_crds,
+                nodes=args.nodes,
+                gpus_per_node=args.gpus_per_node,
+                build=not args.no_build,
+            )
             print(info.kubeconfig)
         elif args.cmd == "down":
             down()
         elif args.cmd == "status":
-            info = status()
-            if info is None:
+            running = status()
+            if running is None:
                 print("cluster: not running", file=sys.stderr)
                 return 1
-            print(info.kubeconfig)
+            print(running.kubeconfig)
         elif args.cmd == "kubeconfig":
             print(kubeconfig_path())
     except ClusterError as exc:
