@@ -595,6 +595,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         stale = {name: _diff(out / name, text) for name, text in files.items()}
         stale = {name: diff for name, diff in stale.items() if diff}
+        for extra in sorted(p.name for p in out.glob(f"{c.GROUP}_*.yaml") if p.name not in files):
+            stale[extra] = [f"{out / extra}: not generated any more (delete it)"]
         if not stale:
             print(f"CRDs in {out} are up to date")
             return 0
@@ -604,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "\n".join(shown)
                 + (f"\n... ({len(diff) - len(shown)} more diff lines)" if len(diff) > 40 else "")
             )
-            print(f"{out / name}: differs from the generated CRD", file=sys.stderr)
+            print(f"{out / name}: differs from what crdgen generates", file=sys.stderr)
         print(
             "CRDs are out of date: run `python -m trainjob_operator.crdgen` and commit the result",
             file=sys.stderr,

@@ -105,11 +105,17 @@ def test_check_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert f"{path}: differs from the generated CRD" in err
+    assert f"{path}: differs from what crdgen generates" in err
     assert "run `python -m trainjob_operator.crdgen`" in err
 
     path.unlink()
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
+
+    assert crdgen.main(["--out", str(tmp_path)]) == 0
+    (tmp_path / f"{c.GROUP}_oldjobs.yaml").write_text("{}", encoding="utf-8")
+    capsys.readouterr()
+    assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
+    assert "oldjobs.yaml: not generated any more" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", [TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME])
