@@ -45,6 +45,14 @@ MANAGED_BY = "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueu
 PATCH_POD = "trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
 DEPRECATION_POLICY = "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 
+# k8s.io/apimachinery IsDomainPrefixedPath details.
+DNS1123_SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+HTTP_PATH = "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')"
+
 # How the webhook prints the runtimeRef it rejects (the value part is ours: upstream prints a Go struct).
 REF = "{'name': 'test-runtime', 'apiGroup': 'trainer.kubeflow.org', 'kind': 'TrainingRuntime'}"
 CTR_REF = "{'name': 'test-runtime', 'apiGroup': 'trainer.kubeflow.org', 'kind': 'ClusterTrainingRuntime'}"
@@ -443,9 +451,17 @@ GPU2 = {"requests": {"nvidia.com/gpu": 2}}
         '"acme.io/foo")',
     ]), id="a manager without a domain is rejected"),
     pytest.param(AdmissionCase(TJ.patch("Example.com/m"), RT, [
-        'spec.runtimePatches.manager: Invalid value: "Example.com/m": must be a domain-prefixed path (such as '
-        '"acme.io/foo")',
-    ]), id="a manager with an uppercase domain is rejected"),
+        f'spec.runtimePatches.manager: Invalid value: "Example.com": {DNS1123_SUBDOMAIN}',
+    ]), id="a manager with an uppercase domain is rejected as an RFC 1123 subdomain"),
+    pytest.param(AdmissionCase(TJ.patch("example.com/my manager"), RT, [
+        f'spec.runtimePatches.manager: Invalid value: "my manager": {HTTP_PATH}',
+    ]), id="a manager with a space in the path is rejected as an invalid path"),
+    pytest.param(AdmissionCase(TJ.patch("under_score.io/a b"), RT, [
+        f'spec.runtimePatches.manager: Invalid value: "under_score.io": {DNS1123_SUBDOMAIN}',
+        f'spec.runtimePatches.manager: Invalid value: "a b": {HTTP_PATH}',
+    ]), id="a manager with a bad domain and a bad path gets both errors"),
+    pytest.param(AdmissionCase(TJ.patch("kueue.x-k8s.io/multikueue/sub_path~1"), RT),
+                 id="a manager path may hold slashes and RFC 3986 characters"),
     pytest.param(AdmissionCase(TJ.patch("example.com/"), RT, [
         'spec.runtimePatches.manager: Invalid value: "example.com/": must be a domain-prefixed path (such as '
         '"acme.io/foo")',
