@@ -276,6 +276,17 @@ NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNod
                           "{prog}: error: TrainJob other/test-job ({tj}#1): runtime TrainingRuntime "
                           "other/test-runtime not found in the -r files\n"),
                  id="render with the TrainingRuntime in another namespace exits 2"),
+    pytest.param(ExitCase("render", [TJ.raw()], [RT.ml_policy(mpi={"mpiImplementation": ""}).raw()], 2,
+                          "{prog}: error: TrainJob default/test-job ({tj}#1): cannot build: MPI implementation for  "
+                          "doesn't supported\n"),
+                 id="render of a runtime the pipeline cannot build exits 2 naming the TrainJob"),
+    pytest.param(ExitCase("render", [TJ.raw()], [RT.ml_policy(torch={"envInjection": {"targets": [
+        {"jobName": c.NODE, "containerNames": ["sidecar"]}]}}).raw()], 1,
+                          "spec.runtimeRef: Invalid value: {'name': 'test-runtime', 'apiGroup': "
+                          "'trainer.kubeflow.org', 'kind': 'TrainingRuntime'}: envInjection target podSet \"node\" "
+                          "container \"sidecar\" not found in runtime template\n"
+                          "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
+                 id="render refuses a missing envInjection target with exit 1 before building"),
     pytest.param(ExitCase("validate", [RT.raw()], None, 2,
                           "{prog}: error: {tj}#1: expected kind TrainJob, got 'TrainingRuntime'\n"),
                  id="a runtime passed with -f exits 2"),
