@@ -19,6 +19,7 @@ from builders import INITIALIZER_PVC, RuntimeBuilder, TrainJobBuilder, container
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.snapshot import build_snapshot, runtime_from_snapshot
 from trainjob_operator.runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob
@@ -401,3 +402,17 @@ def test_pods_have_unique_volumes_env_and_mount_paths(pair: Pair) -> None:
             if not mounted <= set(volumes):
                 duplicates.append((job, ctr["name"], sorted(mounted - set(volumes))))
     assert duplicates == []
+
+
+ACTIVE_JOBSET = Observed(jobset={"spec": {"suspend": False}, "status": {"replicatedJobsStatus": [
+    {"name": c.NODE, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}]}})
+
+
+@SETTINGS
+@given(pairs())
+def test_an_unchanged_update_is_admitted_and_the_wire_form_round_trips(pair: Pair) -> None:
+    wire = pair.job.to_wire()
+    again, schema = check_trainjob(wire, copy.deepcopy(wire))
+    assert (again, [str(e) for e in schema.errors]) == (pair.job, [])
+    admission = admit_trainjob(FRAMEWORK, pair.job, pair.job, lambda kind, ns, name: pair.runtime, ACTIVE_JOBSET)
+    assert [str(e) for e in admission.errors] == []
