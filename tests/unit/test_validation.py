@@ -227,6 +227,30 @@ def immutable(path: str, kind: str) -> str:
                             [immutable(f"spec.runtimePatches[0].{PATCH_POD}.terminationGracePeriodSeconds",
                                        "integer")]),
                  id="a patch terminationGracePeriodSeconds is immutable"),
+    pytest.param(UpdateCase(TJ.patch("a.io/m", [pod_patch(c.NODE, nodeSelector={"a": "1"})]),
+                            TJ.patch("a.io/m", [pod_patch(c.NODE, nodeSelector={"a": "1"}, serviceAccountName="b")])),
+                 id="adding serviceAccountName to an existing patch entry is allowed at the CRD level"),
+    pytest.param(UpdateCase(TJ.patch("a.io/m", [pod_patch(c.NODE, containers=[{"name": c.NODE}])]),
+                            TJ.patch("a.io/m", [pod_patch(c.NODE, containers=[
+                                {"name": c.NODE, "volumeMounts": [{"name": "v", "mountPath": "/v"}]}])]),
+                            [immutable(f"spec.runtimePatches[0].{PATCH_POD}.containers", "array")]),
+                 id="patch containers are immutable"),
+    pytest.param(UpdateCase(TJ.patch("a.io/m", [pod_patch(c.NODE, initContainers=[{"name": "setup"}])]),
+                            TJ.patch("a.io/m", [pod_patch(c.NODE, initContainers=[{"name": "other"}])]),
+                            [immutable(f"spec.runtimePatches[0].{PATCH_POD}.initContainers", "array")]),
+                 id="patch initContainers are immutable"),
+    pytest.param(UpdateCase(TJ.patch("a.io/m", [pod_patch(c.NODE, serviceAccountName="a"),
+                                                pod_patch(c.DATASET_INITIALIZER, nodeSelector={"a": "1"})]),
+                            TJ.patch("a.io/m", [pod_patch(c.DATASET_INITIALIZER, nodeSelector={"a": "1"}),
+                                                pod_patch(c.NODE, serviceAccountName="b")]),
+                            [immutable("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1]"
+                                       ".template.spec.template.spec.serviceAccountName", "string")]),
+                 id="patch replicated jobs are correlated by name, not by index"),
+    pytest.param(UpdateCase(TJ.patch("a.io/x", [pod_patch(c.NODE, serviceAccountName="x")]).patch(
+                                "a.io/m", [pod_patch(c.NODE, serviceAccountName="a")]),
+                            TJ.patch("a.io/m", [pod_patch(c.NODE, serviceAccountName="b")]),
+                            [immutable(f"spec.runtimePatches[0].{PATCH_POD}.serviceAccountName", "string")]),
+                 id="patch entries are correlated by manager"),
 ])
 def test_update_transitions(case: UpdateCase) -> None:
     _, validation = check_trainjob(case.new.raw(), case.old.raw())
