@@ -220,8 +220,7 @@ def parser() -> argparse.ArgumentParser:
                          help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable")
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
-    run = sub.add_parser("run", help="run the operator (controller manager and webhooks)")
-    run.add_argument("rest", nargs=argparse.REMAINDER)
+    sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     return p
 
 
@@ -231,11 +230,12 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    if args.command == "run":
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:
         from .controller.main import run  # imported lazily: only the operator needs kopf
 
-        return int(run(args.rest))
+        return int(run(argv[1:]))
+    args = parser().parse_args(argv)
     framework = Framework.from_registry()
     try:
         checked = check(read_inputs(args.filename, args.runtimes), framework)

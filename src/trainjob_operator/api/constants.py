@@ -119,3 +119,18 @@ JOBSET_CONDITION_FAILED: Final = "Failed"
 RUNTIME_DEPRECATION_POLICY_URL: Final = (
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )
+
+# Beyond upstream: a condition that carries build/apply errors to the TrainJob (removed once the cause is
+# fixed, so a healthy job carries no extra condition), and the states of `status.state`.
+CONDITION_RECONCILE_FAILED: Final = "ReconcileFailed"
+REASON_RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
+REASON_INVALID_SNAPSHOT: Final = "InvalidRuntimeSnapshot"
+REASON_BUILD_FAILED: Final = "BuildFailed"
+REASON_APPLY_FAILED: Final = "ApplyFailed"
+EVENT_RESOURCES_CREATION_FAILED: Final = "TrainJobResourcesCreationFailed"
+STATE_PENDING: Final = "Pending"
+STATE_SUSPENDED: Final = "Suspended"
+STATE_RUNNING: Final = "Running"
+STATE_COMPLETE: Final = "Complete"
+STATE_FAILED: Final = "Failed"
+STATE_ERROR: Final = "Error"

@@ -7,7 +7,6 @@ from pydantic import Field
 from . import constants as c
 from .base import ApiModel, K8sModel
 from .core import (
-    Container,
     EnvVar,
     LocalObjectReference,
     ObjectMeta,
@@ -227,12 +226,16 @@ class TrainJobStatus(ApiModel):
     )
     jobs_status: list[JobStatus] | None = Field(default=None, max_length=100, json_schema_extra=_MAP_BY_NAME)
     trainer_status: TrainerStatus | None = None
+    state: Literal["Pending", "Suspended", "Running", "Complete", "Failed", "Error"] | None = None
+    """Beyond upstream: the lifecycle state for `kubectl get` (the kubeflow SDK ignores it)."""
+    nodes: int | None = Field(default=None, ge=0)
+    """Beyond upstream: the number of trainer nodes the JobSet was built with."""
 
 
 class TrainJob(ApiModel):
     model_config = {"json_schema_extra": x_validations(NAME_RFC1035, NAME_MAX_63)}
 
-    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = c.API_VERSION
+    api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["TrainJob"] = c.TRAINJOB_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainJobSpec

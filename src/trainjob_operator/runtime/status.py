@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from ..api import constants as c
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
-from .conditions import find, is_finished, rfc3339, set_condition
+from .conditions import find, is_finished, is_true, rfc3339, set_condition
 
 
 @dataclass(frozen=True)
@@ -64,3 +64,31 @@ def desired_status(job: TrainJob, computed: TrainJobStatus, now: datetime) -> St
         status.conditions = conditions
         return StatusOutcome(status, delete_jobset=True)
     return StatusOutcome(status, requeue_after=left)
+
+
+def trainjob_state(job: TrainJob, status: TrainJobStatus) -> str:
+    """The one-word lifecycle state shown in `kubectl get trainjobs` (beyond upstream, T#3666)."""
+    conditions = status.conditions
+    if is_true(conditions, c.CONDITION_FAILED):
+        return c.STATE_FAILED
+    if is_true(conditions, c.CONDITION_COMPLETE):
+        return c.STATE_COMPLETE
+    if is_true(conditions, c.CONDITION_RECONCILE_FAILED):
+        return c.STATE_ERROR
+    if job.spec.suspend:
+        return c.STATE_SUSPENDED
+    if any(j.active > 0 for j in status.jobs_status or []):
+        return c.STATE_RUNNING
+    return c.STATE_PENDING
+
+
+def with_reconcile_error(status: TrainJobStatus, error: tuple[str, str] | None, now: datetime) -> TrainJobStatus:
+    """Set the ReconcileFailed condition for `error` (reason, message), or drop it when there is none."""
+    conditions = [cond for cond in status.conditions or [] if cond.type != c.CONDITION_RECONCILE_FAILED]
+    if error is not None:
+        previous = find(status.conditions, c.CONDITION_RECONCILE_FAILED)
+        conditions.append(Condition(type=c.CONDITION_RECONCILE_FAILED, status="True", reason=error[0],
+                                    message=error[1],
+                                    last_transition_time=previous.last_transition_time if previous else rfc3339(now)))
+    status.conditions = conditions or None
+    return status

@@ -1,0 +1,82 @@
+"""Operator settings: defaults, then the `--config` YAML file, then command-line flags."""
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClientConnection(_Section):
+    qps: float = Field(default=50, ge=0)
+    burst: int = Field(default=100, ge=0)
+
+
+class Webhook(_Section):
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    """Address the webhook server listens on."""
+    port: int = Field(default=9443, ge=1, le=65535)
+    url_host: str | None = None
+    """Host written into the webhook configurations' URLs (defaults to `host`); ignored with `service_name`."""
+    service_name: str | None = None
+    """In a cluster: point the configurations at this Service in `operator_namespace` instead of a URL."""
+    service_port: int = 443
+    cert_secret_name: str = "trainjob-operator-webhook-cert"
+    validating_name: str = "validator.trainer.kubeflow.org"
+    mutating_name: str = "defaulter.trainer.kubeflow.org"
+    failure_policy: Literal["Fail", "Ignore"] = "Fail"
+    cert_validity_days: int = Field(default=365, ge=1)
+    rotate_before_days: int = Field(default=30, ge=1)
+
+
+class Health(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8081, ge=0, le=65535)
+    """Serves /healthz, /readyz and /metrics; 0 picks a free port."""
+
+
+class LeaderElection(_Section):
+    enabled: bool = True
+    lease_name: str = "trainer.kubeflow.org"
+    lease_duration_seconds: float = 15
+    renew_deadline_seconds: float = 10
+    retry_period_seconds: float = 2
+
+
+class OperatorConfig(_Section):
+    namespaces: list[str] = Field(default_factory=list)
+    """Namespaces to watch; empty means the whole cluster."""
+    operator_namespace: str = "kubeflow-system"
+    concurrency: int = Field(default=8, ge=1)
+    """TrainJobs reconciled at once."""
+    log_format: Literal["json", "console"] = "json"
+    log_level: str = "INFO"
+    client: ClientConnection = Field(default_factory=ClientConnection)
+    webhook: Webhook = Field(default_factory=Webhook)
+    health: Health = Field(default_factory=Health)
+    leader_election: LeaderElection = Field(default_factory=LeaderElection)
+
+
+class ConfigFileError(Exception):
+    pass
+
+
+def load(path: str | Path | None) -> OperatorConfig:
+    if path is None:
+        return OperatorConfig()
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as err:
+        raise ConfigFileError(f"cannot read config {path}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise ConfigFileError(f"{path}: invalid YAML: {err}") from err
+    try:
+        return OperatorConfig.model_validate(raw)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
+        raise ConfigFileError(f"{path}: {problems}") from err

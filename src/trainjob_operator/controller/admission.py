@@ -1,0 +1,228 @@
+"""The admission webhooks over TLS: an AdmissionReview v1 server, its CA and serving certificate, and the
+webhook configurations that point the API server at it (kept current, caBundle included)."""
+
+import asyncio
+import base64
+import datetime as dt
+import json
+import os
+import ssl
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from .. import certs
+from ..api import constants as c
+from ..config import Webhook
+from ..k8s.client import ApiError, Client
+from ..logs import get
+from ..metrics import Metrics
+
+log = get("trainjob_operator.admission")
+
+MUTATE_TRAINJOB = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
+VALIDATE_TRAINJOB = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
+VALIDATE_RUNTIME = "/validate-trainer-kubeflow-org-v1alpha1-trainingruntime"
+VALIDATE_CLUSTER_RUNTIME = "/validate-trainer-kubeflow-org-v1alpha1-clustertrainingruntime"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool = True
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    patch: list[dict[str, Any]] | None = None
+    code: int = 403
+
+
+Review = dict[str, Any]
+Handler = Callable[[Review], Awaitable[Verdict]]
+
+
+def response(request: Review, verdict: Verdict) -> dict[str, Any]:
+    body: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": verdict.allowed}
+    if not verdict.allowed:
+        body["status"] = {"code": verdict.code, "message": verdict.message,
+                          "reason": "Forbidden" if verdict.code == 403 else "BadRequest"}
+    if verdict.warnings:
+        body["warnings"] = list(verdict.warnings)
+    if verdict.patch:
+        body["patchType"] = "JSONPatch"
+        body["patch"] = base64.b64encode(json.dumps(verdict.patch).encode()).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": body}
+
+
+class AdmissionServer:
+    """Serves `handlers` by path; the certificate can be swapped while running (rotation)."""
+
+    def __init__(self, host: str, port: int, handlers: dict[str, Handler], metrics: Metrics) -> None:
+        self.host, self.port, self.handlers, self.metrics = host, port, handlers, metrics
+        self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._runner: web.AppRunner | None = None
+        self._dir = tempfile.mkdtemp(prefix="trainjob-operator-certs-")
+        self.started = False
+
+    def load(self, bundle: certs.Bundle) -> None:
+        cert, key = os.path.join(self._dir, "tls.crt"), os.path.join(self._dir, "tls.key")
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+            handle.write(bundle.key)
+        with open(cert, "wb") as handle:
+            handle.write(bundle.cert)
+        self.ssl.load_cert_chain(cert, key)  # new handshakes use the new certificate
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        handler = self.handlers.get(request.path)
+        if handler is None:
+            return web.json_response({"message": f"no webhook at {request.path}"}, status=404)
+        started = time.perf_counter()
+        try:
+            review = await request.json()
+            inner = review.get("request") or {}
+        except (ValueError, AttributeError):
+            return web.json_response({"message": "the body is not an AdmissionReview"}, status=400)
+        try:
+            verdict = await handler(inner)
+        except Exception as err:  # never let one bad object take the webhook down
+            log.exception("webhook failed", path=request.path)
+            verdict = Verdict(allowed=False, message=f"internal error: {err}", code=500)
+        self.metrics.webhook_seconds.labels(webhook=request.path.strip("/"),
+                                            allowed=str(verdict.allowed).lower()).observe(
+            time.perf_counter() - started)
+        return web.json_response(response(inner, verdict))
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/{path:.*}", self._serve)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl)
+        await site.start()
+        self.started = True
+        log.info("webhook server listening", host=self.host, port=self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+# --- certificate Secret and webhook configurations -------------------------------------------------------
+
+def _hosts(cfg: Webhook, namespace: str) -> list[str]:
+    if cfg.service_name:
+        svc = cfg.service_name
+        return [f"{svc}.{namespace}.svc", svc, f"{svc}.{namespace}", f"{svc}.{namespace}.svc.cluster.local"]
+    return [cfg.url_host or cfg.host]
+
+
+def _bundle_of(secret: dict[str, Any]) -> certs.Bundle | None:
+    data = secret.get("data") or {}
+    try:
+        return certs.Bundle(*(base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
+    except (KeyError, ValueError):
+        return None
+
+
+async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: dt.datetime) -> certs.Bundle:
+    """The serving certificate from its Secret; generated or rotated when missing, expiring or for other hosts.
+    Replicas race safely: the loser of a create/replace conflict re-reads the winner's Secret."""
+    hosts = _hosts(cfg, namespace)
+    for _ in range(5):
+        secret = await client.get("v1", "Secret", cfg.cert_secret_name, namespace)
+        bundle = _bundle_of(secret) if secret else None
+        if bundle is not None and not certs.needs_rotation(bundle, hosts, now, cfg.rotate_before_days):
+            return bundle
+        fresh = certs.generate(hosts, now, cfg.cert_validity_days)
+        body: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": cfg.cert_secret_name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"}},
+            "data": {k: base64.b64encode(v).decode() for k, v in
+                     (("ca.crt", fresh.ca_cert), ("ca.key", fresh.ca_key), ("tls.crt", fresh.cert),
+                      ("tls.key", fresh.key))},
+        }
+        try:
+            if secret is None:
+                await client.create(body)
+            else:
+                body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
+                await client.replace(body)
+            log.info("webhook certificate issued", secret=cfg.cert_secret_name, hosts=hosts)
+            return fresh
+        except ApiError as err:
+            if err.status not in (404, 409):
+                raise
+    raise RuntimeError(f"cannot settle the webhook certificate Secret {namespace}/{cfg.cert_secret_name}")
+
+
+def _client_config(cfg: Webhook, namespace: str, path: str, ca: bytes) -> dict[str, Any]:
+    bundle = base64.b64encode(ca).decode()
+    if cfg.service_name:
+        return {"service": {"name": cfg.service_name, "namespace": namespace, "path": path,
+                            "port": cfg.service_port}, "caBundle": bundle}
+    return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.port}{path}", "caBundle": bundle}
+
+
+def _webhook(name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca: bytes,
+             runtime: bool = False) -> dict[str, Any]:
+    hook: dict[str, Any] = {
+        "name": name,
+        "clientConfig": _client_config(cfg, namespace, path, ca),
+        "rules": [{"apiGroups": [c.GROUP], "apiVersions": [c.VERSION], "operations": ["CREATE", "UPDATE"],
+                   "resources": [plural]}],
+        "failurePolicy": cfg.failure_policy,
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "matchPolicy": "Equivalent",
+        "timeoutSeconds": 10,
+    }
+    if runtime:
+        hook["objectSelector"] = {"matchExpressions": [
+            {"key": c.WEBHOOK_VALIDATION_LABEL, "operator": "NotIn", "values": ["disabled"]}]}
+    return hook
+
+
+def webhook_configurations(cfg: Webhook, namespace: str, ca: bytes) -> list[dict[str, Any]]:
+    labels = {"app.kubernetes.io/managed-by": "trainjob-operator"}
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+         "metadata": {"name": cfg.mutating_name, "labels": labels},
+         "webhooks": [_webhook("defaulter.trainjob.trainer.kubeflow.org", MUTATE_TRAINJOB, "trainjobs", cfg,
+                               namespace, ca)]},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+         "metadata": {"name": cfg.validating_name, "labels": labels},
+         "webhooks": [
+             _webhook("validator.trainjob.trainer.kubeflow.org", VALIDATE_TRAINJOB, "trainjobs", cfg, namespace, ca),
+             _webhook("validator.trainingruntime.trainer.kubeflow.org", VALIDATE_RUNTIME, "trainingruntimes", cfg,
+                      namespace, ca, runtime=True),
+             _webhook("validator.clustertrainingruntime.trainer.kubeflow.org", VALIDATE_CLUSTER_RUNTIME,
+                      "clustertrainingruntimes", cfg, namespace, ca, runtime=True),
+         ]},
+    ]
+
+
+async def keep_webhooks_current(client: Client, server: AdmissionServer, cfg: Webhook, namespace: str,
+                                clock: Callable[[], dt.datetime], ready: asyncio.Event,
+                                interval: float = 300) -> None:
+    """Load the certificate, publish the configurations, then re-check periodically (rotation, other replicas)."""
+    current: bytes | None = None
+    while True:
+        try:
+            bundle = await ensure_certificate(client, cfg, namespace, clock())
+            if bundle.cert != current:
+                server.load(bundle)
+                if not server.started:
+                    await server.start()
+                for obj in webhook_configurations(cfg, namespace, bundle.ca_cert):
+                    await client.apply(obj, "trainjob-operator", force=True)
+                current = bundle.cert
+                ready.set()
+        except (ApiError, OSError) as err:
+            log.warning("cannot settle webhook certificate or configurations", error=str(err))
+            await asyncio.sleep(5)
+            continue
+        await asyncio.sleep(interval)

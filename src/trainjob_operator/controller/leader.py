@@ -1,0 +1,113 @@
+"""Lease-based leader election (coordination.k8s.io/v1), as controller-runtime does it.
+
+Every replica serves webhooks and keeps its caches warm; only the holder of the Lease reconciles.
+"""
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..k8s.client import ApiError, Client
+from ..logs import get
+
+log = get("trainjob_operator.leader")
+
+
+def _micro(now: dt.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class LeaderElector:
+    def __init__(self, client: Client, namespace: str, name: str, lease_duration: float, renew_deadline: float,
+                 retry_period: float, on_change: Callable[[bool], None] | None = None,
+                 identity: str | None = None) -> None:
+        self.client, self.namespace, self.name = client, namespace, name
+        self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
+        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.is_leader = False
+        self._on_change = on_change
+        self._last_renew = 0.0
+
+    def _set(self, leader: bool) -> None:
+        if leader != self.is_leader:
+            self.is_leader = leader
+            log.info("leadership changed", leader=leader, identity=self.identity, lease=self.name)
+            if self._on_change is not None:
+                self._on_change(leader)
+
+    def _lease(self, now: dt.datetime, transitions: int, acquired: str | None) -> dict[str, Any]:
+        return {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_duration),
+                     "acquireTime": acquired or _micro(now), "renewTime": _micro(now),
+                     "leaseTransitions": transitions},
+        }
+
+    async def try_acquire_or_renew(self) -> bool:
+        now = dt.datetime.now(dt.UTC)
+        lease = await self.client.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+        if lease is None:
+            try:
+                await self.client.create(self._lease(now, 0, None))
+                return True
+            except ApiError as err:
+                if err.conflict:
+                    return False
+                raise
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity")
+        renewed = _parse(spec.get("renewTime")) or _parse(spec.get("acquireTime"))
+        duration = spec.get("leaseDurationSeconds") or self.lease_duration
+        if holder and holder != self.identity and renewed is not None and \
+                renewed + dt.timedelta(seconds=duration) > now:
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
+        body = self._lease(now, transitions, spec.get("acquireTime") if holder == self.identity else None)
+        body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        try:
+            await self.client.replace(body)
+            return True
+        except ApiError as err:
+            if err.conflict:
+                return False
+            raise
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout=self.renew_deadline)
+            except (ApiError, OSError, TimeoutError) as err:
+                log.warning("lease update failed", error=str(err))
+                ok = False
+            if ok:
+                self._last_renew = loop.time()
+                self._set(True)
+            elif self.is_leader and loop.time() - self._last_renew > self.renew_deadline:
+                self._set(False)
+            await asyncio.sleep(self.retry_period)
+
+    async def release(self) -> None:
+        """Hand the Lease over at shutdown so another replica takes it at once."""
+        if not self.is_leader:
+            return
+        try:
+            lease = await self.client.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+            if lease and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
+                lease["spec"]["holderIdentity"] = None
+                lease["spec"]["leaseDurationSeconds"] = 1
+                await self.client.replace(lease)
+        except (ApiError, OSError) as err:
+            log.warning("lease release failed", error=str(err))
+        self._set(False)

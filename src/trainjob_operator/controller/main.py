@@ -1,0 +1,281 @@
+"""`trainjob-operator run`: the controller manager. kopf watches and feeds the caches; our queue reconciles."""
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from .. import config as config_module
+from .. import logs
+from ..api import constants as c
+from ..config import OperatorConfig
+from ..k8s import config as k8s_config
+from ..k8s.client import Client
+from ..metrics import Metrics
+from ..runtime.pipeline import Framework
+from ..runtime.status import trainjob_state
+from .admission import AdmissionServer, keep_webhooks_current
+from .health import HealthServer
+from .leader import LeaderElector
+from .queue import WorkQueue
+from .reconciler import Reconciler, utcnow
+from .store import Key, Store, key_of
+from .webhooks import Webhooks
+
+log = logs.get("trainjob_operator.manager")
+
+
+@dataclass
+class Manager:
+    cfg: OperatorConfig
+    client: Client
+    metrics: Metrics = field(default_factory=Metrics)
+    store: Store = field(default_factory=Store)
+    framework: Framework = field(default_factory=Framework.from_registry)
+    queue: WorkQueue[Key] = field(default_factory=WorkQueue)
+    elector: LeaderElector | None = None
+    webhooks_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    kopf_ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics)
+
+    # --- events from kopf's watches -----------------------------------------------------------------
+
+    def on_trainjob(self, event: dict[str, Any]) -> None:
+        obj = event.get("object") or {}
+        key = key_of(obj)
+        if event.get("type") == "DELETED":
+            self.store.trainjobs.remove(key)
+            self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
+            return
+        self.store.trainjobs.put(obj)
+        self.queue.add(key)
+
+    def on_jobset(self, event: dict[str, Any]) -> None:
+        obj = event.get("object") or {}
+        key = key_of(obj)
+        if event.get("type") == "DELETED":
+            self.store.jobsets.remove(key)
+        else:
+            self.store.jobsets.put(obj)
+        for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("controller") and owner.get("kind") == c.TRAINJOB_KIND:
+                self.queue.add((key[0], owner.get("name", "")))
+
+    def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
+        obj = event.get("object") or {}
+        cache = self.store.cluster_runtimes if cluster else self.store.runtimes
+        if event.get("type") == "DELETED":
+            cache.remove(key_of(obj))
+        else:
+            cache.put(obj)
+
+    # --- the work loop ------------------------------------------------------------------------------
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def on_leadership(self, leader: bool) -> None:
+        self.metrics.leader.set(1 if leader else 0)
+        if leader:
+            for key in list(self.store.trainjobs.objects):
+                self.queue.add(key)
+
+    async def work(self, key: Key) -> None:
+        try:
+            result = await self.reconciler.reconcile(key)
+        except Exception:  # never let one TrainJob stop the operator: log, back off, retry
+            log.exception("reconcile crashed", namespace=key[0], name=key[1])
+            self.queue.add_after(key, self.queue.backoff(key))
+            return
+        if result.error:
+            self.queue.add_after(key, self.queue.backoff(key))
+            return
+        self.queue.forget(key)
+        if result.requeue_after is not None:
+            self.queue.add_after(key, result.requeue_after)
+
+    def readiness(self) -> tuple[bool, str]:
+        if not self.kopf_ready.is_set():
+            return False, "watches are not started"
+        if self.cfg.webhook.enabled and not self.webhooks_ready.is_set():
+            return False, "certificates are not ready"
+        return True, "ok"
+
+    async def count_states(self) -> None:
+        from ..api.trainjob import TrainJob, TrainJobStatus
+
+        while True:
+            counts: dict[str, int] = {}
+            for body in list(self.store.trainjobs.objects.values()):
+                state = (body.get("status") or {}).get("state")
+                if state is None:
+                    try:
+                        job = TrainJob.model_validate(body)
+                        state = trainjob_state(job, job.status or TrainJobStatus())
+                    except Exception:
+                        state = c.STATE_PENDING
+                counts[state] = counts.get(state, 0) + 1
+            self.metrics.record_states(counts)
+            await asyncio.sleep(5)
+
+
+def registry_for(manager: Manager) -> kopf.OperatorRegistry:
+    """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used."""
+    registry = kopf.OperatorRegistry()
+    connection = manager.client.connection
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.enabled = False  # we record our own events, once per distinct failure
+        settings.watching.server_timeout = 600
+        settings.watching.client_timeout = 660
+        settings.networking.request_timeout = 30
+        settings.scanning.disabled = True
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return kopf.ConnectionInfo(
+            server=connection.server, ca_path=connection.ca_path, insecure=connection.insecure or None,
+            scheme="Bearer" if connection.bearer() else None, token=connection.bearer(),
+            certificate_path=connection.cert_path, private_key_path=connection.key_path,
+            default_namespace=connection.default_namespace)
+
+    @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
+    def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:
+        manager.on_trainjob(dict(event))
+
+    @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
+    def jobset_event(event: kopf.RawEvent, **_: Any) -> None:
+        manager.on_jobset(dict(event))
+
+    @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
+    def runtime_event(event: kopf.RawEvent, **_: Any) -> None:
+        manager.on_runtime(dict(event), cluster=False)
+
+    @kopf.on.event(c.GROUP, c.VERSION, "clustertrainingruntimes", registry=registry)
+    def cluster_runtime_event(event: kopf.RawEvent, **_: Any) -> None:
+        manager.on_runtime(dict(event), cluster=True)
+
+    return registry
+
+
+async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
+    connection = k8s_config.load(kubeconfig)
+    async with Client(connection, cfg.client.qps, cfg.client.burst) as client:
+        manager = Manager(cfg, client)
+        tasks: list[asyncio.Task[Any]] = []
+        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
+        await health.start()
+        admission: AdmissionServer | None = None
+        if cfg.webhook.enabled:
+            webhooks = Webhooks(manager.framework, manager.reconciler, utcnow)
+            admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
+            tasks.append(asyncio.create_task(keep_webhooks_current(
+                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready)))
+        if cfg.leader_election.enabled:
+            le = cfg.leader_election
+            manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
+                                            le.renew_deadline_seconds, le.retry_period_seconds,
+                                            on_change=manager.on_leadership)
+            tasks.append(asyncio.create_task(manager.elector.run()))
+        else:
+            manager.metrics.leader.set(1)
+        tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.leading)))
+        tasks.append(asyncio.create_task(manager.count_states()))
+        ready_flag: asyncio.Event = asyncio.Event()
+
+        async def mark_ready() -> None:
+            await ready_flag.wait()
+            manager.kopf_ready.set()
+
+        tasks.append(asyncio.create_task(mark_ready()))
+        log.info("operator starting", namespaces=cfg.namespaces or "all", webhooks=cfg.webhook.enabled,
+                 leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
+        try:
+            await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
+                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if manager.elector is not None:
+                await manager.elector.release()
+            if admission is not None:
+                await admission.stop()
+            await health.stop()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainjob-operator run", description="run the TrainJob operator")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    p.add_argument("--namespace", action="append", default=None, help="namespace to watch; repeatable")
+    p.add_argument("--config", help="operator config file (YAML)")
+    p.add_argument("--log-format", choices=("json", "console"))
+    p.add_argument("--log-level")
+    p.add_argument("--health-port", type=int)
+    p.add_argument("--webhook-port", type=int)
+    p.add_argument("--no-webhooks", action="store_true", help="do not serve admission webhooks")
+    p.add_argument("--no-leader-election", action="store_true")
+    p.add_argument("--qps", type=float)
+    p.add_argument("--burst", type=int)
+    p.add_argument("--concurrency", type=int)
+    p.add_argument("--operator-namespace", default=os.environ.get("POD_NAMESPACE"))
+    return p
+
+
+def settings_from(args: argparse.Namespace) -> OperatorConfig:
+    cfg = config_module.load(args.config)
+    if args.namespace:
+        cfg.namespaces = args.namespace
+    if args.log_format:
+        cfg.log_format = args.log_format
+    if args.log_level:
+        cfg.log_level = args.log_level
+    if args.health_port is not None:
+        cfg.health.port = args.health_port
+    if args.webhook_port is not None:
+        cfg.webhook.port = args.webhook_port
+    if args.no_webhooks:
+        cfg.webhook.enabled = False
+    if args.no_leader_election:
+        cfg.leader_election.enabled = False
+    if args.qps is not None:
+        cfg.client.qps = args.qps
+    if args.burst is not None:
+        cfg.client.burst = args.burst
+    if args.concurrency is not None:
+        cfg.concurrency = args.concurrency
+    if args.operator_namespace:
+        cfg.operator_namespace = args.operator_namespace
+    return OperatorConfig.model_validate(cfg.model_dump())
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    try:
+        cfg = settings_from(args)
+    except config_module.ConfigFileError as err:
+        print(f"trainjob-operator: error: {err}")
+        return 2
+    logs.configure(cfg.log_format, cfg.log_level)
+    try:
+        asyncio.run(serve(cfg, args.kubeconfig))
+    except k8s_config.ConfigError as err:
+        log.error("cannot connect", error=str(err))
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+__all__ = ["Manager", "dt", "registry_for", "run", "serve"]

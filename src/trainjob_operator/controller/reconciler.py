@@ -1,0 +1,278 @@
+"""The level-based reconcile of one TrainJob: read what exists, build with the core, apply, write status.
+
+No kopf here: the handlers feed the store and the queue, the queue calls `Reconciler.reconcile`.
+"""
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..api import constants as c
+from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.trainjob import TrainJob, TrainJobStatus
+from ..k8s.client import ApiError, Client
+from ..logs import get
+from ..metrics import Metrics
+from ..runtime.conditions import is_finished
+from ..runtime.errors import BuildError
+from ..runtime.info import RuntimeSource
+from ..runtime.observed import Observed
+from ..runtime.pipeline import Framework
+from ..runtime.plugins.mpi import ssh_secret_name
+from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
+from ..runtime.status import StatusOutcome, trainjob_state, with_reconcile_error
+from .store import Key, Store
+
+log = get("trainjob_operator.reconciler")
+
+EVENT_MESSAGE_LIMIT = 950
+SUPPORTED_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
+
+
+class ReconcileError(Exception):
+    """A failure that belongs in the TrainJob's status: (reason, message)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class Result:
+    requeue_after: float | None = None
+    error: bool = False
+
+
+@dataclass
+class Reconciler:
+    client: Client
+    store: Store
+    framework: Framework
+    metrics: Metrics
+    clock: Callable[[], dt.datetime] = utcnow
+    writes: dict[str, int] = field(default_factory=dict)
+
+    # --- runtime lookup (shared with the webhooks) --------------------------------------------------
+
+    async def lookup_runtime(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
+        """From the cache; on a miss, read through to the API so a runtime created a moment ago is found."""
+        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
+            raw = self.store.cluster_runtimes.get(("", name))
+            if raw is None:
+                raw = await self.client.get(c.API_VERSION, kind, name)
+                if raw is not None:
+                    self.store.cluster_runtimes.put(raw)
+            model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
+        else:
+            raw = self.store.runtimes.get((namespace, name))
+            if raw is None:
+                raw = await self.client.get(c.API_VERSION, kind, name, namespace)
+                if raw is not None:
+                    self.store.runtimes.put(raw)
+            model = TrainingRuntime
+        if raw is None:
+            return None
+        return RuntimeSource.of(model.model_validate(raw))
+
+    # --- the reconcile ----------------------------------------------------------------------------
+
+    async def reconcile(self, key: Key) -> Result:
+        started = time.perf_counter()
+        body = self.store.trainjobs.get(key)
+        if body is None:
+            return Result()
+        try:
+            job = TrainJob.model_validate(body)
+        except ValidationError as err:  # the API server validated it; an older CRD may let odd objects in
+            log.error("TrainJob does not parse; skipped", namespace=key[0], name=key[1], error=str(err))
+            return Result()
+        bound = log.bind(namespace=job.namespace, name=job.name, uid=job.metadata.uid)
+        if job.spec.managed_by not in (None, c.DEFAULT_MANAGED_BY):
+            return Result()
+        now = self.clock()
+        error: ReconcileError | None = None
+        nodes: int | None = job.status.nodes if job.status is not None else None
+        outcome: StatusOutcome
+        current = job.status or TrainJobStatus()
+        if is_finished(current.conditions):
+            # Terminal means terminal: no child is ever (re)created for a finished TrainJob.
+            outcome = StatusOutcome(current.model_copy(deep=True))
+        elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
+            outcome = self._unsupported(job, now)
+        else:
+            try:
+                nodes = await self._build_and_apply(job, now)
+                self.store.known.last_error.pop(job.metadata.uid or "", None)
+            except ReconcileError as err:
+                error = err
+                self.metrics.apply_errors.labels(reason=err.reason).inc()
+                bound.warning("reconcile failed", reason=err.reason, error=err.message)
+                await self._event(job, err)
+            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
+            if outcome.delete_jobset:
+                bound.info("active deadline exceeded; deleting the JobSet")
+                await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name,
+                                                               job.namespace))
+                self.store.jobsets.remove(key)
+        status = with_reconcile_error(outcome.status, (error.reason, error.message) if error else None, now)
+        status.state = trainjob_state(job, status)  # type: ignore[assignment]
+        if nodes is not None:
+            status.nodes = nodes
+        await self._write_status(job, status)
+        self.metrics.reconcile_seconds.labels(result="error" if error else "ok").observe(
+            time.perf_counter() - started)
+        return Result(requeue_after=outcome.requeue_after, error=error is not None)
+
+    def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:
+        from ..api.trainjob import Condition
+        from ..runtime.conditions import set_condition
+
+        ref = job.spec.runtime_ref
+        status = (job.status or TrainJobStatus()).model_copy(deep=True)
+        conditions = list(status.conditions or [])
+        set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True",
+                                            reason=c.REASON_RUNTIME_NOT_SUPPORTED,
+                                            message=f"unsupported runtime: {ref.kind}.{ref.api_group}"), now)
+        status.conditions = conditions
+        return StatusOutcome(status)
+
+    async def _runtime_for(self, job: TrainJob) -> RuntimeSource:
+        """The snapshot in force; created from the live runtime on the first build (v2.3 §5.4)."""
+        uid = job.metadata.uid or ""
+        known = self.store.known.snapshots.get(uid)
+        if known is not None:
+            return known
+        try:
+            configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
+        except ApiError as err:
+            raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
+        if configmap is not None:
+            try:
+                source = runtime_from_snapshot(job, configmap)
+            except BuildError as err:
+                raise ReconcileError(c.REASON_INVALID_SNAPSHOT, str(err)) from err
+        else:
+            ref = job.spec.runtime_ref
+            kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
+            try:
+                found = await self.lookup_runtime(kind, job.namespace, ref.name)
+            except (ApiError, ValidationError) as err:
+                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, f"cannot read {kind} {ref.name}: {err}") from err
+            if found is None:
+                if kind == c.TRAINING_RUNTIME_KIND:
+                    message = (f"TrainingRuntime specified in TrainJob is not found: trainingruntimes."
+                               f'{c.GROUP} "{ref.name}" not found')
+                else:
+                    message = (f"not found ClusterTrainingRuntime specified in TrainJob: clustertrainingruntimes."
+                               f'{c.GROUP} "{ref.name}" not found')
+                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, message)
+            source = found
+            await self._apply(build_snapshot(job, source))
+        self.store.known.snapshots[uid] = source
+        return source
+
+    async def _observe(self, job: TrainJob, runtime: RuntimeSource) -> Observed:
+        uid = job.metadata.uid or ""
+        known = self.store.known
+        policy = runtime.spec.ml_policy
+        secret_exists = uid in known.mpi_secrets
+        if policy is not None and policy.mpi is not None and not secret_exists:
+            secret_exists = await self.client.get("v1", "Secret", ssh_secret_name(job), job.namespace) is not None
+            if secret_exists:
+                known.mpi_secrets.add(uid)
+        group_policy = runtime.spec.pod_group_policy
+        group_exists = uid in known.pod_groups
+        if group_policy is not None and not group_exists and (group_policy.coscheduling or group_policy.volcano):
+            api = c.COSCHEDULING_API_VERSION if group_policy.coscheduling else c.VOLCANO_API_VERSION
+            group_exists = await self.client.get(api, c.POD_GROUP_KIND, job.name, job.namespace) is not None
+            if group_exists:
+                known.pod_groups.add(uid)
+        return Observed(jobset=self.store.jobsets.get((job.namespace, job.name)),
+                        mpi_ssh_secret_exists=secret_exists, pod_group_exists=group_exists)
+
+    async def _build_and_apply(self, job: TrainJob, now: dt.datetime) -> int | None:
+        runtime = await self._runtime_for(job)
+        try:
+            observed = await self._observe(job, runtime)
+        except ApiError as err:
+            raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
+        try:
+            info = self.framework.runtime_info(job, runtime)
+            objects = [o for b in self.framework.builders for o in b.build(info, job, observed)]
+        except (BuildError, ValueError) as err:
+            raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err
+        trainer = info.ancestor(c.ANCESTOR_TRAINER)
+        for obj in objects:
+            applied = await self._apply(obj)
+            kind, uid = obj["kind"], job.metadata.uid or ""
+            if kind == c.JOBSET_KIND:
+                self.store.jobsets.put(applied)
+                if uid not in self.store.known.created_seen and job.metadata.creation_timestamp:
+                    self.store.known.created_seen.add(uid)
+                    created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
+                    self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
+            elif kind == "Secret":
+                self.store.known.mpi_secrets.add(uid)
+            elif kind == c.POD_GROUP_KIND:
+                self.store.known.pod_groups.add(uid)
+        return trainer.count if trainer is not None else None
+
+    async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
+            return applied
+        except ApiError as err:
+            what = f"{obj['kind']} {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+            raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
+
+    async def _write(self, verb: str, call: Any) -> Any:
+        self.writes[verb] = self.writes.get(verb, 0) + 1
+        return await call
+
+    async def _write_status(self, job: TrainJob, status: TrainJobStatus) -> None:
+        before = job.status.to_wire() if job.status is not None else {}
+        after = status.to_wire()
+        if before == after:
+            return
+        patch: dict[str, Any] = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        try:
+            updated = await self._write("status", self.client.merge_patch(
+                c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, {"status": patch}, subresource="status"))
+        except ApiError as err:
+            if err.not_found:
+                return
+            raise
+        self.store.trainjobs.put(updated)
+
+    async def _event(self, job: TrainJob, err: ReconcileError) -> None:
+        """One Warning per distinct failure (upstream's reason and note), not one per retry."""
+        uid = job.metadata.uid or ""
+        if self.store.known.last_error.get(uid) == err.message:
+            return
+        self.store.known.last_error[uid] = err.message
+        note = f"TrainJob resources reconciliation failed: {err.message}"
+        if len(note) > EVENT_MESSAGE_LIMIT:
+            note = note[:EVENT_MESSAGE_LIMIT] + " ..."
+        stamp = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
+            "involvedObject": {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": job.name,
+                               "namespace": job.namespace, "uid": job.metadata.uid},
+            "reason": c.EVENT_RESOURCES_CREATION_FAILED, "message": note, "type": "Warning",
+            "action": "Reconciling", "reportingComponent": "trainer-trainjob-controller",
+            "reportingInstance": "trainjob-operator", "source": {"component": "trainer-trainjob-controller"},
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        }
+        try:
+            await self._write("event", self.client.create(event))
+        except ApiError as event_err:
+            log.warning("cannot record event", error=str(event_err))

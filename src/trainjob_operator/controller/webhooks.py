@@ -1,0 +1,91 @@
+"""Admission handlers: parse the review, look the runtime up, run the core's validation, answer."""
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..api import constants as c
+from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.trainjob import TrainJob
+from ..runtime.defaulting import stamp_patch_times
+from ..runtime.errors import aggregate
+from ..runtime.info import RuntimeSource
+from ..runtime.observed import Observed
+from ..runtime.pipeline import Framework
+from ..runtime.validation import SUPPORTED_KINDS, admit_runtime, admit_trainjob, parse
+from . import admission
+from .admission import Verdict
+from .reconciler import Reconciler
+
+
+def _deny_schema(errors: list[Any]) -> Verdict:
+    return Verdict(allowed=False, message=aggregate(errors))
+
+
+@dataclass
+class Webhooks:
+    framework: Framework
+    reconciler: Reconciler
+    clock: Callable[[], dt.datetime]
+
+    def handlers(self) -> dict[str, admission.Handler]:
+        return {
+            admission.MUTATE_TRAINJOB: self.mutate_trainjob,
+            admission.VALIDATE_TRAINJOB: self.validate_trainjob,
+            admission.VALIDATE_RUNTIME: self.validate_training_runtime,
+            admission.VALIDATE_CLUSTER_RUNTIME: self.validate_cluster_training_runtime,
+        }
+
+    async def mutate_trainjob(self, review: dict[str, Any]) -> Verdict:
+        new, old = review.get("object") or {}, review.get("oldObject")
+        stamped = stamp_patch_times(new, old if review.get("operation") == "UPDATE" else None,
+                                    self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if stamped is None:
+            return Verdict()
+        return Verdict(patch=[{"op": "replace", "path": "/spec/runtimePatches", "value": stamped}])
+
+    async def validate_trainjob(self, review: dict[str, Any]) -> Verdict:
+        if review.get("operation") not in ("CREATE", "UPDATE"):
+            return Verdict()
+        new, errors = parse(TrainJob, review.get("object"))
+        if new is None:
+            return _deny_schema(errors)
+        old: TrainJob | None = None
+        if review.get("operation") == "UPDATE":
+            old, _ = parse(TrainJob, review.get("oldObject"))
+        ref = new.spec.runtime_ref
+        runtime: RuntimeSource | None = None
+        if ref.api_group == c.GROUP and ref.kind in SUPPORTED_KINDS:
+            try:
+                runtime = await self.reconciler.lookup_runtime(ref.kind or "", new.namespace, ref.name)
+            except ValidationError as err:
+                return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {ref.name} does not parse: {err}")
+        store = self.reconciler.store
+        observed = Observed(jobset=store.jobsets.get((new.namespace, new.name)))
+        result = admit_trainjob(self.framework, old, new, lambda *_: runtime, observed)
+        if result.errors:
+            return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
+        return Verdict(warnings=result.warnings)
+
+    async def _validate_runtime(self, review: dict[str, Any],
+                                model: type[TrainingRuntime] | type[ClusterTrainingRuntime]) -> Verdict:
+        runtime, errors = parse(model, review.get("object"))
+        if runtime is None:
+            return _deny_schema(errors)
+        result = admit_runtime(runtime)
+        if result.errors:
+            return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
+        return Verdict(warnings=result.warnings)
+
+    async def validate_training_runtime(self, review: dict[str, Any]) -> Verdict:
+        if review.get("operation") != "CREATE":  # upstream validates TrainingRuntimes on CREATE only (quirk 8)
+            return Verdict()
+        return await self._validate_runtime(review, TrainingRuntime)
+
+    async def validate_cluster_training_runtime(self, review: dict[str, Any]) -> Verdict:
+        if review.get("operation") not in ("CREATE", "UPDATE"):
+            return Verdict()
+        return await self._validate_runtime(review, ClusterTrainingRuntime)

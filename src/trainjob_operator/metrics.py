@@ -1,0 +1,43 @@
+"""Prometheus metrics of the operator, in an explicit registry, with named recorder functions."""
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+STATES = ("Pending", "Suspended", "Running", "Complete", "Failed", "Error")
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.trainjobs = Gauge("trainjob_operator_trainjobs", "TrainJobs known to the operator, by state",
+                               ["state"], registry=self.registry)
+        self.reconcile_seconds = Histogram(
+            "trainjob_operator_reconcile_duration_seconds", "Time to reconcile one TrainJob", ["result"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=self.registry)
+        self.create_to_jobset_seconds = Histogram(
+            "trainjob_operator_create_to_jobset_seconds", "From TrainJob creation to its JobSet applied",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120), registry=self.registry)
+        self.apply_errors = Counter("trainjob_operator_apply_errors_total", "Failed builds or applies, by reason",
+                                    ["reason"], registry=self.registry)
+        self.webhook_seconds = Histogram(
+            "trainjob_operator_webhook_duration_seconds", "Admission webhook latency", ["webhook", "allowed"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1), registry=self.registry)
+        self.api_requests = Counter("trainjob_operator_api_requests_total", "Requests to the API server, by verb",
+                                    ["verb"], registry=self.registry)
+        self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
+                            registry=self.registry)
+        for state in STATES:
+            self.trainjobs.labels(state=state).set(0)
+
+    def record_states(self, counts: dict[str, int]) -> None:
+        for state in STATES:
+            self.trainjobs.labels(state=state).set(counts.get(state, 0))
