@@ -417,7 +417,9 @@ KINDS: Final = (
         "Namespaced",
         status_subresource=True,
         printer_columns=(
-            {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+            # Beyond upstream (T#3666): a real lifecycle state instead of the type of the last condition.
+            {"name": "State", "type": "string", "jsonPath": ".status.state"},
+            {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ),
     ),

@@ -31,12 +31,16 @@ class Metrics:
         self.webhook_seconds = Histogram(
             "trainjob_operator_webhook_duration_seconds", "Admission webhook latency", ["webhook", "allowed"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1), registry=self.registry)
-        self.api_requests = Counter("trainjob_operator_api_requests_total", "Requests to the API server, by verb",
-                                    ["verb"], registry=self.registry)
+        self.api_requests = Counter("trainjob_operator_api_requests_total",
+                                    "Requests of the reconciler and webhooks to the API server, by verb and resource",
+                                    ["verb", "resource"], registry=self.registry)
         self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
                             registry=self.registry)
         for state in STATES:
             self.trainjobs.labels(state=state).set(0)
+
+    def record_request(self, verb: str, resource: str) -> None:
+        self.api_requests.labels(verb=verb, resource=resource).inc()
 
     def record_states(self, counts: dict[str, int]) -> None:
         for state in STATES:

@@ -208,7 +208,8 @@ def test_trainjob_has_status_subresource_and_printer_columns(crds: dict[str, dic
     [version] = crds[TRAINJOB]["spec"]["versions"]
     assert version["subresources"] == {"status": {}}
     assert version["additionalPrinterColumns"] == [
-        {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"},
+        {"name": "State", "type": "string", "jsonPath": ".status.state"},
+        {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

@@ -169,8 +169,9 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
     connection = k8s_config.load(kubeconfig)
-    async with Client(connection, cfg.client.qps, cfg.client.burst) as client:
-        manager = Manager(cfg, client)
+    metrics = Metrics()
+    async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
+        manager = Manager(cfg, client, metrics)
         tasks: list[asyncio.Task[Any]] = []
         health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
         await health.start()

@@ -86,6 +86,15 @@ class Reconciler:
 
     async def reconcile(self, key: Key) -> Result:
         started = time.perf_counter()
+        result = Result(error=True)
+        try:
+            result = await self._reconcile(key)
+            return result
+        finally:
+            self.metrics.reconcile_seconds.labels(result="error" if result.error else "ok").observe(
+                time.perf_counter() - started)
+
+    async def _reconcile(self, key: Key) -> Result:
         body = self.store.trainjobs.get(key)
         if body is None:
             return Result()
@@ -127,8 +136,6 @@ class Reconciler:
         if nodes is not None:
             status.nodes = nodes
         await self._write_status(job, status)
-        self.metrics.reconcile_seconds.labels(result="error" if error else "ok").observe(
-            time.perf_counter() - started)
         return Result(requeue_after=outcome.requeue_after, error=error is not None)
 
     def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:

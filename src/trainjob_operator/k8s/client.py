@@ -6,7 +6,7 @@ Server-side apply always uses one field manager and force (spec §5.1); status u
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -100,6 +100,15 @@ KNOWN: dict[tuple[str, str], Resource] = {
 }
 
 
+def resource_name(path: str) -> str:
+    """The plural of a request path (`/apis/g/v/namespaces/ns/jobsets/x/status` → `jobsets`)."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(parts) >= 2 and parts[0] == "namespaces" and len(parts) > 2:
+        parts = parts[2:]
+    return parts[0] if parts else ""
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     try:
         return KNOWN[(api_version, kind)]
@@ -108,8 +117,10 @@ def resource_of(api_version: str, kind: str) -> Resource:
 
 
 class Client:
-    def __init__(self, connection: Connection, qps: float = 50, burst: int = 100, timeout: float = 30) -> None:
+    def __init__(self, connection: Connection, qps: float = 50, burst: int = 100, timeout: float = 30,
+                 on_request: Callable[[str, str], None] | None = None) -> None:
         self.connection = connection
+        self.on_request = on_request
         self.limiter = RateLimiter(qps, burst)
         self.requests: dict[str, int] = {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -136,6 +147,8 @@ class Client:
                       params: Mapping[str, str] | None = None) -> dict[str, Any]:
         await self.limiter.acquire()
         self.requests[method] = self.requests.get(method, 0) + 1
+        if self.on_request is not None:
+            self.on_request(method, resource_name(path))
         headers = {"Accept": "application/json"}
         token = self.connection.bearer()
         if token:

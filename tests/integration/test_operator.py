@@ -1,0 +1,271 @@
+"""The operator (`trainjob-operator run`, its own process) against a real kube-apiserver with the real JobSet
+controller and kwok nodes: reconcile, status, the fixes beyond upstream, webhooks, writes, failover."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from operator_fixtures import (  # noqa: F401  (fixtures are used by name)
+    Kube,
+    OperatorProcess,
+    condition,
+    eventually,
+    installed,
+    kube,
+    operator,
+)
+from trainjob_operator.api import constants as c
+
+pytestmark = pytest.mark.cluster
+
+RUN_FOR = "trainjob-operator.test/run-for"
+EXIT_CODE = "trainjob-operator.test/exit-code"
+WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
+CHILD_RESOURCES = ("configmaps", "secrets", "jobsets", "podgroups", "trainjobs", "events")
+
+
+def runtime(namespace: str, name: str = "torch", pod_annotations: dict[str, str] | None = None,
+            jobset_fields: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
+            replicas: int | None = None) -> dict[str, Any]:
+    pod: dict[str, Any] = {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0",
+                                                    "command": ["torchrun", "train.py"]}]}}
+    if pod_annotations:
+        pod["metadata"] = {"annotations": pod_annotations}
+    rjob: dict[str, Any] = {"name": "node", "template": {
+        "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+        "spec": {"backoffLimit": 0, "template": pod}}}
+    if replicas is not None:
+        rjob["replicas"] = replicas
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime", "metadata": meta,
+            "spec": {"mlPolicy": {"numNodes": 1, "torch": {}},
+                     "template": {"spec": {"replicatedJobs": [rjob], **(jobset_fields or {})}}}}
+
+
+def trainjob(namespace: str, name: str, runtime_name: str = "torch", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec}}
+
+
+def get_trainjob(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    obj = kube.get("trainjob", name, namespace)
+    assert obj is not None
+    return obj
+
+
+def reconciles(operator: OperatorProcess) -> float:
+    return operator.metric("trainjob_operator_reconcile_duration_seconds_count")
+
+
+def writes(operator: OperatorProcess) -> float:
+    return sum(operator.metric("trainjob_operator_api_requests_total", verb=verb, resource=resource)
+               for verb in WRITE_VERBS for resource in CHILD_RESOURCES)
+
+
+def settle(operator: OperatorProcess, kube: Kube, namespace: str, name: str) -> None:
+    """Wait until the operator has reconciled `name` once more (a sync point instead of a sleep)."""
+    before = reconciles(operator)
+    kube.patch("trainjob", name, namespace, {"metadata": {"labels": {"test.io/nudge": str(time.monotonic_ns())}}})
+    eventually(lambda: reconciles(operator) > before, f"a reconcile of {name}", timeout=30)
+
+
+def test_torch_trainjob_runs_to_complete_with_upstreams_status(kube: Kube, operator: OperatorProcess,
+                                                                namespace: str) -> None:
+    kube.apply(runtime(namespace), trainjob(namespace, "torch-job", trainer={"numNodes": 2}))
+    jobset = eventually(lambda: kube.get("jobset", "torch-job", namespace), "the JobSet")
+    job = get_trainjob(kube, namespace, "torch-job")
+    assert jobset["metadata"]["ownerReferences"] == [{
+        "apiVersion": c.API_VERSION, "kind": "TrainJob", "name": "torch-job", "uid": job["metadata"]["uid"],
+        "controller": True, "blockOwnerDeletion": True}]
+    node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in node["env"]}
+    assert (env["PET_NNODES"], env["PET_MASTER_ADDR"]) == ("2", "torch-job-node-0-0.torch-job")
+    snapshot = kube.get("configmap", "torch-job-runtime-snapshot", namespace)
+    assert snapshot is not None and "kind: TrainingRuntime" in snapshot["data"]["runtime"]
+
+    done = eventually(lambda: condition(kube.get("trainjob", "torch-job", namespace), "Complete"), "Complete",
+                      timeout=90)
+    assert (done["status"], done["reason"], done["message"]) == ("True", "AllJobsCompleted",
+                                                                 "jobset completed successfully")
+    job = get_trainjob(kube, namespace, "torch-job")
+    assert [cond["type"] for cond in job["status"]["conditions"]] == ["Complete"]
+    assert (job["status"]["state"], job["status"]["nodes"]) == ("Complete", 2)
+    assert job["status"]["jobsStatus"][0]["name"] == "node"
+    assert not any(k.startswith("kopf.zalando.org") for k in job["metadata"].get("annotations", {}))
+    table = kube.run("get", "trainjobs", "-n", namespace).stdout.split()
+    assert table[:3] == ["NAME", "STATE", "NODES"] and table[4:7] == ["torch-job", "Complete", "2"]
+
+
+def test_failing_pod_fails_the_trainjob(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    kube.apply(runtime(namespace, pod_annotations={EXIT_CODE: "3"}), trainjob(namespace, "failing"))
+    failed = eventually(lambda: condition(kube.get("trainjob", "failing", namespace), "Failed"), "Failed",
+                        timeout=90)
+    # Copied verbatim from the JobSet (v0.12 names the first failed Job).
+    assert (failed["status"], failed["reason"], failed["message"]) == (
+        "True", "FailedJobs", "jobset failed due to one or more job failures (first failed job: failing-node-0)")
+    assert get_trainjob(kube, namespace, "failing")["status"]["state"] == "Failed"
+
+
+def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    kube.apply(runtime(namespace, pod_annotations={RUN_FOR: "120s"}),
+               trainjob(namespace, "queued", suspend=True, trainer={"numNodes": 1}))
+    eventually(lambda: (kube.get("jobset", "queued", namespace) or {}).get("spec", {}).get("suspend") is True,
+               "a suspended JobSet")
+    suspended = eventually(lambda: condition(kube.get("trainjob", "queued", namespace), "Suspended"), "Suspended")
+    assert (suspended["status"], suspended["reason"], suspended["message"]) == (
+        "True", "Suspended", "TrainJob is suspended")
+    assert get_trainjob(kube, namespace, "queued")["status"]["state"] == "Suspended"
+
+    # What Kueue does on admission: one update that adds its runtime patch and unsuspends.
+    patch = {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu-a"}}}}}}]}}}}
+    kube.patch("trainjob", "queued", namespace, {"spec": {"suspend": False, "runtimePatches": [patch]}})
+
+    def resumed_jobset() -> dict[str, Any] | None:
+        jobset = kube.get("jobset", "queued", namespace) or {}
+        return jobset if jobset.get("spec", {}).get("suspend") is False else None
+
+    jobset = eventually(resumed_jobset, "the resumed JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"pool": "gpu-a"}
+    resumed = eventually(lambda: (cond := condition(kube.get("trainjob", "queued", namespace), "Suspended"))
+                         and cond["status"] == "False" and cond, "Resumed")
+    assert (resumed["reason"], resumed["message"]) == ("Resumed", "TrainJob is resumed")
+    stamped = get_trainjob(kube, namespace, "queued")["spec"]["runtimePatches"][0]
+    assert stamped["manager"] == "kueue.x-k8s.io/manager" and stamped["time"]
+
+    # While running, the webhook refuses patch changes and the JobSet is never mutated.
+    refused = kube.patch("trainjob", "queued", namespace, {"spec": {"runtimePatches": []}}, check=False)
+    assert refused.returncode != 0
+    assert "RuntimePatches can only be modified when the TrainJob is suspended before or after the update" in \
+        refused.stderr
+
+
+def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    kube.apply(runtime(namespace), trainjob(namespace, "finished"))
+    eventually(lambda: condition(kube.get("trainjob", "finished", namespace), "Complete"), "Complete", timeout=90)
+    kube.delete("jobset", "finished", namespace)
+    eventually(lambda: kube.get("jobset", "finished", namespace) is None, "the JobSet gone")
+    settle(operator, kube, namespace, "finished")
+    assert kube.get("jobset", "finished", namespace) is None
+    assert condition(get_trainjob(kube, namespace, "finished"), "Complete")["status"] == "True"  # type: ignore[index]
+
+
+def test_errors_reach_the_status_and_clear_when_fixed(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    squatter = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "blocked-runtime-snapshot", "namespace": namespace}, "data": {"owner": "someone-else"}}
+    kube.apply(runtime(namespace), squatter)
+    kube.apply(trainjob(namespace, "blocked"))
+    failed = eventually(lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed"),
+                        "the ReconcileFailed condition")
+    assert (failed["status"], failed["reason"], failed["message"]) == (
+        "True", "InvalidRuntimeSnapshot",
+        "invalid runtime snapshot: a snapshot configmap exists but is owned by another object")
+    assert get_trainjob(kube, namespace, "blocked")["status"]["state"] == "Error"
+    events = eventually(lambda: [e for e in kube.items("events", namespace)
+                                 if e["involvedObject"].get("name") == "blocked"
+                                 and e["reason"] == "TrainJobResourcesCreationFailed"], "a Warning event")
+    assert events[0]["type"] == "Warning"
+    assert events[0]["message"] == ("TrainJob resources reconciliation failed: invalid runtime snapshot: a snapshot "
+                                    "configmap exists but is owned by another object")
+    assert kube.get("jobset", "blocked", namespace) is None
+
+    kube.delete("configmap", "blocked-runtime-snapshot", namespace)
+    eventually(lambda: kube.get("jobset", "blocked", namespace), "the JobSet once the cause is gone", timeout=90)
+    eventually(lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed") is None,
+               "the condition cleared")
+
+
+def test_webhooks_refuse_bad_input_naming_the_field(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    missing = kube.create(trainjob(namespace, "orphan", runtime_name="nope"), check=False)
+    assert missing.returncode != 0
+    assert 'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request' in missing.stderr
+    assert "spec.runtimeRef" in missing.stderr
+    assert "specified trainingRuntime must be created before the TrainJob is created" in missing.stderr
+
+    kube.apply(runtime(namespace))
+    reserved = kube.create(trainjob(namespace, "reserved", trainer={"env": [{"name": "PET_NODE_RANK", "value": "1"}]}),
+                           check=False)
+    assert reserved.returncode != 0
+    assert "spec.trainer.env" in reserved.stderr
+    assert "must not have reserved envs, invalid envs configured: [PET_NODE_RANK]" in reserved.stderr
+
+    bad_runtime = kube.create(runtime(namespace, "two-replicas", replicas=2), check=False)
+    assert bad_runtime.returncode != 0
+    assert "spec.template.spec.replicatedJobs[0].replicas" in bad_runtime.stderr
+    assert "always must be 1" in bad_runtime.stderr
+    opted_out = runtime(namespace, "opted-out", replicas=2, labels={c.WEBHOOK_VALIDATION_LABEL: "disabled"})
+    assert kube.create(opted_out, check=False).returncode == 0
+
+    crd_level = kube.create(trainjob(namespace, "Bad-Name"), check=False)
+    assert crd_level.returncode != 0 and "metadata.name must match RFC 1035 DNS label format" in crd_level.stderr
+
+
+def test_runtime_created_a_moment_before_its_trainjob_is_never_refused(kube: Kube, operator: OperatorProcess,
+                                                                       namespace: str) -> None:
+    for i in range(3):
+        result = kube.apply(runtime(namespace, f"fresh-{i}"), trainjob(namespace, f"fresh-{i}", f"fresh-{i}"),
+                            check=False)
+        assert result.returncode == 0, result.stderr
+    for i in range(3):
+        eventually(lambda i=i: kube.get("jobset", f"fresh-{i}", namespace), f"JobSet fresh-{i}")
+
+
+def test_external_manager_is_left_alone(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    kube.apply(runtime(namespace), trainjob(namespace, "remote", managedBy=c.MULTIKUEUE_MANAGED_BY))
+    settle(operator, kube, namespace, "remote")
+    assert kube.get("jobset", "remote", namespace) is None
+    assert get_trainjob(kube, namespace, "remote").get("status") in (None, {})
+
+
+def test_active_deadline_fails_a_running_job_and_deletes_its_jobset(kube: Kube, operator: OperatorProcess,
+                                                                    namespace: str) -> None:
+    kube.apply(runtime(namespace, pod_annotations={RUN_FOR: "300s"}),
+               trainjob(namespace, "slow", activeDeadlineSeconds=3))
+    eventually(lambda: kube.get("jobset", "slow", namespace), "the JobSet")
+    failed = eventually(lambda: condition(kube.get("trainjob", "slow", namespace), "Failed"), "DeadlineExceeded",
+                        timeout=60)
+    assert (failed["reason"], failed["message"]) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
+    eventually(lambda: kube.get("jobset", "slow", namespace) is None, "the JobSet deleted")
+
+
+def test_never_suspended_trainjob_takes_at_most_three_writes_to_its_jobset(kube: Kube, operator: OperatorProcess,
+                                                                           namespace: str) -> None:
+    # The JobSet is managed by nobody, so its status never changes and the count settles.
+    kube.apply(runtime(namespace, jobset_fields={"managedBy": "example.com/nobody"}))
+    before = writes(operator)
+    kube.apply(trainjob(namespace, "counted", trainer={"numNodes": 2}))
+    eventually(lambda: kube.get("jobset", "counted", namespace), "the JobSet")
+    eventually(lambda: get_trainjob(kube, namespace, "counted").get("status", {}).get("state") == "Pending",
+               "the state written")
+    settle(operator, kube, namespace, "counted")
+    spent = writes(operator) - before
+    print(f"\nAPI writes from creation to JobSet created (and settled): {spent:.0f}")
+    assert spent <= 3
+
+
+def test_leader_failover_to_a_second_replica(kube: Kube, operator: OperatorProcess, namespace: str,
+                                            tmp_path: Any) -> None:
+    standby = OperatorProcess(operator.kubeconfig, "operator-b", {"leader_election": {
+        "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
+        "retry_period_seconds": 1}}).start(tmp_path)
+    try:
+        eventually(standby.ready, "the standby's readiness", timeout=60)
+        assert standby.metric("trainjob_operator_leader") == 0
+        operator.stop(kill=True)
+        killed = time.monotonic()
+        eventually(lambda: standby.metric("trainjob_operator_leader") == 1, "the standby taking over", timeout=30)
+        failover = time.monotonic() - killed
+        print(f"\nleader failover after SIGKILL: {failover:.1f} s (lease 4 s)")
+        kube.apply(runtime(namespace), trainjob(namespace, "after-failover"))
+        eventually(lambda: kube.get("jobset", "after-failover", namespace), "a JobSet from the new leader")
+    finally:
+        standby.stop()
+        operator.start(tmp_path)
+        eventually(operator.ready, "the first replica back", timeout=60)
+        eventually(lambda: operator.metric("trainjob_operator_leader") == 1, "leadership back", timeout=30)

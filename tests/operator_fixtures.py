@@ -1,0 +1,198 @@
+"""The operator as it runs in production — `trainjob-operator run` in its own process — against the local
+control plane, plus small kubectl helpers for tests that watch it work."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cluster_fixtures import wait_for
+
+REPO = Path(__file__).resolve().parents[1]
+OPERATOR_NAMESPACE = "trainjob-operator-system"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class OperatorProcess:
+    """One `trainjob-operator run` replica, its ports and its log."""
+
+    kubeconfig: str
+    name: str = "operator"
+    extra_config: dict[str, Any] = field(default_factory=dict)
+    health_port: int = field(default_factory=free_port)
+    webhook_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+
+    def start(self, tmp: Path) -> OperatorProcess:
+        config = {"operator_namespace": OPERATOR_NAMESPACE, "log_format": "json",
+                  "health": {"port": self.health_port}, "webhook": {"port": self.webhook_port},
+                  **self.extra_config}
+        config_path = tmp / f"{self.name}.yaml"
+        config_path.write_text(yaml.safe_dump(config))
+        self.log_path = tmp / f"{self.name}.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig", self.kubeconfig,
+             "--config", str(config_path)],
+            stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+        )
+        return self
+
+    def http(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}{path}", timeout=2) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+        except OSError as err:
+            return 0, str(err)
+
+    def ready(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            pytest.fail(f"operator {self.name} exited with {self.proc.returncode}:\n{self.log()}")
+        return self.http("/readyz")[0] == 200
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample of /metrics (0 when absent)."""
+        _, text = self.http("/metrics")
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith("#") or not line.startswith(name):
+                continue
+            metric, _, value = line.rpartition(" ")
+            if metric == name or metric.startswith(name + "{"):
+                got = metric[len(name):].strip("{}")
+                if all(part in got.split(",") for part in want.split(",") if part):
+                    total += float(value)
+        return total
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-6000:] if self.log_path and self.log_path.exists() else ""
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if kill:
+            self.proc.kill()
+        else:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+class Kube:
+    """kubectl with JSON in and out."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+
+    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([str(self.cluster.kubectl_path), *args], input=stdin, capture_output=True,
+                                text=True, env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)},
+                                timeout=60)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+        return result
+
+    def apply(self, *objects: dict[str, Any], namespace: str | None = None,
+              check: bool = True) -> subprocess.CompletedProcess[str]:
+        args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
+        return self.run(*args, stdin=yaml.safe_dump_all(objects), check=check)
+
+    def create(self, obj: dict[str, Any], namespace: str | None = None,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+        args = ["create", "-f", "-"] + (["-n", namespace] if namespace else [])
+        return self.run(*args, stdin=yaml.safe_dump(obj), check=check)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
+        result = self.run(*args, check=False)
+        if result.returncode != 0:
+            if "NotFound" in result.stderr or "not found" in result.stderr:
+                return None
+            raise AssertionError(result.stderr)
+        loaded: dict[str, Any] = json.loads(result.stdout)
+        return loaded
+
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = json.loads(self.run("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
+        return items
+
+    def patch(self, kind: str, name: str, namespace: str, patch: dict[str, Any], kind_of: str = "merge",
+              check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run("patch", kind, name, "-n", namespace, "--type", kind_of, "-p", json.dumps(patch),
+                        check=check)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        args = ["delete", kind, name, "--ignore-not-found", "--wait=false"] + (["-n", namespace] if namespace else [])
+        self.run(*args)
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+def eventually(fn: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    return wait_for(fn, timeout=timeout, what=what)
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Any) -> Kube:
+    return Kube(cluster)
+
+
+@pytest.fixture(scope="session")
+def installed(kube: Kube) -> None:
+    """Our CRDs and the operator namespace, once per session."""
+    kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
+    for crd in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
+        kube.run("wait", "--for=condition=Established", f"crd/{crd}.trainer.kubeflow.org", "--timeout=60s")
+    kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
+
+
+@pytest.fixture(scope="session")
+def operator(kubeconfig: str, kube: Kube, installed: None,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """The operator for the whole session, with short leader-election timings."""
+    tmp = tmp_path_factory.mktemp("operator")
+    process = OperatorProcess(kubeconfig, "operator-a", {"leader_election": {
+        "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
+        "retry_period_seconds": 1}}).start(tmp)
+    try:
+        eventually(process.ready, "operator readiness", timeout=60)
+        eventually(lambda: process.metric("trainjob_operator_leader") == 1, "operator leadership", timeout=30)
+        yield process
+    finally:
+        process.stop()
+        for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
+                           ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
+            kube.delete(kind, name)
+
+
+def started(seconds: float) -> float:
+    return time.monotonic() + seconds
