@@ -8,15 +8,7 @@ from typing import Any
 
 import pytest
 
-from operator_fixtures import (  # noqa: F401  (fixtures are used by name)
-    Kube,
-    OperatorProcess,
-    condition,
-    eventually,
-    installed,
-    kube,
-    operator,
-)
+from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
@@ -158,7 +150,8 @@ def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: Operato
 
 def test_errors_reach_the_status_and_clear_when_fixed(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     squatter = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "blocked-runtime-snapshot", "namespace": namespace}, "data": {"owner": "someone-else"}}
+                "metadata": {"name": "blocked-runtime-snapshot", "namespace": namespace},
+                "data": {"owner": "someone-else"}}
     kube.apply(runtime(namespace), squatter)
     kube.apply(trainjob(namespace, "blocked"))
     failed = eventually(lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed"),
@@ -189,8 +182,8 @@ def test_webhooks_refuse_bad_input_naming_the_field(kube: Kube, operator: Operat
     assert "specified trainingRuntime must be created before the TrainJob is created" in missing.stderr
 
     kube.apply(runtime(namespace))
-    reserved = kube.create(trainjob(namespace, "reserved", trainer={"env": [{"name": "PET_NODE_RANK", "value": "1"}]}),
-                           check=False)
+    reserved_env = {"env": [{"name": "PET_NODE_RANK", "value": "1"}]}
+    reserved = kube.create(trainjob(namespace, "reserved", trainer=reserved_env), check=False)
     assert reserved.returncode != 0
     assert "spec.trainer.env" in reserved.stderr
     assert "must not have reserved envs, invalid envs configured: [PET_NODE_RANK]" in reserved.stderr
