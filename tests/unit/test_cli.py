@@ -238,24 +238,21 @@ NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNod
     pytest.param(ExitCase("render", [TJ.trainer(numNodes=-1).raw()], [RT.raw()], 1,
                           NEGATIVE_NODES + "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="render refuses a TrainJob violating the schema with exit 1"),
-    pytest.param(ExitCase("render", [TJ.trainer(env=[{"name": "PET_NNODES", "value": "1"}]).raw()],
-                          [RT.ml_policy(torch={}).raw()], 1,
-                          "spec.trainer.env: Invalid value: [{'name': 'PET_NNODES', 'value': '1'}]: must not have "
-                          "reserved envs, invalid envs configured: [PET_NNODES]\n"
+    pytest.param(ExitCase("render", [TJ.trainer(env=[{"name": "DMLC_TASK_ID", "value": "1"}]).raw()],
+                          [RT.ml_policy(xgboost={}).raw()], 1,
+                          "spec.trainer.env[0]: Forbidden: DMLC_TASK_ID is reserved for the XGBoost runtime\n"
                           "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="render refuses a TrainJob the webhook rejects with exit 1"),
     pytest.param(ExitCase("validate", [TJ.raw()], [RT.job(c.NODE, "replicas", 2).raw()], 1,
                           "spec.template.spec.replicatedJobs[2].replicas: Invalid value: 2: always must be 1\n"
                           "invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n"),
                  id="validate of a runtime the runtime webhook rejects exits 1"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [RT.ml_policy(torch={}, jax={}).raw()], 1,
-                          'spec.mlPolicy: Invalid value: "object": Only one of the policy can be configured\n'
-                          "invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n"),
-                 id="validate of a runtime with two ML policies exits 1"),
+    pytest.param(ExitCase("validate", [TJ.raw()], [RT.ml_policy(mpi={"numProcPerNode": 0}).raw()], 1,
+                          "spec.mlPolicy.mpi.numProcPerNode: Invalid value: 0: NumProcPerNode in mpiPolicy must be "
+                          ">= 1\ninvalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n"),
+                 id="validate of a runtime violating a CEL rule exits 1"),
     pytest.param(ExitCase("validate", [TJ.set("spec.runtimeRef.kind", "Runtime").raw()], [RT.raw()], 1,
-                          "spec.runtimeRef: Invalid value: {'name': 'test-runtime', 'apiGroup': "
-                          "'trainer.kubeflow.org', 'kind': 'Runtime'}: unsupported runtime: "
-                          "Runtime.trainer.kubeflow.org\n"
+                          "unsupported runtime: Runtime.trainer.kubeflow.org\n"
                           "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="validate of an unsupported runtime kind exits 1"),
     pytest.param(ExitCase("validate", [TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND).raw()],
@@ -282,9 +279,8 @@ NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNod
                  id="render of a runtime the pipeline cannot build exits 2 naming the TrainJob"),
     pytest.param(ExitCase("render", [TJ.raw()], [RT.ml_policy(torch={"envInjection": {"targets": [
         {"jobName": c.NODE, "containerNames": ["sidecar"]}]}}).raw()], 1,
-                          "spec.runtimeRef: Invalid value: {'name': 'test-runtime', 'apiGroup': "
-                          "'trainer.kubeflow.org', 'kind': 'TrainingRuntime'}: envInjection target podSet \"node\" "
-                          "container \"sidecar\" not found in runtime template\n"
+                          'spec.runtimeRef: Invalid value: {"jobName":"node","containerNames":["sidecar"]}: '
+                          'envInjection target podSet "node" container "sidecar" not found in runtime template\n'
                           "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="render refuses a missing envInjection target with exit 1 before building"),
     pytest.param(ExitCase("validate", [RT.raw()], None, 2,
