@@ -577,6 +577,11 @@ def patches_json(job: TrainJobBuilder) -> str:
         "is still active",
     ], old=TJ.patch("a.io/m", NODE_SELECTOR_1), observed=Observed(jobset=ACTIVE_JOBSET)),
                  id="changing runtimePatches while a replicated job is still active is forbidden per job"),
+    pytest.param(AdmissionCase(UNKNOWN_JOB, RT, [
+        NOT_SUSPENDED_MSG,
+        f"spec.runtimePatches: Invalid value: {patches_json(UNKNOWN_JOB)}: must not have replicated job that "
+        "doesn't exist in the runtime job template",
+    ], old=TJ), id="the suspension check is reported before the checks of each patch"),
     # --- Torch
     pytest.param(AdmissionCase(TJ.trainer(env=env("PET_NODE_RANK")), RT.ml_policy(torch={}), [
         'spec.trainer.env: Invalid value: [{"name":"PET_NODE_RANK","value":"x"}]: must not have reserved envs, '
