@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from cluster_fixtures import wait_for
 from trainjob_operator import crdgen
 from trainjob_operator.api import constants as c
 
@@ -111,6 +110,19 @@ def trainjob(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def unmanaged_trainjob(name: str, **spec: Any) -> dict[str, Any]:
+    """A TrainJob our operator leaves alone (managed by MultiKueue, suspended), should one run in the cluster."""
+    return trainjob(name, managedBy=c.MULTIKUEUE_MANAGED_BY, suspend=True, **spec)
+
+
+def printed(cluster: Any, kind: str, name: str, namespace: str) -> dict[str, str]:
+    """`kubectl get` of one object as {column: value}: the printer columns as the API server renders them."""
+    header, row = cluster.kubectl("get", kind, name, "-n", namespace).stdout.splitlines()[:2]
+    starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
+    bounds = [*starts[1:], None]
+    return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, bounds, strict=True)}
+
+
 def test_crds_are_established_and_structural(crds: Any) -> None:
     for name in CRD_NAMES:
         got = crds.kubectl_json("get", "crd", name)
@@ -163,8 +175,7 @@ def test_a_namespaced_runtime_is_accepted(crds: Any, namespace: str) -> None:
             lambda spec: spec["mlPolicy"]["torch"].update(
                 envInjection={"targets": [{"jobName": "node", "containerNames": ["node"]}]}
             ),
-            "containerNames must not include the main node container because PET_* envs are always "
-            "injected into it",
+            "containerNames must not include the main node container because PET_* envs are always injected into it",
             id="env-injection-into-node",
         ),
         pytest.param(
@@ -183,9 +194,9 @@ def test_a_namespaced_runtime_is_accepted(crds: Any, namespace: str) -> None:
             id="startup-policy-and-depends-on",
         ),
         pytest.param(
-            lambda spec: spec["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
-                "spec"
-            ].update(containers=[{"name": "node", "ports": [{"containerPort": "x"}]}]),
+            lambda spec: spec["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update(
+                containers=[{"name": "node", "ports": [{"containerPort": "x"}]}]
+            ),
             "containerPort",
             id="typed-pod-spec",
         ),
@@ -199,24 +210,23 @@ def test_invalid_runtimes_are_rejected(crds: Any, mutate: Any, message: str) -> 
 
 
 def test_a_trainjob_is_accepted_and_defaulted(crds: Any, namespace: str) -> None:
-    created = _created(crds, trainjob("job-ok", trainer={"numNodes": 0}), namespace)
+    job = trainjob("job-ok", trainer={"numNodes": 0})
+    job["spec"]["runtimeRef"]["name"] = "no-such-runtime"  # an operator in the cluster would not build it
+    created = _created(crds, job, namespace)
     assert created["spec"]["runtimeRef"] == {
-        "name": "torch-distributed",
+        "name": "no-such-runtime",
         "apiGroup": c.GROUP,
         "kind": c.CLUSTER_TRAINING_RUNTIME_KIND,
     }
     assert created["spec"]["suspend"] is False
     assert created["spec"]["managedBy"] == c.DEFAULT_MANAGED_BY
-    columns = crds.kubectl("get", "trainjob", "job-ok", "-n", namespace).stdout.split("\n")[0].split()
-    assert columns == ["NAME", "STATE", "AGE"]
+    assert list(printed(crds, "trainjob", "job-ok", namespace)) == ["NAME", "STATE", "NODES", "AGE"]
 
 
 @pytest.mark.parametrize(
     ("name", "spec", "message"),
     [
-        pytest.param(
-            "job.dotted", {}, "metadata.name must match RFC 1035 DNS label format", id="name-rfc1035"
-        ),
+        pytest.param("job.dotted", {}, "metadata.name must match RFC 1035 DNS label format", id="name-rfc1035"),
         pytest.param("j" * 64, {}, "metadata.name must be no more than 63 characters", id="name-too-long"),
         pytest.param(
             "job",
@@ -257,7 +267,7 @@ def test_invalid_trainjobs_are_rejected(
 
 
 def test_trainjob_immutability(crds: Any, namespace: str) -> None:
-    job = trainjob("job-immutable", trainer={"numNodes": 1})
+    job = unmanaged_trainjob("job-immutable", trainer={"numNodes": 1})
     job["spec"]["runtimePatches"] = [{"manager": "example.com/tool"}]
     _created(crds, job, namespace)
 
@@ -277,11 +287,11 @@ def test_trainjob_immutability(crds: Any, namespace: str) -> None:
     changed = patch({"spec": {"trainer": {"numNodes": 2}}})
     assert changed.returncode != 0
     assert "field is immutable" in changed.stderr
-    assert patch({"spec": {"suspend": True}}).returncode == 0
+    assert patch({"spec": {"suspend": False}}).returncode == 0
 
 
 def test_trainjob_status_rules(crds: Any, namespace: str) -> None:
-    _created(crds, trainjob("job-status"), namespace)
+    _created(crds, unmanaged_trainjob("job-status"), namespace)
 
     def patch_status(status: dict[str, Any]) -> Any:
         return crds.kubectl(
@@ -308,16 +318,11 @@ def test_trainjob_status_rules(crds: Any, namespace: str) -> None:
         "message": "done",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
     }
-    ok = patch_status({"conditions": [condition]})
+    ok = patch_status({"conditions": [condition], "state": "Complete", "nodes": 2})
     assert ok.returncode == 0, ok.stderr
-    state = wait_for(
-        lambda: (
-            crds.kubectl("get", "trainjob", "job-status", "-n", namespace).stdout.split("\n")[1].split()[1]
-        ),
-        timeout=10,
-        what="the State printer column",
-    )
-    assert state == "Complete"
+    columns = printed(crds, "trainjob", "job-status", namespace)
+    assert (columns["STATE"], columns["NODES"]) == ("Complete", "2")
+    assert patch_status({"state": "Bogus"}).returncode != 0
 
     bad = copy.deepcopy(condition)
     bad["status"] = "Maybe"
