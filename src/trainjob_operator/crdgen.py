@@ -12,8 +12,9 @@ Kubernetes types embedded in ours (every model with a `k8s_definition`, and dict
 `x-k8s-definition` marker) get their full schema from the Kubernetes OpenAPI shipped by `kubernetes-validate`,
 turned into the structural form the API server wants: `$ref`s inlined, descriptions and patch/GVK/union
 extensions dropped, `type: [X, "null"]` made `type: X`, IntOrString and Quantity made
-`x-kubernetes-int-or-string`, embedded `ObjectMeta` reduced to labels/annotations/name/namespace/finalizers
-(as controller-gen does), and list-map keys that Kubernetes defaults given that default.
+`x-kubernetes-int-or-string`, embedded `ObjectMeta` reduced to labels/annotations/name/namespace/finalizers,
+and the Go-marker defaults and `metav1.Condition` bounds the OpenAPI lacks added back: all as controller-gen
+does, so the result matches upstream's CRDs (less descriptions). Enums of core types are dropped, as there.
 
 The output is deterministic: keys sorted, lists in source order. `check_structural` enforces the structural
 schema rules the API server applies, so a broken schema fails here rather than at `kubectl apply`.
