@@ -1,0 +1,191 @@
+"""Pieces of the operator that need no cluster: defaulting, admission responses, the work queue, config,
+certificates, the state column and the reconcile-error condition."""
+
+import asyncio
+import base64
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import TrainJobBuilder
+from trainjob_operator import certs
+from trainjob_operator import config as config_module
+from trainjob_operator.api.trainjob import TrainJobStatus
+from trainjob_operator.controller.admission import Verdict, response, webhook_configurations
+from trainjob_operator.controller.queue import WorkQueue
+from trainjob_operator.k8s.client import RateLimiter, resource_name
+from trainjob_operator.runtime.defaulting import stamp_patch_times
+from trainjob_operator.runtime.status import trainjob_state, with_reconcile_error
+
+NOW = "2026-11-22T12:00:00Z"
+EARLIER = "2026-11-22T11:00:00Z"
+
+
+def patch(manager: str, selector: str = "a", time: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": selector}}}}}}]}}}}
+    if time:
+        entry["time"] = time
+    return entry
+
+
+def with_patches(*patches: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"runtimePatches": list(patches)}}
+
+
+@pytest.mark.parametrize(("new", "old", "want"), [
+    pytest.param(with_patches(patch("a.io/m")), None, [patch("a.io/m", time=NOW)], id="create stamps now"),
+    pytest.param(with_patches(patch("a.io/m", time=EARLIER)), None, None, id="create keeps a given time"),
+    pytest.param(with_patches(patch("a.io/m")), with_patches(patch("a.io/m", time=EARLIER)),
+                 [patch("a.io/m", time=EARLIER)], id="an unchanged patch keeps its old time"),
+    pytest.param(with_patches(patch("a.io/m", "b", time=EARLIER)), with_patches(patch("a.io/m", time=EARLIER)),
+                 [patch("a.io/m", "b", time=NOW)], id="a changed patch gets now"),
+    pytest.param(with_patches(patch("a.io/m", time=EARLIER), patch("b.io/n", time=EARLIER)),
+                 with_patches(patch("a.io/m", time=EARLIER)), None, id="a new manager keeps a given time"),
+    pytest.param({"spec": {}}, None, None, id="no patches, nothing to do"),
+])
+def test_runtime_patch_times(new: dict[str, Any], old: dict[str, Any] | None,
+                             want: list[dict[str, Any]] | None) -> None:
+    assert stamp_patch_times(new, old, NOW) == want
+
+
+def test_admission_response_shapes() -> None:
+    denied = response({"uid": "u1"}, Verdict(allowed=False, message="spec.x: Invalid value: 1: bad",
+                                             warnings=("careful",)))
+    assert denied == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+        "uid": "u1", "allowed": False, "warnings": ["careful"],
+        "status": {"code": 403, "message": "spec.x: Invalid value: 1: bad", "reason": "Forbidden"}}}
+    ops = [{"op": "replace", "path": "/spec/runtimePatches", "value": []}]
+    mutated = response({"uid": "u2"}, Verdict(patch=ops))["response"]
+    assert mutated["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(mutated["patch"])) == ops
+
+
+def test_webhook_configurations_point_at_the_local_server_with_the_ca() -> None:
+    cfg = config_module.Webhook(port=19443)
+    mutating, validating = webhook_configurations(cfg, "ops", b"CA")
+    assert mutating["metadata"]["name"] == "defaulter.trainer.kubeflow.org"
+    assert [w["name"] for w in validating["webhooks"]] == [
+        "validator.trainjob.trainer.kubeflow.org", "validator.trainingruntime.trainer.kubeflow.org",
+        "validator.clustertrainingruntime.trainer.kubeflow.org"]
+    hook = validating["webhooks"][1]
+    assert hook["clientConfig"] == {"url": "https://127.0.0.1:19443/validate-trainer-kubeflow-org-v1alpha1-"
+                                           "trainingruntime", "caBundle": base64.b64encode(b"CA").decode()}
+    assert hook["objectSelector"] == {"matchExpressions": [
+        {"key": "trainer.kubeflow.org/webhook-validation", "operator": "NotIn", "values": ["disabled"]}]}
+    in_cluster = webhook_configurations(config_module.Webhook(service_name="svc"), "ops", b"CA")[0]
+    assert in_cluster["webhooks"][0]["clientConfig"]["service"] == {
+        "name": "svc", "namespace": "ops", "path": "/mutate-trainer-kubeflow-org-v1alpha1-trainjob", "port": 443}
+
+
+def test_certificates_rotate_when_expiring_or_for_new_hosts() -> None:
+    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    bundle = certs.generate(["127.0.0.1"], now, days=365)
+    assert bundle.sans() == {"127.0.0.1"}
+    assert not certs.needs_rotation(bundle, ["127.0.0.1"], now, before_days=30)
+    assert certs.needs_rotation(bundle, ["127.0.0.1"], now + dt.timedelta(days=340), before_days=30)
+    assert certs.needs_rotation(bundle, ["svc.ns.svc"], now, before_days=30)
+
+
+def test_work_queue_runs_each_key_once_at_a_time_and_coalesces() -> None:
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        queue: WorkQueue[str] = WorkQueue()
+        gate = asyncio.Event()
+
+        async def worker(key: str) -> None:
+            seen.append(key)
+            if key == "a" and seen.count("a") == 1:
+                queue.add("a")  # arrives while "a" runs: one more pass afterwards, not a parallel one
+                queue.add("a")
+                await gate.wait()
+
+        runner = asyncio.create_task(queue.run(worker, concurrency=2))
+        queue.add("a")
+        queue.add("b")
+        queue.add("b")
+        for _ in range(100):
+            if "b" in seen:
+                break
+            await asyncio.sleep(0.01)
+        gate.set()
+        for _ in range(100):
+            if seen.count("a") == 2:
+                break
+            await asyncio.sleep(0.01)
+        runner.cancel()
+
+    asyncio.run(scenario())
+    assert sorted(seen) == ["a", "a", "b"]
+
+
+def test_backoff_grows_and_resets() -> None:
+    queue: WorkQueue[str] = WorkQueue(base_delay=0.1, max_delay=0.5)
+    assert [queue.backoff("k") for _ in range(5)] == [0.1, 0.2, 0.4, 0.5, 0.5]
+    queue.forget("k")
+    assert queue.backoff("k") == 0.1
+
+
+def test_rate_limiter_enforces_qps_after_the_burst() -> None:
+    async def scenario() -> float:
+        limiter = RateLimiter(qps=20, burst=2)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for _ in range(6):
+            await limiter.acquire()
+        return loop.time() - start
+
+    assert asyncio.run(scenario()) >= 4 / 20 * 0.9  # two from the burst, four at 20/s
+
+
+@pytest.mark.parametrize(("path", "resource"), [
+    ("/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x", "jobsets"),
+    ("/api/v1/namespaces/ns/configmaps", "configmaps"),
+    ("/apis/trainer.kubeflow.org/v1alpha1/namespaces/a/trainjobs/b/status", "trainjobs"),
+    ("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/x", "clustertrainingruntimes"),
+])
+def test_request_metrics_name_the_resource(path: str, resource: str) -> None:
+    assert resource_name(path) == resource
+
+
+def test_config_file_errors_name_the_field(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("client: {qps: 5, burst: 10}\nwebhook: {port: 9000}\n")
+    cfg = config_module.load(good)
+    assert (cfg.client.qps, cfg.client.burst, cfg.webhook.port) == (5, 10, 9000)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("client: {qps: -1}\nwebhok: {}\n")
+    with pytest.raises(config_module.ConfigFileError, match=r"client\.qps.*webhok"):
+        config_module.load(bad)
+
+
+@pytest.mark.parametrize(("builder", "status", "state"), [
+    pytest.param(TrainJobBuilder.make(), {}, "Pending", id="nothing yet"),
+    pytest.param(TrainJobBuilder.make().suspend(), {}, "Suspended", id="suspended"),
+    pytest.param(TrainJobBuilder.make(), {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0,
+                                                          "active": 1, "suspended": 0}]}, "Running", id="active"),
+    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "Complete", "status": "True"}]}, "Complete",
+                 id="complete"),
+    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "Failed", "status": "True"}]}, "Failed",
+                 id="failed"),
+    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "ReconcileFailed", "status": "True"}]}, "Error",
+                 id="error"),
+])
+def test_state_column(builder: TrainJobBuilder, status: dict[str, Any], state: str) -> None:
+    job = builder.obj()
+    assert trainjob_state(job, TrainJobStatus.model_validate(status)) == state
+
+
+def test_reconcile_error_condition_is_set_kept_and_removed() -> None:
+    now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
+    status = with_reconcile_error(TrainJobStatus(), ("BuildFailed", "boom"), now)
+    assert status.to_wire() == {"conditions": [{"type": "ReconcileFailed", "status": "True", "reason": "BuildFailed",
+                                                "message": "boom", "lastTransitionTime": NOW}]}
+    later = with_reconcile_error(status.model_copy(deep=True), ("BuildFailed", "boom again"),
+                                 now + dt.timedelta(hours=1))
+    assert later.conditions is not None and later.conditions[0].last_transition_time == NOW
+    assert with_reconcile_error(later, None, now).to_wire() == {}
