@@ -624,6 +624,17 @@ def patches_json(job: TrainJobBuilder) -> str:
         'spec.runtimeRef.name: Invalid value: "torchtune-qwen2.5-1.5b": QLoRA is not supported for qwen2_5/1.5B '
         "model",
     ]), id="torchtune QLoRA on qwen is rejected"),
+    pytest.param(AdmissionCase(torchtune_job("torchtune-qwen2.5-1.5b", args=["model.quantize_base= TRUE "]),
+                               torchtune_runtime("torchtune-qwen2.5-1.5b"), [
+        'spec.runtimeRef.name: Invalid value: "torchtune-qwen2.5-1.5b": QLoRA is not supported for qwen2_5/1.5B '
+        "model",
+    ]), id="QLoRA detection trims the value and ignores its case"),
+    pytest.param(AdmissionCase(torchtune_job("torchtune-qwen2.5-1.5b", args=QLORA, numNodes=2),
+                               torchtune_runtime("torchtune-qwen2.5-1.5b"), [
+        "spec.trainer.numNodes: Invalid value: 2: must be 1 for qwen2_5/1.5B model",
+        "spec.trainer.numNodes: Invalid value: 2: LoRA fine-tuning is not supported for multi-node training in "
+        "TorchTune",
+    ]), id="multi-node QLoRA on qwen selects no QLoRA config so only the node count is reported"),
     pytest.param(AdmissionCase(torchtune_job("torchtune-qwen2.5-1.5b", args=[*QLORA, "model.use_dora=True"]),
                                torchtune_runtime("torchtune-qwen2.5-1.5b")),
                  id="torchtune quantize_base with DoRA is not QLoRA"),
