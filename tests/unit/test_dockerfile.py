@@ -1,0 +1,127 @@
+"""The Dockerfile, without a Docker engine: its shape (pinned multi-stage base, non-root user, entrypoint), and
+its build steps run for real on this machine (wheel, clean virtualenv with only the runtime dependencies, the
+installed command answers --help)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "Dockerfile"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    result: list[list[tuple[str, str]]] = []
+    for ins in instructions():
+        if ins[0] == "FROM":
+            result.append([])
+        if result:
+            result[-1].append(ins)
+    return result
+
+
+def base_image() -> str:
+    args = dict(a.split("=", 1) for i, a in instructions() if i == "ARG" and "=" in a)
+    return args["PYTHON_IMAGE"]
+
+
+def test_base_image_is_a_pinned_python_311_slim() -> None:
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", base_image())
+
+
+def test_multi_stage_with_the_same_base() -> None:
+    froms = [args for stage in stages() for ins, args in stage if ins == "FROM"]
+    assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+
+
+def test_final_stage_runs_as_a_numeric_non_root_user_with_the_operator_entrypoint() -> None:
+    final = stages()[-1]
+    users = [args for ins, args in final if ins == "USER"]
+    assert users and re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])
+    assert json.loads(next(a for i, a in final if i == "ENTRYPOINT")) == ["trainjob-operator"]
+    assert json.loads(next(a for i, a in final if i == "CMD")) == ["run"]
+    # only the virtualenv crosses over: no sources, no wheels, no build tools
+    copies = [a for i, a in final if i == "COPY"]
+    assert copies == ["--from=build /opt/trainjob-operator /opt/trainjob-operator"]
+
+
+def test_the_chart_runs_the_image_user() -> None:
+    import yaml
+
+    values = yaml.safe_load((REPO / "charts" / "trainjob-operator" / "values.yaml").read_text())
+    user = next(a for i, a in stages()[-1] if i == "USER")
+    assert f"{values['podSecurityContext']['runAsUser']}:{values['podSecurityContext']['runAsGroup']}" == user
+
+
+def test_dockerignore_sends_only_what_the_build_copies() -> None:
+    ignore = (REPO / ".dockerignore").read_text().split()
+    assert ignore[0] == "*" and {"!pyproject.toml", "!README.md", "!src/"} <= set(ignore)
+
+
+@pytest.mark.timeout(900)
+def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
+    """`pip wheel . --no-deps`, a clean venv, `pip install <wheel>` with its dependencies, then --help."""
+    context = tmp_path / "context"  # what .dockerignore lets into the build context
+    context.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, context / name)
+    shutil.copytree(REPO / "src", context / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
+    wheels = tmp_path / "wheels"
+    run = lambda *cmd, **kw: subprocess.run(  # noqa: E731
+        [str(c) for c in cmd], cwd=kw.get("cwd", tmp_path), env=env, capture_output=True, text=True, timeout=600)
+
+    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", wheels, ".", cwd=context)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = wheels.glob("trainjob_operator-*.whl")
+
+    venv = tmp_path / "venv"
+    made = run(sys.executable, "-m", "venv", venv)
+    assert made.returncode == 0, made.stderr
+    installed = run(venv / "bin" / "pip", "install", wheel)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+
+    helped = run(venv / "bin" / "trainjob-operator", "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert "run" in helped.stdout
+    run_help = run(venv / "bin" / "trainjob-operator", "run", "--help")
+    assert run_help.returncode == 0, run_help.stderr
+    for flag in ("--kubeconfig", "--config", "--health-port", "--webhook-port", "--operator-namespace"):
+        assert flag in run_help.stdout
+
+    # only the runtime dependencies (pyproject [project].dependencies and theirs), none of the dev tools
+    frozen = run(venv / "bin" / "pip", "list", "--format=json")
+    names = {p["name"].lower().replace("_", "-") for p in json.loads(frozen.stdout)}
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for requirement in declared["dependencies"]:
+        assert re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-") in names
+    dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubernetes", "kubeflow", "import-linter"}
+    assert names & dev_only == set()
+    # the package data the operator needs at run time is in the wheel
+    shown = run(venv / "bin" / "python", "-c", "import trainjob_operator, pathlib; "
+                "print(pathlib.Path(trainjob_operator.__file__).parent)")
+    assert (Path(shown.stdout.strip()) / "py.typed").exists()
+    assert str(tmp_path) in shown.stdout  # the clean venv, not the checkout
