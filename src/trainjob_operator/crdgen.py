@@ -27,16 +27,16 @@ import difflib
 import json
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import annotated_types
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, StringConstraints
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -262,6 +262,11 @@ def _type_schema(tp: Any, definition: str | None, where: str) -> Schema:
     """The schema of a type annotation; `definition` types the `Any`s of dict-typed fields."""
     tp, _ = _unwrap_optional(tp)
     origin = get_origin(tp)
+    if origin is Annotated:  # e.g. a list item with its own StringConstraints
+        base, *metadata = get_args(tp)
+        schema = _type_schema(base, definition, where)
+        _constraints(schema, metadata, where)
+        return schema
     if tp is Any or (origin is dict and get_args(tp)[1] is Any):
         if definition is None:
             raise TypeError(
@@ -293,15 +298,34 @@ def _type_schema(tp: Any, definition: str | None, where: str) -> Schema:
     raise TypeError(f"{where}: cannot map {tp!r} to an OpenAPI schema")
 
 
-def _constraints(schema: Schema, info: FieldInfo, where: str) -> None:
-    """`Field(ge/le/gt/lt/min_length/max_length)` → the bound keywords of the schema's type."""
+def _constraints(schema: Schema, metadata: Iterable[Any], where: str) -> None:
+    """Constraints (`Field(ge/le/gt/lt/min_length/max_length/pattern)`, `StringConstraints`, annotated-types
+    in `Annotated`) → the bound keywords of the schema's type."""
     length_keys = {
         "string": ("minLength", "maxLength"),
         "array": ("minItems", "maxItems"),
         "object": ("minProperties", "maxProperties"),
     }
-    for meta in info.metadata:
-        if isinstance(meta, annotated_types.MinLen | annotated_types.MaxLen):
+    for meta in metadata:
+        if isinstance(meta, StringConstraints):
+            if schema.get("type") != "string":
+                raise TypeError(f"{where}: StringConstraints on a {schema.get('type')}")
+            if meta.min_length is not None:
+                schema["minLength"] = meta.min_length
+            if meta.max_length is not None:
+                schema["maxLength"] = meta.max_length
+            if meta.pattern is not None:
+                schema["pattern"] = meta.pattern if isinstance(meta.pattern, str) else meta.pattern.pattern
+        elif isinstance(meta, FieldInfo):  # Annotated[X, Field(...)]
+            if meta.json_schema_extra is not None:
+                raise TypeError(f"{where}: put json_schema_extra on the field, not inside Annotated")
+            _constraints(schema, meta.metadata, where)
+        elif type(meta).__name__ == "_PydanticGeneralMetadata":  # Field(pattern=...) and the like
+            for key, value in vars(meta).items():
+                if key != "pattern":
+                    raise TypeError(f"{where}: unsupported constraint {key}={value!r}")
+                schema["pattern"] = value if isinstance(value, str) else value.pattern
+        elif isinstance(meta, annotated_types.MinLen | annotated_types.MaxLen):
             if schema.get("type") not in length_keys:
                 raise TypeError(f"{where}: length bound on a {schema.get('type')}")
             lo, hi = length_keys[schema["type"]]
@@ -338,7 +362,7 @@ def field_schema(owner: type[BaseModel], name: str, info: FieldInfo) -> Schema:
     definition = extra.pop(DEFINITION_MARKER, None)
     items_extra = extra.pop("items", None)
     schema = _type_schema(info.annotation, definition, where)
-    _constraints(schema, info, where)
+    _constraints(schema, info.metadata, where)
     if info.default is not PydanticUndefined and info.default is not None:
         if not isinstance(info.default, str | int | float | bool):
             raise TypeError(f"{where}: only scalar defaults are emitted, got {info.default!r}")

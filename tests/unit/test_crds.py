@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, StringConstraints
 
 from trainjob_operator import crdgen
 from trainjob_operator.api import constants as c
@@ -99,9 +99,7 @@ def test_check_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 0
 
     path = tmp_path / TRAINJOB
-    path.write_text(
-        path.read_text(encoding="utf-8").replace("maxItems: 16", "maxItems: 17"), encoding="utf-8"
-    )
+    path.write_text(path.read_text(encoding="utf-8").replace("maxItems: 16", "maxItems: 17"), encoding="utf-8")
     capsys.readouterr()
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
@@ -178,6 +176,25 @@ def test_dict_typed_fields_name_their_kubernetes_definition() -> None:
             blob: dict[str, Any] | None = None
 
         crdgen.model_schema(Loose)
+
+
+def test_constraints_inside_annotated_and_field() -> None:
+    class Bounded(BaseModel):
+        names: list[Annotated[str, StringConstraints(min_length=1, max_length=7, pattern="^[a-z]+$")]] = Field(
+            max_length=3
+        )
+        count: Annotated[int, Field(ge=1, le=9)] | None = None
+        code: str = Field(pattern="^[A-Z]{2}$")
+
+    schema = crdgen.model_schema(Bounded)
+    assert schema["properties"]["names"] == {
+        "type": "array",
+        "maxItems": 3,
+        "items": {"type": "string", "minLength": 1, "maxLength": 7, "pattern": "^[a-z]+$"},
+    }
+    assert schema["properties"]["count"] == {"type": "integer", "format": "int32", "minimum": 1, "maximum": 9}
+    assert schema["properties"]["code"] == {"type": "string", "pattern": "^[A-Z]{2}$"}
+    assert schema["required"] == ["code", "names"]
 
 
 # ----------------------------------------------------------------------------------------------- the kinds
@@ -315,8 +332,7 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
         (
             "spec.managedBy",
             [
-                "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue"
-                " if set",
+                "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set",
                 "field is immutable",
             ],
         ),
@@ -333,9 +349,7 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
         ("spec.suspend", []),
     ],
 )
-def test_trainjob_cel_messages_verbatim(
-    crds: dict[str, dict[str, Any]], path: str, expected: list[str]
-) -> None:
+def test_trainjob_cel_messages_verbatim(crds: dict[str, dict[str, Any]], path: str, expected: list[str]) -> None:
     assert messages(at(crds[TRAINJOB], path)) == expected
 
 
@@ -383,12 +397,9 @@ def test_runtime_patches(crds: dict[str, dict[str, Any]]) -> None:
 def test_patch_dicts_are_typed_from_kubernetes(crds: dict[str, dict[str, Any]]) -> None:
     pod = at(crds[TRAINJOB], f"spec.runtimePatches[].{PATCH_POD}")["properties"]
     assert (
-        "requiredDuringSchedulingIgnoredDuringExecution"
-        in pod["affinity"]["properties"]["nodeAffinity"]["properties"]
+        "requiredDuringSchedulingIgnoredDuringExecution" in pod["affinity"]["properties"]["nodeAffinity"]["properties"]
     )
-    assert {"key", "operator", "effect", "tolerationSeconds"} <= set(
-        pod["tolerations"]["items"]["properties"]
-    )
+    assert {"key", "operator", "effect", "tolerationSeconds"} <= set(pod["tolerations"]["items"]["properties"])
     assert pod["schedulingGates"]["items"] == {
         "type": "object",
         "properties": {"name": {"type": "string"}},
@@ -555,9 +566,7 @@ def test_k8s_models_name_real_fields(model: type[K8sModel]) -> None:
         assert (info.alias or name) in properties, f"{model.__qualname__}.{name}"
 
 
-@pytest.mark.parametrize(
-    ("definition", "prop"), sorted(crdgen.K8S_DEFAULTS), ids=lambda v: v.rsplit(".", 1)[-1]
-)
+@pytest.mark.parametrize(("definition", "prop"), sorted(crdgen.K8S_DEFAULTS), ids=lambda v: v.rsplit(".", 1)[-1])
 def test_kubernetes_defaults_name_real_fields(definition: str, prop: str) -> None:
     assert prop in crdgen.k8s_definitions()[definition]["properties"]
 
@@ -616,9 +625,7 @@ TORCH_RUNTIME: dict[str, Any] = {
                                                 "env": [
                                                     {
                                                         "name": "POD_IP",
-                                                        "valueFrom": {
-                                                            "fieldRef": {"fieldPath": "status.podIP"}
-                                                        },
+                                                        "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
                                                     }
                                                 ],
                                                 "securityContext": {"runAsNonRoot": True},
