@@ -1,8 +1,8 @@
 """TrainJob `trainer.kubeflow.org/v1alpha1`: what a practitioner submits."""
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from . import constants as c
 from .base import ApiModel, K8sModel
@@ -26,6 +26,7 @@ from .rules import (
 )
 
 MAX_COMMAND_ITEM = 1048576
+CommandItem = Annotated[str, StringConstraints(max_length=MAX_COMMAND_ITEM)]
 
 _MAP_BY_NAME: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
 _IMMUTABLE_MAP_BY_NAME: dict[str, Any] = {**_MAP_BY_NAME, **x_validations(IMMUTABLE)}
@@ -55,11 +56,11 @@ class Initializer(ApiModel):
 
 class Trainer(ApiModel):
     image: str | None = Field(default=None, max_length=500)
-    command: list[str] | None = Field(
+    command: list[CommandItem] | None = Field(
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
                                                           "items": {"maxLength": MAX_COMMAND_ITEM}}
     )
-    args: list[str] | None = Field(
+    args: list[CommandItem] | None = Field(
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
                                                           "items": {"maxLength": MAX_COMMAND_ITEM}}
     )

@@ -1,5 +1,6 @@
 """Field errors in the shape of Kubernetes' field.ErrorList, and the build error of the pipeline."""
 
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -14,20 +15,22 @@ class ErrorType(Enum):
     TOO_MANY = "Too many"
     INTERNAL = "Internal error"
     NOT_FOUND = "Not found"
+    DUPLICATE = "Duplicate value"
+    PLAIN = ""
+    """An error without a field path (upstream returns a bare Go error)."""
 
 
 _NO_VALUE = object()
 
 
 def render_value(value: Any) -> str:
-    """Kubernetes prints strings quoted and everything else plainly."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """As apimachinery v0.36 prints a field error's value: strings quoted, numbers plain, objects and lists
+    as compact JSON."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if value is None:
-        return "null"
-    return str(value)
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -40,18 +43,31 @@ class FieldError:
     @property
     def message(self) -> str:
         """Everything after the path, as `kubectl` shows it."""
-        if self.type in (ErrorType.INVALID, ErrorType.NOT_SUPPORTED) and self.value is not _NO_VALUE:
-            return f"{self.type.value}: {render_value(self.value)}: {self.detail}"
+        if self.type in (ErrorType.INVALID, ErrorType.NOT_SUPPORTED, ErrorType.DUPLICATE) and \
+                self.value is not _NO_VALUE:
+            value = render_value(self.value)
+            return f"{self.type.value}: {value}: {self.detail}" if self.detail else f"{self.type.value}: {value}"
         if self.detail:
             return f"{self.type.value}: {self.detail}"
         return self.type.value
 
     def __str__(self) -> str:
+        if self.type is ErrorType.PLAIN:
+            return self.detail
         return f"{self.path}: {self.message}"
 
 
 def invalid(path: str, value: Any, detail: str) -> FieldError:
     return FieldError(path, ErrorType.INVALID, detail, value)
+
+
+def plain(detail: str) -> FieldError:
+    return FieldError("", ErrorType.PLAIN, detail)
+
+
+def invalid_rule(path: str, detail: str) -> FieldError:
+    """A CEL rule on an object, a list or the root fails: Kubernetes prints no value."""
+    return FieldError(path, ErrorType.INVALID, detail)
 
 
 def forbidden(path: str, detail: str) -> FieldError:

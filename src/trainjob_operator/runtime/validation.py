@@ -13,7 +13,8 @@ from ..api import constants as c
 from ..api import rules
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
-from .errors import ErrorType, FieldError, Validation, forbidden, invalid, required
+from . import names
+from .errors import ErrorType, FieldError, Validation, forbidden, invalid, invalid_rule, plain, required
 from .info import RuntimeSource
 from .observed import NOTHING, Observed
 from .pipeline import Framework
@@ -55,7 +56,8 @@ def _schema_error(error: Any) -> FieldError:
         return FieldError(path, ErrorType.TOO_MANY, f"{ctx.get('actual_length')}: must have at most "
                                                     f"{ctx.get('max_length')} items")
     if kind == "too_short":
-        return invalid(path, value, f"{path} in body should have at least {ctx.get('min_length')} items")
+        size = len(value) if isinstance(value, list | dict) else value
+        return invalid(path, size, f"{path} in body should have at least {ctx.get('min_length')} items")
     if kind == "literal_error":
         expected = str(ctx.get("expected", "")).replace("'", '"').replace(" or ", ", ")
         return FieldError(path, ErrorType.NOT_SUPPORTED, f"supported values: {expected}", value)
@@ -83,18 +85,44 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def parse(model: type[M], raw: Any) -> tuple[M | None, list[FieldError]]:
-    """The typed object, or the schema errors that stop the API server from storing it."""
+# Schema errors after which the API server does not evaluate CEL rules (it says so in one extra error).
+_CEL_BLOCKING = ("missing", "literal_error", "string_too_long", "too_long", "_type", "_parsing", "int_from_float")
+CEL_SKIPPED = FieldError("<nil>", ErrorType.INVALID, "some validation rules were not checked because the object "
+                         "was invalid; correct the existing errors to complete validation", None)
+
+
+def _blocks_cel(kind: str) -> bool:
+    return any(kind == k or (k.startswith("_") and kind.endswith(k)) for k in _CEL_BLOCKING)
+
+
+def schema_errors(model: type[M], raw: Any) -> tuple[M | None, list[FieldError], bool]:
+    """The typed object or the schema errors, and whether those errors keep CEL rules from running."""
     if not isinstance(raw, dict):
-        return None, [invalid("<root>", _json_type(raw), "the object must be a mapping")]
+        return None, [invalid("<root>", _json_type(raw), "the object must be a mapping")], True
     try:
-        return model.model_validate(raw), []
+        return model.model_validate(raw), [], False
     except ValidationError as err:
         unique: dict[str, FieldError] = {}
+        blocking = False
         for e in err.errors():
             fe = _schema_error(e)
             unique.setdefault(str(fe), fe)
-        return None, list(unique.values())
+            blocking = blocking or _blocks_cel(e["type"])
+        return None, list(unique.values()), blocking
+
+
+def parse(model: type[M], raw: Any) -> tuple[M | None, list[FieldError]]:
+    """The typed object, or the schema errors that stop the API server from storing it."""
+    parsed, errors, _ = schema_errors(model, raw)
+    return parsed, errors
+
+
+def object_name_errors(raw: dict[str, Any]) -> list[FieldError]:
+    """The API server's own check of a custom resource's name (a DNS-1123 subdomain)."""
+    name = _get(raw, "metadata", "name")
+    if isinstance(name, str) and name and not names.is_dns1123_subdomain(name):
+        return [invalid("metadata.name", name, names.DNS1123_SUBDOMAIN_MESSAGE)]
+    return []
 
 
 # --- CRD-level CEL rules ---------------------------------------------------------------------------
@@ -113,9 +141,9 @@ def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
     name = _get(raw, "metadata", "name")
     if isinstance(name, str):
         if not _NAME.match(name):
-            errors.append(invalid("metadata.name", name, rules.NAME_RFC1035.message))
+            errors.append(invalid_rule("<nil>", rules.NAME_RFC1035.message))
         if len(name) > 63:
-            errors.append(invalid("metadata.name", name, rules.NAME_MAX_63.message))
+            errors.append(invalid_rule("<nil>", rules.NAME_MAX_63.message))
     for kind in ("dataset", "model"):
         uri = _get(raw, "spec", "initializer", kind, "storageUri")
         if isinstance(uri, str) and uri != "" and not _URI.match(uri):
@@ -130,12 +158,10 @@ def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
     managers = [p.get("manager") for p in patches if isinstance(p, dict)] if isinstance(patches, list) else []
     for i, manager in enumerate(managers):
         if manager is not None and manager in managers[:i]:
-            errors.append(FieldError(f"spec.runtimePatches[{i}]", ErrorType.INVALID,
-                                     f'Duplicate value: map[string]interface {{}}{{"manager":"{manager}"}}',
-                                     {"manager": manager}))
+            errors.append(FieldError(f"spec.runtimePatches[{i}]", ErrorType.DUPLICATE, "", {"manager": manager}))
     trainer_status = _get(raw, "status", "trainerStatus")
     if isinstance(trainer_status, dict) and "lastUpdatedTime" not in trainer_status:
-        errors.append(invalid("status.trainerStatus", "object", rules.TRAINER_STATUS_TIME.message))
+        errors.append(invalid_rule("status", rules.TRAINER_STATUS_TIME.message))
     return errors
 
 
@@ -146,13 +172,13 @@ def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
         return []
     errors: list[FieldError] = []
     if sum(key in policy for key in ("torch", "mpi", "jax", "xgboost", "flux")) > 1:
-        errors.append(invalid("spec.mlPolicy", "object", rules.ONE_ML_POLICY.message))
+        errors.append(invalid_rule("spec.mlPolicy", rules.ONE_ML_POLICY.message))
     targets = _get(policy, "torch", "envInjection", "targets")
     for i, target in enumerate(targets if isinstance(targets, list) else []):
         names = target.get("containerNames") if isinstance(target, dict) else None
         if isinstance(names, list) and c.NODE in names:
-            errors.append(invalid(f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
-                                  "array", rules.ENV_INJECTION_NOT_NODE.message))
+            errors.append(invalid_rule(f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
+                                       rules.ENV_INJECTION_NOT_NODE.message))
     for source, rule in (("mpi", rules.MPI_NUM_PROC_PER_NODE), ("flux", rules.FLUX_NUM_PROC_PER_NODE)):
         value = _get(policy, source, "numProcPerNode")
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
@@ -160,50 +186,48 @@ def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-IMMUTABLE_SPEC_FIELDS = ("runtime_ref", "initializer", "trainer", "active_deadline_seconds", "managed_by")
-IMMUTABLE_POD_PATCH_FIELDS = ("service_account_name", "volumes", "init_containers", "containers",
-                              "image_pull_secrets", "security_context", "termination_grace_period_seconds")
+IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy")
+IMMUTABLE_POD_PATCH_FIELDS = ("serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets",
+                              "securityContext", "terminationGracePeriodSeconds")
 
 
-def trainjob_transition(old: TrainJob, new: TrainJob) -> list[FieldError]:
-    """CEL transition rules (`self == oldSelf`) of an UPDATE."""
-    errors = []
-    for name in IMMUTABLE_SPEC_FIELDS:
-        before, after = getattr(old.spec, name), getattr(new.spec, name)
-        if before != after:
-            alias = TrainJob.model_fields["spec"].annotation.model_fields[name].alias  # type: ignore[union-attr]
-            errors.append(invalid(f"spec.{alias}", _json_type(_wire(after)), rules.IMMUTABLE.message))
-    old_patches = {p.manager: p for p in old.spec.runtime_patches or []}
-    for i, patch in enumerate(new.spec.runtime_patches or []):
-        previous = old_patches.get(patch.manager)
-        if previous is None:
-            continue
-        for j, (before_job, after_job) in enumerate(zip(_patch_jobs(previous), _patch_jobs(patch), strict=False)):
-            if before_job[0] != after_job[0] or before_job[1] is None or after_job[1] is None:
-                continue
-            for name in IMMUTABLE_POD_PATCH_FIELDS:
-                if getattr(before_job[1], name) != getattr(after_job[1], name):
-                    field = before_job[1].model_fields[name].alias or name
-                    errors.append(invalid(
-                        f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
-                        f".template.spec.template.spec.{field}", "object", rules.IMMUTABLE.message))
-    return errors
-
-
-def _wire(value: Any) -> Any:
-    return value.to_wire() if hasattr(value, "to_wire") else value
-
-
-def _patch_jobs(patch: Any) -> list[tuple[str, Any]]:
-    template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-    if template is None or template.spec is None:
+def _immutable(path: str, before: Any, after: Any) -> list[FieldError]:
+    """`self == oldSelf`: evaluated only when the value exists on both sides; scalars show the new value."""
+    if before is None or after is None or before == after:
         return []
-    result = []
-    for rjob in template.spec.replicated_jobs or []:
-        pod = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
-            rjob.template.spec.template else None
-        result.append((rjob.name, pod))
-    return result
+    if isinstance(after, dict | list):
+        return [invalid_rule(path, rules.IMMUTABLE.message)]
+    return [invalid(path, after, rules.IMMUTABLE.message)]
+
+
+def _by_key(items: Any, key: str) -> dict[Any, tuple[int, dict[str, Any]]]:
+    return {item.get(key): (i, item) for i, item in enumerate(items if isinstance(items, list) else [])
+            if isinstance(item, dict)}
+
+
+def trainjob_transition(old_raw: dict[str, Any], new_raw: dict[str, Any]) -> list[FieldError]:
+    """CEL transition rules of an UPDATE; list-map entries are correlated by their keys, as the API server does."""
+    errors: list[FieldError] = []
+    old_spec, new_spec = _get(old_raw, "spec") or {}, _get(new_raw, "spec") or {}
+    for name in IMMUTABLE_SPEC_FIELDS:
+        errors += _immutable(f"spec.{name}", old_spec.get(name), new_spec.get(name))
+    old_patches = _by_key(old_spec.get("runtimePatches"), "manager")
+    for i, patch in _by_key(new_spec.get("runtimePatches"), "manager").values():
+        if patch.get("manager") not in old_patches:
+            continue
+        previous = old_patches[patch["manager"]][1]
+        jobs_path = ("trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+        old_jobs = _by_key(_get(previous, *jobs_path), "name")
+        for j, rjob in _by_key(_get(patch, *jobs_path), "name").values():
+            if rjob.get("name") not in old_jobs:
+                continue
+            before = _get(old_jobs[rjob["name"]][1], "template", "spec", "template", "spec") or {}
+            after = _get(rjob, "template", "spec", "template", "spec") or {}
+            prefix = (f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs[{j}]"
+                      ".template.spec.template.spec")
+            for name in IMMUTABLE_POD_PATCH_FIELDS:
+                errors += _immutable(f"{prefix}.{name}", before.get(name), after.get(name))
+    return errors
 
 
 # --- admission (webhooks) ---------------------------------------------------------------------------
@@ -217,8 +241,7 @@ def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lo
     """The TrainJob validating webhook (§7.2): runtime kind and existence, deprecation, plugin checks."""
     ref = new.spec.runtime_ref
     if ref.api_group != c.GROUP or ref.kind not in SUPPORTED_KINDS:
-        unsupported = f"unsupported runtime: {ref.kind}.{ref.api_group}"
-        return Validation((invalid("spec.runtimeRef", ref.to_wire(), unsupported),))
+        return Validation((plain(f"unsupported runtime: {ref.kind}.{ref.api_group}"),))
     runtime = lookup(ref.kind, new.namespace, ref.name)
     if runtime is None:
         if ref.kind == c.TRAINING_RUNTIME_KIND:
@@ -248,9 +271,10 @@ def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validati
         if (rjob.replicas if rjob.replicas is not None else 1) != 1:
             errors.append(invalid(f"{path}.replicas", rjob.replicas, "always must be 1"))
         pod = rjob.template.spec.template.spec
-        names = [ct.name for ct in pod.containers] if pod is not None else []
-        if c.ANCESTOR_CONTAINERS[ancestor] not in names:
-            errors.append(invalid(f"{path}.template.spec.template.spec.containers", names,
+        containers = [ct.to_wire() for ct in pod.containers] if pod is not None else []
+        if c.ANCESTOR_CONTAINERS[ancestor] not in [ct["name"] for ct in containers]:
+            errors.append(invalid(f"{path}.template.spec.template.spec.containers",
+                                  [names.go_container(ct) for ct in containers],
                                   f"must contain the required container for the ancestor: {ancestor}"))
     warnings: tuple[str, ...] = ()
     if runtime.kind == c.CLUSTER_TRAINING_RUNTIME_KIND and \
@@ -265,15 +289,15 @@ def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validati
 
 def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | None, Validation]:
     """Schema + CEL (+ transition rules when `old_raw` is given): what the API server enforces."""
-    job, errors = parse(TrainJob, raw)
+    job, schema, blocking = schema_errors(TrainJob, raw)
+    errors = (object_name_errors(raw) if isinstance(raw, dict) else []) + schema
+    if blocking:
+        return job, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
         errors += trainjob_cel(raw)
-    if job is None:
-        return None, Validation(tuple(errors))
-    if old_raw is not None:
-        old, _ = parse(TrainJob, old_raw)
-        if old is not None:
-            errors += trainjob_transition(old, job)
+        old = parse(TrainJob, old_raw)[0] if isinstance(old_raw, dict) else None
+        if old is not None and job is not None:  # compare as stored: with the CRD defaults applied
+            errors += trainjob_transition(old.to_wire(), job.to_wire())
     return job, Validation(tuple(errors))
 
 
@@ -282,7 +306,10 @@ def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | 
     model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = (
         TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
     )
-    runtime, errors = parse(model, raw)
+    runtime, schema, blocking = schema_errors(model, raw)
+    errors = (object_name_errors(raw) if isinstance(raw, dict) else []) + schema
+    if blocking:
+        return runtime, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
         errors += ml_policy_cel(raw)
     return runtime, Validation(tuple(errors))
@@ -296,6 +323,7 @@ __all__ = [
     "forbidden",
     "ml_policy_cel",
     "parse",
+    "schema_errors",
     "trainjob_cel",
     "trainjob_transition",
 ]

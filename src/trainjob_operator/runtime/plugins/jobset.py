@@ -1,6 +1,5 @@
 """JobSet: builds the JobSet from the Info, validates runtime patches and initializers, maps status back."""
 
-import re
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -8,6 +7,7 @@ from ...api import constants as c
 from ...api.core import EnvVar, ObjectMeta
 from ...api.jobset import ReplicatedJob
 from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, TrainJobStatus
+from .. import names
 from ..apply import upsert_env
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
@@ -129,29 +129,32 @@ def _validate_initializers(info: RuntimeInfo, job: TrainJob) -> list[FieldError]
             errors.append(invalid("spec.runtimeRef", ref,
                                   f"must have {name} job when trainJob is configured with input {config}"))
             continue
-        container = pod_set.container(name)
-        if container is None:
+        if pod_set.container(name, include_init=True) is None:
             errors.append(invalid("spec.runtimeRef", ref,
                                   f"must have container with name - {name} in the {name} job"))
             continue
-        if not any(m.name == c.INITIALIZER_VOLUME for m in container.volume_mounts or []):
+        # Upstream finds the container among init containers too, but looks for the mount on regular ones only.
+        container = pod_set.container(name)
+        if container is None or not any(m.name == c.INITIALIZER_VOLUME for m in container.volume_mounts or []):
             errors.append(invalid("spec.runtimeRef", ref,
                                   f"must have volumeMount with name - {c.INITIALIZER_VOLUME} in container "
                                   f"{name} of the {name} job"))
     return errors
 
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
-_URL_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
-
-
-def is_domain_prefixed_path(value: str) -> bool:
-    """Kubernetes' IsDomainPrefixedPath: `<DNS-1123 subdomain>/<non-empty path>`."""
-    host, sep, path = value.partition("/")
-    if not sep or not path or len(host) > 253:
-        return False
-    return _DNS_SUBDOMAIN.fullmatch(host) is not None and _URL_PATH.fullmatch(path) is not None
+def domain_prefixed_path_errors(path: str, value: str) -> list[FieldError]:
+    """apimachinery's IsDomainPrefixedPath: `<DNS-1123 subdomain>/<non-empty HTTP path>`."""
+    host, sep, rest = value.partition("/")
+    if not sep or not rest:
+        return [invalid(path, value, DOMAIN_PREFIXED_HINT)]
+    errors = []
+    if len(host) > 253:
+        errors.append(invalid(path, host, "must be no more than 253 characters"))
+    if not names.DNS1123_SUBDOMAIN.fullmatch(host):
+        errors.append(invalid(path, host, names.DNS1123_SUBDOMAIN_MESSAGE))
+    if not names.HTTP_PATH.fullmatch(rest):
+        errors.append(invalid(path, rest, names.INVALID_PATH_MESSAGE))
+    return errors
 
 
 def _patch_without_time(job: TrainJob | None) -> list[dict[str, Any]]:
@@ -162,37 +165,6 @@ def _patch_without_time(job: TrainJob | None) -> list[dict[str, Any]]:
 
 def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> list[FieldError]:
     errors: list[FieldError] = []
-    runtime_jobs = {rj.name: rj for rj in info.runtime.spec.template.spec.replicated_jobs}
-    patches = new.spec.runtime_patches or []
-    for patch in patches:
-        if not is_domain_prefixed_path(patch.manager):
-            errors.append(invalid("spec.runtimePatches.manager", patch.manager, DOMAIN_PREFIXED_HINT))
-        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-        for rjob in (template.spec.replicated_jobs or []) if template and template.spec else []:
-            runtime_job = runtime_jobs.get(rjob.name)
-            if runtime_job is None:
-                errors.append(invalid("spec.runtimePatches", rjob.name,
-                                      "must not have replicated job that doesn't exist in the runtime job template"))
-                continue
-            pod = runtime_job.template.spec.template.spec
-            regular = {ct.name for ct in pod.containers} if pod else set()
-            init = {ct.name for ct in pod.init_containers or []} if pod else set()
-            pod_patch = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
-                rjob.template.spec.template else None
-            if pod_patch is None:
-                continue
-            for container in pod_patch.init_containers or []:
-                if container.name not in init | regular:
-                    detail = f"must not have initContainer that doesn't exist in the runtime job {rjob.name}"
-                    errors.append(invalid("spec.runtimePatches", container.name, detail))
-            for container in pod_patch.containers or []:
-                if container.name not in init | regular:
-                    detail = f"must not have container that doesn't exist in the runtime job {rjob.name}"
-                    errors.append(invalid("spec.runtimePatches", container.name, detail))
-                elif container.env and container.name in PROTECTED_ENV_CONTAINERS:
-                    errors.append(invalid("spec.runtimePatches", container.name,
-                                          "must not have envs for the dataset-initializer, model-initializer, node "
-                                          "containers"))
     if old is not None and _patch_without_time(old) != _patch_without_time(new):
         if not old.spec.suspend and not new.spec.suspend:
             errors.append(forbidden("spec.runtimePatches",
@@ -204,6 +176,36 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
                     errors.append(forbidden("spec.runtimePatches",
                                             f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob "
                                             f"{status.get('name')} is still active"))
+    runtime_jobs = {rj.name: rj for rj in info.runtime.spec.template.spec.replicated_jobs}
+    patches = new.spec.runtime_patches or []
+    every_patch = [p.to_wire() for p in patches]
+
+    def bad(detail: str) -> None:
+        errors.append(invalid("spec.runtimePatches", every_patch, detail))
+
+    for patch in patches:
+        errors += domain_prefixed_path_errors("spec.runtimePatches.manager", patch.manager)
+        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+        for rjob in (template.spec.replicated_jobs or []) if template and template.spec else []:
+            runtime_job = runtime_jobs.get(rjob.name)
+            if runtime_job is None:
+                bad("must not have replicated job that doesn't exist in the runtime job template")
+                continue
+            pod = runtime_job.template.spec.template.spec
+            names = ({ct.name for ct in pod.containers} | {ct.name for ct in pod.init_containers or []}) \
+                if pod else set()
+            pod_patch = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
+                rjob.template.spec.template else None
+            if pod_patch is None:
+                continue
+            for container in pod_patch.init_containers or []:
+                if container.name not in names:
+                    bad(f"must not have initContainer that doesn't exist in the runtime job {rjob.name}")
+            for container in pod_patch.containers or []:
+                if container.name not in names:
+                    bad(f"must not have container that doesn't exist in the runtime job {rjob.name}")
+                elif container.env and container.name in PROTECTED_ENV_CONTAINERS:
+                    bad("must not have envs for the dataset-initializer, model-initializer, node containers")
     return errors
 
 

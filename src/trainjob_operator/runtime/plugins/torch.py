@@ -72,7 +72,7 @@ class Torch(EnforceMLPolicy, CustomValidation):
             pod_set = info.pod_set(target.job_name)
             for name in target.container_names:
                 if pod_set is None or pod_set.container(name, include_init=True) is None:
-                    errors.append(invalid("spec.runtimeRef", new.spec.runtime_ref.to_wire(),
+                    errors.append(invalid("spec.runtimeRef", target.to_wire(),
                                           envinjection_missing(target.job_name, name)))
         trainer = new.spec.trainer
         if trainer is None:
@@ -87,6 +87,7 @@ class Torch(EnforceMLPolicy, CustomValidation):
 
 
 def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
+    """Upstream's torchtune checks; QLoRA ones follow the config the build would choose."""
     trainer = job.spec.trainer
     assert trainer is not None
     errors: list[FieldError] = []
@@ -98,20 +99,21 @@ def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
     num_nodes = trainer.num_nodes
     if num_nodes is not None and num_nodes > 1 and model != "llama3_3/70B":
         errors.append(invalid("spec.trainer.numNodes", num_nodes, f"must be 1 for {model} model"))
-    qlora, lora = torchtune.uses_qlora(args), torchtune.uses_lora(args)
-    if qlora and model.startswith("qwen2_5"):
+    trainer_set = info.ancestor(c.ANCESTOR_TRAINER)
+    nodes = num_nodes if num_nodes is not None else (trainer_set.count if trainer_set is not None else 1)
+    num_proc: int | str = trainer.num_proc_per_node if trainer.num_proc_per_node is not None else "auto"
+    gpus = gpu_count(decision_resources(info, job))
+    _, config = torchtune.recipe_and_config(nodes, num_proc, gpus, args)
+    if "qlora" in config and model.startswith("qwen2_5"):
         errors.append(invalid("spec.runtimeRef.name", job.spec.runtime_ref.name,
                               f"QLoRA is not supported for {model} model"))
-    if qlora and model in ("llama3_2/1B", "llama3_2/3B"):
-        resources = trainer.resources_per_node
-        num_proc = trainer.num_proc_per_node
-        if num_proc is not None and num_proc != 1:
-            errors.append(invalid("spec.trainer.numProcPerNode", num_proc,
-                                  f"must be auto or 1 for {model} model when using QLoRA"))
-        if resources is not None and gpu_count(resources) != 1:
-            errors.append(invalid("spec.trainer.resourcesPerNode", resources.to_wire(),
-                                  f"must have gpu resource with value 1 for {model} model when using QLoRA"))
-    if num_nodes is not None and num_nodes > 1 and (lora or qlora):
+    if config == "_qlora" and model in ("llama3_2/1B", "llama3_2/3B"):
+        errors.append(invalid("spec.trainer.numProcPerNode", num_proc,
+                              f"must be auto or 1 for {model} model when using QLoRA"))
+        resources = trainer.resources_per_node.to_wire() if trainer.resources_per_node is not None else None
+        errors.append(invalid("spec.trainer.resourcesPerNode", resources,
+                              f"must have gpu resource with value 1 for {model} model when using QLoRA"))
+    if num_nodes is not None and num_nodes > 1 and (torchtune.uses_lora(args) or torchtune.uses_qlora(args)):
         errors.append(invalid("spec.trainer.numNodes", num_nodes,
                               "LoRA fine-tuning is not supported for multi-node training in TorchTune"))
     for i, arg in enumerate(args):

@@ -1,7 +1,5 @@
 """TorchTune mode of the Torch plugin: the `tune run` command rewrite and its validation (spec §3.1)."""
 
-import re
-
 from ...api import constants as c
 from ...api.trainjob import TrainJob
 
@@ -24,12 +22,17 @@ def uses_lora(args: list[str]) -> bool:
     return any("model.lora_attn_modules" in arg for arg in args)
 
 
-_QUANTIZE = re.compile(r"model\.quantize_base=(?i:true)$")
-_DORA = re.compile(r"model\.use_dora=(?i:true)$")
+def _flag(args: list[str], key: str) -> bool:
+    """An arg `…<key>=true`: the key contains `key`, the value trimmed is "true" in any case (as upstream)."""
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and key in name and value.strip().lower() == "true":
+            return True
+    return False
 
 
 def uses_qlora(args: list[str]) -> bool:
-    return any(_QUANTIZE.search(a) for a in args) and not any(_DORA.search(a) for a in args)
+    return _flag(args, "model.quantize_base") and not _flag(args, "model.use_dora")
 
 
 def recipe_and_config(num_nodes: int, num_proc: int | str, gpus: int, args: list[str]) -> tuple[str, str]:

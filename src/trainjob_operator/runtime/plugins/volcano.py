@@ -62,7 +62,9 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, WatchEx
         if observed.priority_classes is not None:
             for pod_set in info.pod_sets:
                 name = pod_set.pod_spec.priority_class_name
-                if not name or name in SYSTEM_PRIORITY_CLASSES:
+                if name in SYSTEM_PRIORITY_CLASSES:
+                    break  # upstream stops checking at a system priority class
+                if not name:
                     continue
                 if name not in observed.priority_classes:
                     errors.append(invalid("spec.templateSpec.priorityClassName", name,
