@@ -32,5 +32,5 @@ CONTAINER_FIELD_ORDER: Final = (
 def go_container(container: dict[str, object]) -> dict[str, object]:
     """A container as Go's encoding/json writes corev1.Container: its field order, `resources` always present."""
     filled: dict[str, object] = {"resources": {}, **container}
-    ordered = {k: filled[k] for k in CONTAINER_FIELD_ORDER if k in filled}
+    ordered: dict[str, object] = {k: filled[k] for k in CONTAINER_FIELD_ORDER if k in filled}
     return {**ordered, **{k: v for k, v in filled.items() if k not in ordered}}
