@@ -11,7 +11,7 @@ CLUSTER_PYTHON := $(PY)
 include hack/cluster/cluster.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck crds crds-check test test-unit test-integration test-e2e bench bench-render demo clean
+.PHONY: help install lint typecheck crds crds-check test test-unit test-integration test-e2e bench bench-render demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -60,11 +60,17 @@ bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJob
 
 bench: bench-render ## all benchmarks
 
-demo: $(STAMP) ## render the example TrainJobs against the example runtimes, offline
+demo-offline: $(STAMP) ## render the example TrainJobs against the example runtimes, offline
 	@echo ">> validating examples/trainjobs.yaml against examples/runtimes.yaml"
 	@$(VENV)/bin/trainjob-operator validate -f examples/trainjobs.yaml -r examples/runtimes.yaml
 	@echo ">> objects the operator would apply:"
 	@$(VENV)/bin/trainjob-operator render -f examples/trainjobs.yaml -r examples/runtimes.yaml
+
+demo: $(STAMP) tools ## the operator on a local control plane: example TrainJobs run to Complete
+	@$(PY) hack/demo.py
+
+demo-down: ## stop the demo's operator and cluster
+	@$(PY) hack/demo.py down
 
 clean: ## remove the virtualenv and caches (not the tool cache outside the repo)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
