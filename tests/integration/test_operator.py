@@ -138,6 +138,28 @@ def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProc
         refused.stderr
 
 
+def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    mpi_runtime = runtime(namespace, "mpi")
+    mpi_runtime["spec"]["mlPolicy"] = {"numNodes": 1, "mpi": {"numProcPerNode": 1}}
+    node = mpi_runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    launcher = {"name": "launcher", "template": {"spec": {"backoffLimit": 0, "template": {"spec": {
+        "containers": [{"name": "node", "image": "mpi", "command": ["mpirun", "hostname"]}]}}}}}
+    node["template"]["metadata"] = {}
+    launcher["template"]["metadata"] = {"labels": {c.ANCESTOR_LABEL: "trainer"}}
+    mpi_runtime["spec"]["template"]["spec"]["replicatedJobs"] = [launcher, node]
+    kube.apply(mpi_runtime, trainjob(namespace, "mpi-job", runtime_name="mpi", trainer={"numNodes": 2}))
+    secret = eventually(lambda: kube.get("secret", "mpi-job-mpi-ssh-auth", namespace), "the SSH Secret")
+    assert (secret["type"], secret["immutable"], sorted(secret["data"])) == (
+        "kubernetes.io/ssh-auth", True, ["ssh-privatekey", "ssh-publickey"])
+    hostfile = eventually(lambda: kube.get("configmap", "mpi-job-mpi-hostfile", namespace), "the hostfile")
+    assert hostfile["data"]["hostfile"] == "mpi-job-node-0-0.mpi-job slots=1\nmpi-job-node-0-1.mpi-job slots=1\n"
+    eventually(lambda: condition(kube.get("trainjob", "mpi-job", namespace), "Complete"), "Complete", timeout=90)
+    assert kube.get("secret", "mpi-job-mpi-ssh-auth", namespace)["metadata"]["resourceVersion"] == \
+        secret["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert secret["data"]["ssh-privatekey"] not in operator.log()
+    assert "PRIVATE KEY" not in operator.log()
+
+
 def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     kube.apply(runtime(namespace), trainjob(namespace, "finished"))
     eventually(lambda: condition(kube.get("trainjob", "finished", namespace), "Complete"), "Complete", timeout=90)
