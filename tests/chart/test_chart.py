@@ -1,0 +1,566 @@
+"""The Helm chart charts/trainjob-operator: generated copies in sync, lint, golden renderings, schema-rejected
+values, what each object must say, and (marked `cluster`) a real install plus the operator running under the
+chart's own RBAC."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from cluster_fixtures import wait_for
+from operator_fixtures import Kube, free_port
+from pss import restricted_violations
+from trainjob_operator.config import OperatorConfig
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "trainjob-operator"
+GOLDEN = Path(__file__).parent / "golden"
+RUNTIME_NAMES = sorted(p.stem for p in (REPO / "runtimes").glob("*.yaml"))
+
+FULL_VALUES: dict[str, Any] = {
+    "replicas": 2,
+    "commonLabels": {"team": "ml-platform"},
+    "crds": {"enabled": True, "keep": False},
+    "image": {"registry": "registry.example.com", "repository": "ml/trainjob-operator", "tag": "1.2.3"},
+    "config": {"namespaces": ["team-a", "team-b"], "concurrency": 16, "log_level": "DEBUG",
+               "webhook": {"port": 10250, "failure_policy": "Ignore", "cert_secret_name": "tjo-cert"},
+               "health": {"port": 9090},
+               "leader_election": {"lease_name": "tjo-leader", "lease_duration_seconds": 30}},
+    "service": {"webhookPort": 8443, "metricsPort": 9090},
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "control-plane", "effect": "NoSchedule"}],
+    "priorityClassName": "system-cluster-critical",
+    "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+    "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+    "runtimes": {"defaultEnabled": True,
+                 "imageOverrides": {"nvcr.io/nvidia/jax:25.10-py3": "mirror.example.com/jax:25.10-py3"}},
+}
+MINIMAL_VALUES: dict[str, Any] = {
+    "crds": {"enabled": False},
+    "serviceAccount": {"create": False, "name": "existing-sa"},
+    "config": {"webhook": {"enabled": False}, "leader_election": {"enabled": False}},
+    "publicConfigMap": {"enabled": False},
+}
+SCENARIOS = {"default": {}, "full": FULL_VALUES, "minimal": MINIMAL_VALUES}
+
+
+def template(helm: str, values: dict[str, Any] | None = None, *args: str, release: str = "trainjob-operator",
+             namespace: str = "kubeflow-system", tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [helm, "template", release, str(CHART), "--namespace", namespace, *args]
+    if values:
+        path = (tmp or Path("/tmp")) / f"values-{uuid.uuid4().hex[:8]}.yaml"
+        path.write_text(yaml.safe_dump(values))
+        cmd += ["--values", str(path)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def objects(helm: str, values: dict[str, Any] | None = None, tmp: Path | None = None) -> list[dict[str, Any]]:
+    result = template(helm, values, tmp=tmp)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def find(objs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objs if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{kind}/{name}: {len(found)} found"
+    return found[0]
+
+
+def kinds(objs: list[dict[str, Any]]) -> list[str]:
+    return sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
+
+
+def golden_text(stream: str) -> str:
+    """The rendering with each CRD's (huge, generated) spec replaced by its digest."""
+    docs = []
+    for obj in (d for d in yaml.safe_load_all(stream) if d):
+        if obj["kind"] == "CustomResourceDefinition":
+            digest = hashlib.sha256(json.dumps(obj["spec"], sort_keys=True).encode()).hexdigest()
+            obj = {**obj, "spec": {"sha256": digest}}
+        docs.append(yaml.safe_dump(obj, sort_keys=False, width=120))
+    return "---\n".join(docs)
+
+
+# --- generated copies (no helm needed) ----------------------------------------------------------------
+
+def test_chart_copies_match_their_sources(sync_chart: ModuleType) -> None:
+    """files/crds == crds/, files/runtimes == runtimes/, values.schema.json's config == OperatorConfig."""
+    drift = sync_chart.stale(sync_chart.expected())
+    assert drift == [], f"run hack/sync-chart-crds.py: {[str(p.relative_to(REPO)) for p in drift]}"
+
+
+def test_sync_check_mode_reports_drift(sync_chart: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                       tmp_path: Path) -> None:
+    fake = tmp_path / "crds"
+    fake.mkdir()
+    (fake / "extra.yaml").write_text("kind: X\n")
+    monkeypatch.setattr(sync_chart, "COPIES", ((fake, CHART / "files" / "crds"),))
+    drift = sync_chart.stale(sync_chart.expected())
+    assert CHART / "files" / "crds" / "extra.yaml" in drift  # missing copy
+    assert CHART / "files" / "crds" / "trainer.kubeflow.org_trainjobs.yaml" in drift  # orphan copy
+
+
+def test_values_validate_against_their_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    jsonschema.validate(values, schema)
+    for scenario in (FULL_VALUES, MINIMAL_VALUES):
+        merged = copy.deepcopy(values)
+        merged.update(scenario)
+        jsonschema.validate(merged, schema)
+
+
+def test_default_config_is_a_valid_operator_config() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    OperatorConfig.model_validate(values["config"])
+
+
+# --- helm lint and template ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_helm_lint(helm: str, scenario: str, tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(SCENARIOS[scenario]))
+    result = subprocess.run([helm, "lint", "--strict", str(CHART), "--namespace", "kubeflow-system",
+                             "--values", str(values)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_golden(helm: str, scenario: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    result = template(helm, SCENARIOS[scenario], tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = golden_text(result.stdout)
+    path = GOLDEN / f"{scenario}.yaml"
+    if os.environ.get("TRAINJOB_UPDATE_GOLDEN") == "1" or request.config.getoption("--update-golden",
+                                                                                 default=False):
+        path.write_text(text)
+        return
+    assert path.exists(), f"no golden file {path.name}: run with TRAINJOB_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{path.name} differs: rerun with TRAINJOB_UPDATE_GOLDEN=1 and review the diff"
+
+
+BAD_VALUES = {
+    "negative replicas": {"replicas": -1},
+    "unknown top-level key": {"replica": 1},
+    "unknown config key": {"config": {"concurrency_limit": 3}},
+    "config out of range": {"config": {"concurrency": 0}},
+    "bad failure policy": {"config": {"webhook": {"failure_policy": "Maybe"}}},
+    "bad log format": {"config": {"log_format": "xml"}},
+    "runtime flag not a boolean": {"runtimes": {"torchDistributed": {"enabled": "yes"}}},
+    "unknown runtime": {"runtimes": {"pytorchDistributed": {"enabled": True}}},
+    "bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
+    "bad service port": {"service": {"webhookPort": 70000}},
+    "label values must be strings": {"commonLabels": {"tier": 1}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_bad_values_fail(helm: str, case: str, tmp_path: Path) -> None:
+    result = template(helm, BAD_VALUES[case], tmp=tmp_path)
+    assert result.returncode != 0
+    assert "values don't meet the specifications of the schema" in result.stderr, result.stderr
+
+
+def test_default_objects(helm: str) -> None:
+    objs = objects(helm)
+    assert kinds(objs) == [
+        "ClusterRole/trainjob-operator", "ClusterRoleBinding/trainjob-operator",
+        "ConfigMap/kubeflow-trainer-public", "ConfigMap/trainjob-operator-config",
+        "CustomResourceDefinition/clustertrainingruntimes.trainer.kubeflow.org",
+        "CustomResourceDefinition/trainingruntimes.trainer.kubeflow.org",
+        "CustomResourceDefinition/trainjobs.trainer.kubeflow.org",
+        "Deployment/trainjob-operator", "Role/kubeflow-trainer-public", "Role/trainjob-operator",
+        "RoleBinding/kubeflow-trainer-public", "RoleBinding/trainjob-operator", "Service/trainjob-operator",
+        "ServiceAccount/trainjob-operator",
+    ]
+    for obj in objs:
+        if obj["kind"] not in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"] == "kubeflow-system", obj["kind"]
+
+
+def test_crds_are_the_generated_ones(helm: str) -> None:
+    rendered = {o["metadata"]["name"]: o for o in objects(helm) if o["kind"] == "CustomResourceDefinition"}
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        (source,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        got = rendered.pop(source["metadata"]["name"])
+        assert got["spec"] == source["spec"]
+        assert got["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+        assert got["metadata"]["labels"]["app.kubernetes.io/name"] == "trainjob-operator"
+    assert rendered == {}
+
+
+def test_deployment(helm: str) -> None:
+    deploy = find(objects(helm), "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    assert restricted_violations(pod) == []
+    (ctr,) = pod["containers"]
+    assert ctr["image"] == "trainjob-operator:0.1.0"
+    assert ctr["args"] == ["run", "--config", "/etc/trainjob-operator/config.yaml"]
+    assert ctr["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in ctr["env"]
+    assert ctr["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert ctr["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 9443, "health": 8081}
+    assert {m["mountPath"] for m in ctr["volumeMounts"]} == {"/tmp", "/etc/trainjob-operator"}
+    assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
+    assert ctr["resources"]["requests"] and ctr["resources"]["limits"]
+    assert pod["serviceAccountName"] == "trainjob-operator"
+
+
+def test_service(helm: str) -> None:
+    svc = find(objects(helm), "Service")
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]} == {
+        "webhook": (443, "webhook"), "http-metrics": (8081, "health")}
+
+
+def test_config_file_points_the_webhooks_at_the_service(helm: str) -> None:
+    cm = find(objects(helm), "ConfigMap", "trainjob-operator-config")
+    cfg = OperatorConfig.model_validate(yaml.safe_load(cm["data"]["config.yaml"]))
+    assert cfg.operator_namespace == "kubeflow-system"
+    assert (cfg.webhook.service_name, cfg.webhook.service_port) == ("trainjob-operator", 443)
+    assert (cfg.webhook.host, cfg.health.host) == ("0.0.0.0", "0.0.0.0")
+    assert (cfg.webhook.port, cfg.health.port) == (9443, 8081)
+    assert cfg.leader_election.enabled and cfg.leader_election.lease_name == "trainer.kubeflow.org"
+
+
+def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
+    objs = objects(helm, FULL_VALUES, tmp=tmp_path)
+    deploy = find(objs, "Deployment")
+    pod = deploy["spec"]["template"]["spec"]
+    (ctr,) = pod["containers"]
+    assert deploy["spec"]["replicas"] == 2
+    assert ctr["image"] == "registry.example.com/ml/trainjob-operator:1.2.3"
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 10250, "health": 9090}
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"} and pod["priorityClassName"]
+    cfg = OperatorConfig.model_validate(yaml.safe_load(find(objs, "ConfigMap", "trainjob-operator-config")["data"][
+        "config.yaml"]))
+    assert cfg.namespaces == ["team-a", "team-b"] and cfg.concurrency == 16
+    assert (cfg.webhook.port, cfg.webhook.service_port, cfg.webhook.failure_policy) == (10250, 8443, "Ignore")
+    role = find(objs, "Role", "trainjob-operator")
+    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tjo-cert"],
+            "verbs": ["update"]} in role["rules"]
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["tjo-leader"],
+            "verbs": ["get", "update"]} in role["rules"]
+    assert find(objs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    monitor = find(objs, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["port"] == "http-metrics"
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    crd = find(objs, "CustomResourceDefinition", "trainjobs.trainer.kubeflow.org")
+    assert "annotations" not in crd["metadata"] and crd["metadata"]["labels"]["team"] == "ml-platform"
+    runtimes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterTrainingRuntime"}
+    assert sorted(runtimes) == RUNTIME_NAMES
+    jax = runtimes["jax-distributed"]["spec"]["template"]["spec"]["replicatedJobs"][0]
+    assert jax["template"]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.example.com/jax:25.10-py3"
+
+
+def test_minimal_values(helm: str, tmp_path: Path) -> None:
+    objs = objects(helm, MINIMAL_VALUES, tmp=tmp_path)
+    assert kinds(objs) == ["ClusterRole/trainjob-operator", "ClusterRoleBinding/trainjob-operator",
+                           "ConfigMap/trainjob-operator-config", "Deployment/trainjob-operator",
+                           "Service/trainjob-operator"]
+    rules = find(objs, "ClusterRole")["rules"]
+    assert not any("admissionregistration.k8s.io" in r["apiGroups"] for r in rules)
+    assert find(objs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "existing-sa"
+    assert find(objs, "ClusterRoleBinding")["subjects"][0]["name"] == "existing-sa"
+
+
+def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
+    rules = find(objects(helm), "ClusterRole")["rules"]
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
+               for v in rule["verbs"]}
+    assert granted == {
+        *{("trainer.kubeflow.org", r, v) for r in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
+          for v in ("get", "list", "watch")},
+        ("trainer.kubeflow.org", "trainjobs/status", "patch"),
+        ("trainer.kubeflow.org", "trainjobs/finalizers", "update"),
+        *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
+        *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch")},
+        *{(g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
+          for v in ("get", "create", "patch")},
+        ("", "events", "create"),
+        *{("admissionregistration.k8s.io", r, v)
+          for r in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+          for v in ("get", "create", "patch")},
+    }
+    webhook_rule = next(r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"])
+    assert webhook_rule["resourceNames"] == ["validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"]
+    assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
+
+
+def test_public_configmap_is_readable_by_every_authenticated_user(helm: str) -> None:
+    objs = objects(helm)
+    cm = find(objs, "ConfigMap", "kubeflow-trainer-public")
+    assert cm["data"] == {"kubeflow_trainer_version": "v2.3.0"}
+    role = find(objs, "Role", "kubeflow-trainer-public")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"],
+                              "resourceNames": ["kubeflow-trainer-public"], "verbs": ["get", "list", "watch"]}]
+    binding = find(objs, "RoleBinding", "kubeflow-trainer-public")
+    assert binding["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+                                    "name": "system:authenticated"}]
+
+
+def test_runtimes_are_off_by_default(helm: str) -> None:
+    assert not [o for o in objects(helm) if o["kind"] == "ClusterTrainingRuntime"]
+
+
+@pytest.mark.parametrize(("flag", "name"), [
+    ("torchDistributed", "torch-distributed"), ("deepspeedDistributed", "deepspeed-distributed"),
+    ("mlxDistributed", "mlx-distributed"), ("jaxDistributed", "jax-distributed"),
+    ("xgboostDistributed", "xgboost-distributed"), ("torchtuneDistributed.llama3_2_1B", "torchtune-llama3.2-1b"),
+    ("torchtuneDistributed.llama3_2_3B", "torchtune-llama3.2-3b"),
+    ("torchtuneDistributed.qwen2_5_1_5B", "torchtune-qwen2.5-1.5b"),
+])
+def test_each_runtime_has_its_own_toggle(helm: str, flag: str, name: str) -> None:
+    result = template(helm, None, "--set", f"runtimes.{flag}.enabled=true")
+    assert result.returncode == 0, result.stderr
+    (rt,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ClusterTrainingRuntime"]
+    source = yaml.safe_load((REPO / "runtimes" / f"{name}.yaml").read_text())
+    assert rt["spec"] == source["spec"]
+    assert rt["metadata"]["name"] == name
+    labels = rt["metadata"]["labels"]
+    assert labels["trainer.kubeflow.org/framework"] == source["metadata"]["labels"]["trainer.kubeflow.org/framework"]
+    assert labels["trainer.kubeflow.org/webhook-validation"] == "disabled"
+    assert rt["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+
+
+# --- kustomize manifests rendered from the chart ---------------------------------------------------------
+
+def test_manifests_are_rendered_from_the_chart(helm: str, render_manifests: ModuleType) -> None:
+    drift = render_manifests.stale(render_manifests.expected(helm=helm))
+    assert drift == [], f"run hack/render-manifests.py: {[str(p.relative_to(REPO)) for p in drift]}"
+
+
+def _kustomize(kubectl: str, path: Path) -> list[dict[str, Any]]:
+    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+@pytest.fixture(scope="session")
+def kubectl_bin(render_manifests: ModuleType) -> str:
+    bin_dir = subprocess.run(["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    path = Path(bin_dir) / "kubectl"
+    if not path.exists():
+        pytest.skip("kubectl not built: make tools")
+    return str(path)
+
+
+def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_manifests: ModuleType) -> None:
+    want = [render_manifests.strip_helm(o) for _, o in render_manifests.documents(
+        render_manifests.helm_template(*render_manifests.VALUES, helm=helm))]
+    got = _kustomize(kubectl_bin, REPO / "manifests" / "overlays" / "default") + _kustomize(
+        kubectl_bin, REPO / "manifests" / "overlays" / "runtimes")
+    namespaces = [o for o in got if o["kind"] == "Namespace"]
+    assert [o["metadata"]["name"] for o in namespaces] == ["kubeflow-system"]
+    got = [o for o in got if o["kind"] != "Namespace"]
+
+    def key(o: dict[str, Any]) -> str:
+        return f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
+
+    assert sorted(map(key, got)) == sorted(map(key, want))
+    by_key = {key(o): o for o in got}
+    for obj in want:
+        assert by_key[key(obj)] == obj, key(obj)
+
+
+# --- the real API server ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def release(helm: str, cluster: Any, kube: Kube, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The chart installed into a fresh namespace, every runtime enabled, CRDs taken over if present."""
+    suffix = uuid.uuid4().hex[:6]
+    name, ns = f"tjo-{suffix}", f"tjo-chart-{suffix}"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"runtimes": {"defaultEnabled": True}}))
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    result = subprocess.run([helm, "install", name, str(CHART), "--namespace", ns, "--create-namespace",
+                             "--take-ownership", "--values", str(values), "--timeout", "120s"],
+                            capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr
+    try:
+        yield {"name": name, "namespace": ns}
+    finally:
+        subprocess.run([helm, "uninstall", name, "--namespace", ns, "--wait=false"], capture_output=True,
+                       timeout=120, env=env)
+        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+        kube.run("delete", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}",
+                 "--ignore-not-found", check=False)
+
+
+@pytest.mark.cluster
+def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Kube, helm: str,
+                                               cluster: Any) -> None:
+    ns, name = release["namespace"], release["name"]
+    for crd in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
+        kube.run("wait", "--for=condition=Established", f"crd/{crd}.trainer.kubeflow.org", "--timeout=60s")
+    runtimes = {o["metadata"]["name"] for o in json.loads(kube.run(
+        "get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}", "-o", "json").stdout)["items"]}
+    assert sorted(runtimes) == RUNTIME_NAMES
+    for kind, obj in (("deployment", name), ("service", name), ("serviceaccount", name),
+                      ("configmap", f"{name}-config"), ("configmap", "kubeflow-trainer-public"),
+                      ("role", name), ("rolebinding", name)):
+        assert kube.get(kind, obj, ns) is not None, f"{kind}/{obj}"
+    assert kube.get("clusterrole", name) is not None and kube.get("clusterrolebinding", name) is not None
+    # the Deployment's pod is admitted and scheduled (kwok nodes "run" it; the image is never pulled)
+    wait_for(lambda: [p for p in kube.items("pods", ns) if (p.get("spec") or {}).get("nodeName")],
+             timeout=60, what="the operator pod scheduled")
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    status = subprocess.run([helm, "status", name, "--namespace", ns, "-o", "json"], capture_output=True,
+                            text=True, timeout=60, env=env)
+    assert json.loads(status.stdout)["info"]["status"] == "deployed"
+
+
+@pytest.mark.cluster
+def test_authenticated_users_can_read_the_public_configmap(release: dict[str, str], kube: Kube) -> None:
+    ns = release["namespace"]
+    allowed = kube.run("auth", "can-i", "get", "configmap/kubeflow-trainer-public", "-n", ns,
+                       "--as", "system:serviceaccount:default:default", check=False)
+    assert allowed.stdout.strip() == "yes"
+    other = kube.run("auth", "can-i", "get", "configmap/other", "-n", ns,
+                     "--as", "system:serviceaccount:default:default", check=False)
+    assert other.stdout.strip() == "no"
+
+
+def _pod_from(template_spec: dict[str, Any], name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": template_spec}
+
+
+@pytest.mark.cluster
+def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any, kube: Kube) -> None:
+    """The API server's own PodSecurity admission agrees with tests/pss.py: every runtime pod is admitted in
+    an enforce=restricted namespace; an unhardened pod is refused."""
+    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    import test_runtimes as rt
+
+    ns = f"tjo-pss-{uuid.uuid4().hex[:6]}"
+    kube.run("create", "namespace", ns)
+    try:
+        kube.run("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted",
+                 "pod-security.kubernetes.io/enforce-version=latest")
+        for name in RUNTIME_NAMES:
+            for job, spec in rt.pod_specs(rt.jobset_of(rt.render(name))).items():
+                pod = _pod_from(spec, f"{name}-{job}".replace(".", "-"))
+                result = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(pod),
+                                  check=False)
+                assert result.returncode == 0, f"{name}/{job}: {result.stderr}"
+        bad = _pod_from({"containers": [{"name": "node", "image": "x"}]}, "unhardened")
+        refused = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(bad), check=False)
+        assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr
+        assert restricted_violations(bad["spec"])
+    finally:
+        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+
+
+def _token_kubeconfig(cluster: Any, kube: Kube, sa: str, ns: str, path: Path) -> None:
+    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
+    server = next(c for c in admin["clusters"] if c["name"] == context["cluster"])["cluster"]
+    token = kube.run("create", "token", sa, "-n", ns, "--duration", "1h").stdout.strip()
+    server = dict(server)
+    if "certificate-authority" in server:  # inline it, so the file stands alone
+        server["certificate-authority-data"] = base64.b64encode(
+            Path(server.pop("certificate-authority")).read_bytes()).decode()
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "local", "cluster": server}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": sa, "namespace": ns}}],
+    }))
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(420)
+def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: Any, kube: Kube, namespace: str,
+                                             tmp_path: Path) -> None:
+    """`trainjob-operator run` with the chart's ServiceAccount token and the chart's config (URL-mode webhooks on
+    127.0.0.1 instead of the Service): webhooks, leader election, TrainJobs of a torch and an MPI runtime
+    reconcile to JobSets, and no request is forbidden."""
+    ns, name = release["namespace"], release["name"]
+    sa_config = tmp_path / "sa.kubeconfig"
+    _token_kubeconfig(cluster, kube, name, ns, sa_config)
+    cm = kube.get("configmap", f"{name}-config", ns)
+    assert cm is not None
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    health_port, webhook_port = free_port(), free_port()
+    cfg["webhook"].update(host="127.0.0.1", port=webhook_port, service_name=None)
+    cfg["health"].update(host="127.0.0.1", port=health_port)
+    cfg["leader_election"].update(lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=1)
+    cfg["log_format"] = "json"
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(cfg))
+    log_path = tmp_path / "operator.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")}
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig",
+                                 str(sa_config), "--config", str(config_path)], stdout=log_file,
+                                stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    try:
+        import urllib.request
+
+        def ready() -> bool:
+            assert proc.poll() is None, log_path.read_text()[-4000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as resp:
+                    return resp.status == 200
+            except OSError:
+                return False
+
+        def leader() -> bool:
+            with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/metrics", timeout=2) as resp:
+                return "trainjob_operator_leader 1.0" in resp.read().decode()
+
+        wait_for(ready, timeout=90, what="operator readiness under the chart's ServiceAccount")
+        wait_for(leader, timeout=30, what="leadership (Lease create/get/update)")
+        jobs = {"torch": "torch-distributed", "mpi": "deepspeed-distributed"}
+        for job, runtime in jobs.items():
+            kube.create({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                         "metadata": {"name": job, "namespace": namespace},
+                         "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}}})
+        for job in jobs:
+            wait_for(lambda job=job: kube.get("jobset", job, namespace), timeout=60, what=f"JobSet {job}")
+        assert kube.get("secret", "mpi-mpi-ssh-auth", namespace) is not None
+        assert kube.get("configmap", "mpi-mpi-hostfile", namespace) is not None
+
+        def status_written() -> bool:
+            obj = kube.get("trainjob", "torch", namespace)
+            return bool(((obj or {}).get("status") or {}).get("conditions") or ((obj or {}).get("status") or {}).get(
+                "state"))
+
+        wait_for(status_written, timeout=60, what="TrainJob status (trainjobs/status patch)")
+        assert kube.get("secret", cfg["webhook"]["cert_secret_name"], ns) is not None
+        assert kube.get("validatingwebhookconfiguration", cfg["webhook"]["validating_name"]) is not None
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        for kind, obj in (("validatingwebhookconfiguration", cfg["webhook"]["validating_name"]),
+                          ("mutatingwebhookconfiguration", cfg["webhook"]["mutating_name"])):
+            kube.delete(kind, obj)
+    log = log_path.read_text()
+    denied = [line for line in log.splitlines() if "forbidden" in line.lower() or " 403" in line]
+    assert denied == [], "\n".join(denied[:20])
+    # and nothing more than that: a few things the operator must not be able to do
+    who = f"system:serviceaccount:{ns}:{name}"
+    for verb, resource, extra in (("list", "secrets", []), ("delete", "trainjobs", []), ("create", "pods", []),
+                                  ("update", "leases", ["-n", namespace]), ("delete", "clustertrainingruntimes", [])):
+        answer = kube.run("auth", "can-i", verb, resource, "--as", who, *extra, check=False).stdout.strip()
+        assert answer == "no", f"{verb} {resource}"
