@@ -11,3 +11,13 @@ from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     kubeconfig,
     namespace,
 )
+from operator_fixtures import installed, kube, operator  # noqa: F401  (the operator under test)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from e2e_support import (  # noqa: E402, F401  (fixtures, hooks)
+    default_runtimes,
+    pytest_runtest_logreport,
+    pytest_sessionstart,
+    pytest_terminal_summary,
+)
