@@ -81,14 +81,13 @@ def _acquire() -> cluster_lib.ClusterInfo:
         if _truthy(REUSE_ENV):
             info = cluster_lib.status()
             if info is None:
-                pytest.exit(f"{REUSE_ENV}=1 but no local cluster answers; run `make cluster-up`", 2)
+                pytest.fail(f"{REUSE_ENV}=1 but no local cluster answers; run `make cluster-up`", pytrace=False)
             _SESSION["owned"] = False
         else:
             try:
                 info = cluster_lib.up(kueue=_truthy(KUEUE_ENV))
             except cluster_lib.ClusterError as exc:
-                cluster_lib.down(quiet=True)
-                pytest.exit(f"could not start the local cluster: {exc}", 3)
+                pytest.fail(f"could not start the local cluster: {exc}", pytrace=False)
             _SESSION["owned"] = True
         _SESSION["info"] = info
         _SESSION["old_kubeconfig"] = os.environ.get("KUBECONFIG")

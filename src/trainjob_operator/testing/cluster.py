@@ -563,7 +563,36 @@ def up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
 ) -> ClusterInfo:
-    """Start a fresh cluster (tearing down a stale one of the same name first)."""
+    """Start a fresh cluster (tearing down a stale one of the same name first).
+
+    On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
+    is torn down before the error propagates.
+    """
+    try:
+        return _up(kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node, build=build)
+    except BaseException:
+        _save_component_logs()
+        down(quiet=True)
+        raise
+
+
+def _save_component_logs() -> None:
+    src = state_dir() / "kwok" / "clusters" / cluster_name() / "logs"
+    dst = state_dir() / "logs"
+    if src.is_dir():
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in src.glob("*.log"):
+            shutil.copyfile(f, dst / f"failed-{f.name}")
+
+
+def _up(
+    *,
+    kueue: bool = False,
+    trainer_crds: bool = False,
+    nodes: int = DEFAULT_NODES,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    build: bool = True,
+) -> ClusterInfo:
     t0 = time.monotonic()
     bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
     need = [
@@ -632,9 +661,7 @@ def up(
     create_log.write_text((proc.stdout or "") + (proc.stderr or ""))
     if proc.returncode != 0 or not kc.exists():
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
-    _wait_for(
-        "the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60
-    )
+    _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
 
     # Fake GPU nodes.
@@ -737,9 +764,7 @@ def _start_kueue(info: ClusterInfo, certs: Path, ca_b64: str) -> None:
             "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
             "clientConnection": {"qps": 500, "burst": 1000},
             "featureGates": {"VisibilityOnDemand": False},
-            "integrations": {
-                "frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"]
-            },
+            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"]},
         },
         health,
     )
@@ -781,10 +806,7 @@ def _jobset_dry_run(info: ClusterInfo) -> bool:
             ]
         },
     }
-    return (
-        info.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(js), check=False).returncode
-        == 0
-    )
+    return info.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(js), check=False).returncode == 0
 
 
 def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
@@ -854,9 +876,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
         help="also run Kueue (env WITH_KUEUE=1)",
     )
-    p_up.add_argument(
-        "--trainer-crds", action="store_true", help="also install the upstream Trainer v2.3.0 CRDs"
-    )
+    p_up.add_argument("--trainer-crds", action="store_true", help="also install the upstream Trainer v2.3.0 CRDs")
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
     p_up.add_argument("--no-build", action="store_true", help="do not run build.sh first")
