@@ -15,7 +15,7 @@ from operator_fixtures import installed, kube, operator  # noqa: F401  (the oper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_support import (  # noqa: E402, F401  (fixtures, hooks)
+from e2e_support import (  # noqa: F401  (fixtures, hooks)
     default_runtimes,
     pytest_runtest_logreport,
     pytest_sessionstart,
