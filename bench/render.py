@@ -17,13 +17,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job  # noqa: E402
-
-from trainjob_operator.api import constants as c  # noqa: E402
-from trainjob_operator.api.trainjob import TrainJob  # noqa: E402
-from trainjob_operator.runtime.info import RuntimeSource  # noqa: E402
-from trainjob_operator.runtime.observed import Observed  # noqa: E402
-from trainjob_operator.runtime.pipeline import Framework  # noqa: E402
+from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job
+from trainjob_operator.api import constants as c
+from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import Observed
+from trainjob_operator.runtime.pipeline import Framework
 
 CTR = c.CLUSTER_TRAINING_RUNTIME_KIND
 

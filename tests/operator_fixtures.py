@@ -170,8 +170,13 @@ def kube(cluster: Any) -> Kube:
 def installed(kube: Kube) -> None:
     """Our CRDs and the operator namespace, once per session."""
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    for crd in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
-        kube.run("wait", "--for=condition=Established", f"crd/{crd}.trainer.kubeflow.org", "--timeout=60s")
+    def established() -> bool:
+        crds = json.loads(kube.run("get", "crd", "-o", "json").stdout)["items"]
+        ours = [c for c in crds if c["spec"]["group"] == "trainer.kubeflow.org"]
+        return len(ours) >= 3 and all(any(x["type"] == "Established" and x["status"] == "True"
+                                          for x in (c.get("status") or {}).get("conditions") or []) for c in ours)
+
+    eventually(established, "our CRDs Established", timeout=60)
     kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
 
 

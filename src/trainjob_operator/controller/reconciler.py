@@ -22,7 +22,6 @@ from ..runtime.errors import BuildError
 from ..runtime.info import RuntimeSource
 from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
-from ..runtime.plugins.mpi import ssh_secret_name
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome, trainjob_state, with_reconcile_error
 from .store import Key, Store
@@ -31,6 +30,13 @@ log = get("trainjob_operator.reconciler")
 
 EVENT_MESSAGE_LIMIT = 950
 SUPPORTED_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
+
+
+def _runtime_missing(kind: str, name: str) -> str:
+    if kind == c.TRAINING_RUNTIME_KIND:
+        return f'TrainingRuntime specified in TrainJob is not found: trainingruntimes.{c.GROUP} "{name}" not found'
+    return (f"not found ClusterTrainingRuntime specified in TrainJob: clustertrainingruntimes.{c.GROUP} "
+            f'"{name}" not found')
 
 
 class ReconcileError(Exception):
@@ -152,37 +158,41 @@ class Reconciler:
         return StatusOutcome(status)
 
     async def _runtime_for(self, job: TrainJob) -> RuntimeSource:
-        """The snapshot in force; created from the live runtime on the first build (v2.3 §5.4)."""
+        """The snapshot in force; created from the live runtime on the first build (v2.3 §5.4).
+
+        The snapshot is created with a plain create (one request): a conflict means it exists, and only then is it
+        read and checked. A runtime deleted after the snapshot was taken does not matter.
+        """
         uid = job.metadata.uid or ""
         known = self.store.known.snapshots.get(uid)
         if known is not None:
             return known
+        ref = job.spec.runtime_ref
+        kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
         try:
-            configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
-        except ApiError as err:
-            raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
-        if configmap is not None:
+            live = await self.lookup_runtime(kind, job.namespace, ref.name)
+        except (ApiError, ValidationError) as err:
+            raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, f"cannot read {kind} {ref.name}: {err}") from err
+        source: RuntimeSource | None = None
+        if live is not None:
+            try:
+                await self._write("create", self.client.create(build_snapshot(job, live), c.FIELD_MANAGER))
+                source = live
+            except ApiError as err:
+                if not err.conflict:
+                    raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot create the runtime snapshot: "
+                                                                f"{err.message}") from err
+        if source is None:
+            try:
+                configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
+            except ApiError as err:
+                raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
+            if configmap is None:
+                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, _runtime_missing(kind, ref.name))
             try:
                 source = runtime_from_snapshot(job, configmap)
             except BuildError as err:
                 raise ReconcileError(c.REASON_INVALID_SNAPSHOT, str(err)) from err
-        else:
-            ref = job.spec.runtime_ref
-            kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
-            try:
-                found = await self.lookup_runtime(kind, job.namespace, ref.name)
-            except (ApiError, ValidationError) as err:
-                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, f"cannot read {kind} {ref.name}: {err}") from err
-            if found is None:
-                if kind == c.TRAINING_RUNTIME_KIND:
-                    message = (f"TrainingRuntime specified in TrainJob is not found: trainingruntimes."
-                               f'{c.GROUP} "{ref.name}" not found')
-                else:
-                    message = (f"not found ClusterTrainingRuntime specified in TrainJob: clustertrainingruntimes."
-                               f'{c.GROUP} "{ref.name}" not found')
-                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, message)
-            source = found
-            await self._apply(build_snapshot(job, source))
         self.store.known.snapshots[uid] = source
         return source
 
@@ -190,11 +200,8 @@ class Reconciler:
         uid = job.metadata.uid or ""
         known = self.store.known
         policy = runtime.spec.ml_policy
-        secret_exists = uid in known.mpi_secrets
-        if policy is not None and policy.mpi is not None and not secret_exists:
-            secret_exists = await self.client.get("v1", "Secret", ssh_secret_name(job), job.namespace) is not None
-            if secret_exists:
-                known.mpi_secrets.add(uid)
+        # The SSH Secret is created, never updated: a create that conflicts means it is there (see _apply).
+        secret_exists = uid in known.mpi_secrets or policy is None or policy.mpi is None
         group_policy = runtime.spec.pod_group_policy
         group_exists = uid in known.pod_groups
         if group_policy is not None and not group_exists and (group_policy.coscheduling or group_policy.volcano):
@@ -233,6 +240,15 @@ class Reconciler:
         return trainer.count if trainer is not None else None
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Secret":  # the MPI SSH Secret: immutable, created once (spec §4)
+            try:
+                created: dict[str, Any] = await self._write("create", self.client.create(obj, c.FIELD_MANAGER))
+                return created
+            except ApiError as err:
+                if err.conflict:
+                    return obj
+                what = f"Secret {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+                raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to create {what}: {err.message}") from err
         try:
             applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
             return applied
@@ -248,6 +264,10 @@ class Reconciler:
         before = job.status.to_wire() if job.status is not None else {}
         after = status.to_wire()
         if before == after:
+            return
+        if not before and set(after) <= {"state", "nodes"} and after.get("state") == c.STATE_PENDING:
+            # Nothing to report yet: the first real change (the JobSet's own status) carries the state, so a
+            # never-suspended TrainJob costs no more writes than upstream's.
             return
         patch: dict[str, Any] = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
         try:

@@ -191,10 +191,11 @@ class Client:
         params = {"fieldManager": field_manager, "force": "true" if force else "false"}
         return await self.request("PATCH", path, body=obj, content_type=APPLY, params=params)
 
-    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
         meta = obj["metadata"]
+        params = {"fieldManager": field_manager} if field_manager else None
         return await self.request("POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")),
-                                  body=obj)
+                                  body=obj, params=params)
 
     async def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]

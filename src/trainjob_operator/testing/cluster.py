@@ -59,6 +59,8 @@ DEFAULT_NODE_MEMORY = "256Gi"
 
 RUN_FOR_ANNOTATION = "trainjob-operator.test/run-for"
 EXIT_CODE_ANNOTATION = "trainjob-operator.test/exit-code"
+# What `kubectl logs` returns for every container of a fake pod.
+POD_LOG = ("kwok: fake container started", "kwok: fake container finished")
 
 # Kueue v0.15 hard-codes where it reads its metrics serving certificate when
 # internal cert management is off (cmd/kueue/main.go); it exits without it.
@@ -541,6 +543,13 @@ def _kwokctl_config(bin_dir: Path) -> str:
     stages = sorted((share / "kwok-stages").glob("*.yaml")) + sorted((hack / "stages").glob("*.yaml"))
     for p in stages:
         docs.append(p.read_text())
+    # `kubectl logs` (and the kubeflow SDK's get_job_logs) on fake pods: kwok serves this CRI-format file
+    # as the log of every container (the API server reaches kwok through the node's Hostname, localhost).
+    pod_log = state_dir() / "pod.log"
+    pod_log.write_text("".join(f"2000-01-01T00:00:0{i}.000000000Z stdout F {line}\n" for i, line in enumerate(POD_LOG)))
+    docs.append(json.dumps({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+                            "metadata": {"name": "all-pods"},
+                            "spec": {"selector": {}, "logs": [{"logsFile": str(pod_log), "follow": False}]}}))
     return "\n---\n".join(docs) + "\n"
 
 

@@ -1,0 +1,378 @@
+"""Operator benchmarks on the local control plane: ceiling, burst, status latency and steady state, for our
+operator and (when built) upstream Kubeflow Trainer v2.3, alternating runs, medians, side by side.
+
+  python bench/cluster_bench.py --smoke            # N = 50, ours only, one run: keeps the harness alive in CI
+  python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each
+
+The JobSet controller is stopped for the runs so JobSets stay inert: the numbers are the operators' own.
+Results: bench/results/cluster-<stamp>.json and .md, printed as tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+os.environ.setdefault("TRAINJOB_CLUSTER_DIR", "/tmp/tjo-bench")
+os.environ.setdefault("TRAINJOB_CLUSTER_NAME", "tjo-bench")
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(BENCH))
+
+from trainjob_operator.testing import cluster  # noqa: E402
+
+TORCH_RUNTIME = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
+    "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [{
+        "name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                     "spec": {"template": {"spec": {"containers": [{
+                                         "name": "node", "image": "pytorch/pytorch:2.13.0",
+                                         "command": ["torchrun", "train.py"]}]}}}}}]}}},
+}
+WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def say(text: str) -> None:
+    print(f"bench: {text}", flush=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Settings:
+    name: str
+    qps: float | None = None
+    burst: int | None = None
+    concurrency: int | None = None
+
+
+DEFAULTS = Settings("defaults")
+EQUAL = Settings("equal (qps 100, burst 200, 5 workers)", qps=100, burst=200, concurrency=5)
+
+
+@dataclass
+class Process:
+    proc: subprocess.Popen[bytes]
+    metrics_url: str
+    reconcile_metric: str
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def peak_rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def reconciles(self) -> float:
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=5) as resp:
+                text = resp.read().decode()
+        except OSError:
+            return 0.0
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(self.reconcile_metric) and not line.startswith("#"))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass
+class Contender:
+    name: str
+    start: Callable[[cluster.ClusterInfo, Settings, Path], Process]
+
+
+def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
+    port = free_port()
+    config: dict[str, Any] = {"log_format": "json", "log_level": "WARNING", "health": {"port": port},
+                              "webhook": {"enabled": False}, "leader_election": {"enabled": False}}
+    if settings.qps is not None:
+        config["client"] = {"qps": settings.qps, "burst": settings.burst}
+    if settings.concurrency is not None:
+        config["concurrency"] = settings.concurrency
+    path = logs / f"ours-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(json.dumps(config))
+    proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig",
+                             str(info.kubeconfig), "--config", str(path)],
+                            stdout=(logs / "ours.log").open("ab"), stderr=subprocess.STDOUT, cwd=REPO)
+    process = Process(proc, f"http://127.0.0.1:{port}/metrics", "trainjob_operator_reconcile_duration_seconds_count")
+    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 60, proc)
+    return process
+
+
+def upstream_contender() -> Contender | None:
+    """Upstream's controller, when hack/upstream has built it and knows how to start it."""
+    sys.path.insert(0, str(REPO / "hack" / "upstream"))
+    try:
+        import upstream_run  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+
+    def start(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
+        port = free_port()
+        proc = upstream_run.start(info, metrics_port=port, qps=settings.qps, burst=settings.burst,
+                                  concurrency=settings.concurrency, logs=logs)
+        process = Process(proc, f"http://127.0.0.1:{port}/metrics",
+                          'controller_runtime_reconcile_total{controller="trainjob_controller"')
+        wait(lambda: upstream_run.ready(info, proc), "upstream ready", 120, proc)
+        return process
+
+    return Contender("upstream", start)
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def wait(fn: Callable[[], bool], what: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not fn():
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"bench: {what}: the process exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: timed out waiting for {what}")
+        time.sleep(0.25)
+
+
+def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float]:
+    """apiserver_request_total summed by (verb, resource), from the API server's own metrics."""
+    text = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
+    totals: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, value = line[len("apiserver_request_total{"):].rsplit("} ", 1)
+        labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+        key = (labels.get("verb", "").strip('"'), labels.get("resource", "").strip('"'))
+        totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, str(BENCH / "loadgen.py"), mode, "--kubeconfig", str(info.kubeconfig),
+                          "--namespace", namespace, "--n", str(n)], capture_output=True, text=True, check=True,
+                         timeout=3600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def namespace(info: cluster.ClusterInfo, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    info.kubectl("create", "namespace", name)
+    return name
+
+
+def drop_namespace(info: cluster.ClusterInfo, name: str) -> None:
+    info.kubectl("delete", "namespace", name, "--wait=true", "--timeout=600s", check=False, timeout=700)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int
+                 ) -> dict[str, float]:
+    """The operator's requests per TrainJob by verb; the load generator's own TrainJob creates are removed."""
+    resources = {"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"}
+    verbs: dict[str, float] = {}
+    for (verb, resource), value in after.items():
+        if resource in resources and verb not in ("WATCH", "LIST"):
+            delta = value - before.get((verb, resource), 0.0)
+            if verb == "POST" and resource == "trainjobs":
+                delta -= n
+            verbs[verb] = verbs.get(verb, 0.0) + delta
+    return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
+
+
+def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
+              ) -> dict[str, Any]:
+    ns = namespace(info, f"burst-{contender.name}")
+    process = contender.start(info, settings, logs)
+    try:
+        cpu_before = process.cpu_seconds()
+        before = apiserver_requests(info)
+        result = loadgen(info, "trainjobs", ns, n)
+        after = apiserver_requests(info)
+        lat = result.pop("latencies")
+        out = {
+            "n": n, "jobsets": result["jobsets"], "all_jobsets_s": result["all_jobsets_seconds"],
+            "trainjobs_per_s": n / result["all_jobsets_seconds"] if result["all_jobsets_seconds"] else None,
+            "p50_ms": percentile(lat, 50) * 1000, "p95_ms": percentile(lat, 95) * 1000,
+            "p99_ms": percentile(lat, 99) * 1000, "cpu_s": process.cpu_seconds() - cpu_before,
+            "peak_rss_mib": process.peak_rss_mib(), "requests_per_trainjob": per_trainjob(before, after, n),
+        }
+        if contender.name == "ours":
+            status = loadgen(info, "complete", ns) if n <= 1000 else None
+            if status:
+                slat = status.pop("latencies")
+                out["status"] = {"n": status["n"], "complete": status["complete"],
+                                 "all_complete_s": status["all_complete_seconds"],
+                                 "p50_ms": percentile(slat, 50) * 1000, "p99_ms": percentile(slat, 99) * 1000}
+        return out
+    finally:
+        process.stop()
+        drop_namespace(info, ns)
+
+
+def ceiling_run(info: cluster.ClusterInfo, n: int) -> dict[str, Any]:
+    ns = namespace(info, "ceiling")
+    try:
+        return loadgen(info, "jobsets", ns, n)
+    finally:
+        drop_namespace(info, ns)
+
+
+def prepare(info: cluster.ClusterInfo) -> None:
+    """Our CRDs and the torch runtime; the JobSet controller and its webhooks stopped so JobSets stay inert."""
+    jobset = info.controllers.get("jobset")
+    if jobset:
+        cluster._stop_controller("jobset", jobset)
+    for kind, name in info.webhook_configurations:
+        info.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+    info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
+    wait(lambda: established(info), "our CRDs established", 60)
+    info.kubectl("apply", "-f", "-", input=json.dumps(TORCH_RUNTIME))
+
+
+def established(info: cluster.ClusterInfo) -> bool:
+    crds = json.loads(info.kubectl("get", "crd", "-o", "json").stdout)["items"]
+    ours = [c for c in crds if c["spec"]["group"] == "trainer.kubeflow.org"]
+    return len(ours) >= 3 and all(any(x["type"] == "Established" and x["status"] == "True"
+                                      for x in (c.get("status") or {}).get("conditions") or []) for c in ours)
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# Operator benchmarks ({report['stamp']})", "", f"Machine: {report['machine']}", ""]
+    lines.append(f"Ceiling: raw JobSet creates, median {report['ceiling']['per_second']:.0f}/s "
+                 f"(N={report['ceiling']['n']}, {report['runs']} runs)")
+    for scenario in report["burst"]:
+        lines += ["", f"## Burst N={scenario['n']}, {scenario['settings']}", "",
+                  "| metric | ours | upstream | ceiling | ours/upstream | ours/ceiling |", "|---|---|---|---|---|---|"]
+        for key, label in (("all_jobsets_s", "time to all JobSets (s)"), ("trainjobs_per_s", "TrainJobs/s"),
+                           ("p50_ms", "create→JobSet p50 (ms)"), ("p95_ms", "p95 (ms)"), ("p99_ms", "p99 (ms)"),
+                           ("cpu_s", "operator CPU (s)"), ("peak_rss_mib", "peak RSS (MiB)")):
+            ours, up = scenario["ours"].get(key), scenario.get("upstream", {}).get(key)
+            ceiling = report["ceiling"]["per_second"] if key == "trainjobs_per_s" else None
+            ratio = f"{ours / up:.2f}" if ours and up else "-"
+            to_ceiling = f"{ours / ceiling:.2f}" if ours and ceiling else "-"
+            fmt = (lambda v: f"{v:.1f}" if isinstance(v, float) else "-")  # noqa: E731
+            lines.append(f"| {label} | {fmt(ours)} | {fmt(up)} | {fmt(ceiling)} | {ratio} | {to_ceiling} |")
+        lines.append(f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
+                     f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |")
+    if report.get("status"):
+        s = report["status"]
+        lines += ["", f"## Status: N={s['n']} JobSets marked Completed at once", "",
+                  f"ours: all Complete after {s['all_complete_s']:.1f} s, p50 {s['p50_ms']:.0f} ms, "
+                  f"p99 {s['p99_ms']:.0f} ms"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI)")
+    parser.add_argument("--sizes", default="1000,5000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=BENCH / "results")
+    parser.add_argument("--keep-cluster", action="store_true")
+    args = parser.parse_args()
+    sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
+    runs = 1 if args.smoke else args.runs
+    contenders = [Contender("ours", start_ours)]
+    upstream = None if args.smoke else upstream_contender()
+    if upstream is not None:
+        contenders.append(upstream)
+    else:
+        say("upstream is not part of this run (smoke mode, or hack/upstream has not built it)")
+    logs = Path(os.environ["TRAINJOB_CLUSTER_DIR"]) / "bench-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    say("starting a dedicated control plane in " + os.environ["TRAINJOB_CLUSTER_DIR"])
+    info = cluster.up()
+    try:
+        prepare(info)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": f"{platform.machine()}, "
+                                  f"{os.cpu_count()} cores, Python {platform.python_version()}", "burst": []}
+        ceilings = []
+        for r in range(runs):
+            ceilings.append(ceiling_run(info, max(sizes)))
+            say(f"ceiling run {r + 1}: {ceilings[-1]['per_second']:.0f} JobSets/s")
+        report["ceiling"] = {"n": max(sizes), "per_second": statistics.median(c["per_second"] for c in ceilings)}
+        for n in sizes:
+            for settings in ([DEFAULTS] if args.smoke else [DEFAULTS, EQUAL]):
+                results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
+                for r in range(runs):
+                    for contender in contenders:  # alternate: ours, upstream, ours, ...
+                        result = burst_run(info, contender, settings, n, logs)
+                        results[contender.name].append(result)
+                        say(f"N={n} {settings.name} {contender.name} run {r + 1}: "
+                            f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, "
+                            f"{result['requests_per_trainjob']}")
+                scenario: dict[str, Any] = {"n": n, "settings": settings.name}
+                for name, runs_of in results.items():
+                    scenario[name] = {k: median_of(runs_of, k) for k in (
+                        "all_jobsets_s", "trainjobs_per_s", "p50_ms", "p95_ms", "p99_ms", "cpu_s", "peak_rss_mib")}
+                    scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
+                    statuses = [x["status"] for x in runs_of if x.get("status")]
+                    if statuses and "status" not in report:
+                        report["status"] = {k: statistics.median(s[k] for s in statuses) for k in statuses[0]}
+                report["burst"].append(scenario)
+        args.out.mkdir(parents=True, exist_ok=True)
+        base = args.out / f"cluster-{'smoke-' if args.smoke else ''}{stamp}"
+        base.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+        text = markdown(report)
+        base.with_suffix(".md").write_text(text)
+        print(text)
+        return 0
+    finally:
+        if not args.keep_cluster:
+            cluster.down()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
