@@ -103,17 +103,39 @@ def kustomization(resources: list[str]) -> str:
                                     "resources": resources}, sort_keys=False)
 
 
-def expected(helm: str | None = None) -> dict[Path, str]:
-    by_file: dict[Path, list[dict[str, Any]]] = {}
-    for source, obj in documents(helm_template(*VALUES, helm=helm)):
+def installer_runtimes(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ClusterTrainingRuntimes inside the chart's runtimes-installer ConfigMap."""
+    return [d for d in yaml.safe_load_all(obj["data"]["runtimes.yaml"]) if d]
+
+
+def is_installer(obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/component") == "runtimes-installer"
+
+
+def kustomize_objects(stream: str) -> list[tuple[Path, dict[str, Any]]]:
+    """(file, object) for the kustomize tree: the chart's objects without Helm metadata, and the runtimes the
+    chart's installer Job would apply as plain objects instead of the installer itself."""
+    out: list[tuple[Path, dict[str, Any]]] = []
+    for source, obj in documents(stream):
         obj = strip_helm(obj)
         kind, name = obj["kind"], obj["metadata"]["name"]
-        if kind == "CustomResourceDefinition":
-            path = OUT / "base" / "crds" / f"{name}.yaml"
-        elif kind == "ClusterTrainingRuntime":
-            path = OUT / "runtimes" / f"{name}.yaml"
+        if is_installer(obj):
+            if kind == "ConfigMap":
+                for runtime in installer_runtimes(obj):
+                    labels = runtime["metadata"]["labels"]
+                    labels.pop("trainer.kubeflow.org/managed-by", None)
+                    out.append((OUT / "runtimes" / f"{runtime['metadata']['name']}.yaml", runtime))
+        elif kind == "CustomResourceDefinition":
+            out.append((OUT / "base" / "crds" / f"{name}.yaml", obj))
         else:
-            path = OUT / "base" / "operator" / Path(source).name
+            out.append((OUT / "base" / "operator" / Path(source).name, obj))
+    return out
+
+
+def expected(helm: str | None = None) -> dict[Path, str]:
+    by_file: dict[Path, list[dict[str, Any]]] = {}
+    for path, obj in kustomize_objects(helm_template(*VALUES, helm=helm)):
         by_file.setdefault(path, []).append(obj)
     files = {path: dump(objects) for path, objects in by_file.items()}
     for folder in (OUT / "base" / "crds", OUT / "base" / "operator", OUT / "runtimes"):

@@ -79,6 +79,15 @@ def find(objs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict
     return found[0]
 
 
+def installed_runtimes(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What the runtimes-installer Job applies (from its ConfigMap), by name."""
+    maps = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-runtimes-installer")]
+    if not maps:
+        return {}
+    (cm,) = maps
+    return {d["metadata"]["name"]: d for d in yaml.safe_load_all(cm["data"]["runtimes.yaml"]) if d}
+
+
 def kinds(objs: list[dict[str, Any]]) -> list[str]:
     return sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
 
@@ -262,7 +271,7 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     crd = find(objs, "CustomResourceDefinition", "trainjobs.trainer.kubeflow.org")
     assert "annotations" not in crd["metadata"] and crd["metadata"]["labels"]["team"] == "ml-platform"
-    runtimes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterTrainingRuntime"}
+    runtimes = installed_runtimes(objs)
     assert sorted(runtimes) == RUNTIME_NAMES
     jax = runtimes["jax-distributed"]["spec"]["template"]["spec"]["replicatedJobs"][0]
     assert jax["template"]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.example.com/jax:25.10-py3"
@@ -315,7 +324,29 @@ def test_public_configmap_is_readable_by_every_authenticated_user(helm: str) -> 
 
 
 def test_runtimes_are_off_by_default(helm: str) -> None:
-    assert not [o for o in objects(helm) if o["kind"] == "ClusterTrainingRuntime"]
+    objs = objects(helm)
+    assert installed_runtimes(objs) == {}
+    assert not [o for o in objs if "runtimes-installer" in o["metadata"]["name"]]
+
+
+def test_runtimes_installer(helm: str) -> None:
+    objs = objects(helm, {"runtimes": {"defaultEnabled": True}})
+    name = "trainjob-operator-runtimes-installer"
+    job = find(objs, "Job", name)
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    pod = job["spec"]["template"]["spec"]
+    assert restricted_violations(pod) == []
+    assert pod["serviceAccountName"] == name
+    assert pod["containers"][0]["image"] == find(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0][
+        "image"]
+    assert pod["containers"][0]["command"] == ["python", "/runtimes/install-runtimes.py", "/runtimes/runtimes.yaml",
+                                               "trainjob-operator"]
+    script = find(objs, "ConfigMap", name)["data"]["install-runtimes.py"]
+    assert script == (CHART / "files" / "scripts" / "install-runtimes.py").read_text()
+    assert find(objs, "ClusterRole", name)["rules"] == [{
+        "apiGroups": ["trainer.kubeflow.org"], "resources": ["clustertrainingruntimes"],
+        "verbs": ["list", "create", "patch", "delete"]}]
+    assert find(objs, "ClusterRoleBinding", name)["subjects"][0]["name"] == name
 
 
 @pytest.mark.parametrize(("flag", "name"), [
@@ -328,14 +359,15 @@ def test_runtimes_are_off_by_default(helm: str) -> None:
 def test_each_runtime_has_its_own_toggle(helm: str, flag: str, name: str) -> None:
     result = template(helm, None, "--set", f"runtimes.{flag}.enabled=true")
     assert result.returncode == 0, result.stderr
-    (rt,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ClusterTrainingRuntime"]
+    (rt,) = installed_runtimes([d for d in yaml.safe_load_all(result.stdout) if d]).values()
     source = yaml.safe_load((REPO / "runtimes" / f"{name}.yaml").read_text())
     assert rt["spec"] == source["spec"]
     assert rt["metadata"]["name"] == name
     labels = rt["metadata"]["labels"]
     assert labels["trainer.kubeflow.org/framework"] == source["metadata"]["labels"]["trainer.kubeflow.org/framework"]
     assert labels["trainer.kubeflow.org/webhook-validation"] == "disabled"
-    assert rt["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    assert labels["trainer.kubeflow.org/managed-by"] == "runtimes-installer"
+    assert labels["app.kubernetes.io/instance"] == "trainjob-operator"
 
 
 # --- kustomize manifests rendered from the chart ---------------------------------------------------------
@@ -362,7 +394,7 @@ def kubectl_bin(render_manifests: ModuleType) -> str:
 
 
 def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_manifests: ModuleType) -> None:
-    want = [render_manifests.strip_helm(o) for _, o in render_manifests.documents(
+    want = [o for _, o in render_manifests.kustomize_objects(
         render_manifests.helm_template(*render_manifests.VALUES, helm=helm))]
     got = _kustomize(kubectl_bin, REPO / "manifests" / "overlays" / "default") + _kustomize(
         kubectl_bin, REPO / "manifests" / "overlays" / "runtimes")
@@ -381,20 +413,43 @@ def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_
 
 # --- the real API server ---------------------------------------------------------------------------------
 
-@pytest.fixture
-def release(helm: str, cluster: Any, kube: Kube, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """The chart installed into a fresh namespace, every runtime enabled, CRDs taken over if present."""
+def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path) -> str:
+    """What the chart's post-install Job runs, run here (kwok never executes pods) under the Job's own
+    ServiceAccount, with the script and runtimes from the rendered ConfigMap."""
+    name, ns = release["name"], release["namespace"]
+    installer = f"{name}-runtimes-installer"
+    cm = kube.get("configmap", installer, ns)
+    assert cm is not None
+    script, data = tmp / "install-runtimes.py", tmp / "runtimes.yaml"
+    script.write_text(cm["data"]["install-runtimes.py"])
+    data.write_text(runtimes or cm["data"]["runtimes.yaml"])
+    config = tmp / "installer.kubeconfig"
+    _token_kubeconfig(cluster, kube, installer, ns, config)
+    env = {**os.environ, "KUBECONFIG": str(config)}
+    result = subprocess.run([sys.executable, str(script), str(data), name], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def release(helm: str, cluster: Any, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The chart installed into a fresh namespace with every runtime enabled (CRDs taken over if another test
+    applied them already), and the runtimes installed the way its post-install Job does."""
+    tmp = tmp_path_factory.mktemp("release")
     suffix = uuid.uuid4().hex[:6]
     name, ns = f"tjo-{suffix}", f"tjo-chart-{suffix}"
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump({"runtimes": {"defaultEnabled": True}}))
+    values = tmp / "values.yaml"
+    values.write_text(yaml.safe_dump({"fullnameOverride": name, "runtimes": {"defaultEnabled": True}}))
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     result = subprocess.run([helm, "install", name, str(CHART), "--namespace", ns, "--create-namespace",
                              "--take-ownership", "--values", str(values), "--timeout", "120s"],
                             capture_output=True, text=True, timeout=180, env=env)
     assert result.returncode == 0, result.stderr
+    info = {"name": name, "namespace": ns}
     try:
-        yield {"name": name, "namespace": ns}
+        _run_installer(kube, cluster, info, "", tmp)
+        yield info
     finally:
         subprocess.run([helm, "uninstall", name, "--namespace", ns, "--wait=false"], capture_output=True,
                        timeout=120, env=env)
@@ -412,6 +467,8 @@ def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Ku
     runtimes = {o["metadata"]["name"] for o in json.loads(kube.run(
         "get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}", "-o", "json").stdout)["items"]}
     assert sorted(runtimes) == RUNTIME_NAMES
+    # the post-install hook Job ran (kwok completes it) and was deleted on success
+    assert kube.get("job", f"{name}-runtimes-installer", ns) is None
     for kind, obj in (("deployment", name), ("service", name), ("serviceaccount", name),
                       ("configmap", f"{name}-config"), ("configmap", "kubeflow-trainer-public"),
                       ("role", name), ("rolebinding", name)):
@@ -427,6 +484,34 @@ def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Ku
 
 
 @pytest.mark.cluster
+def test_runtimes_installer_applies_and_prunes(release: dict[str, str], kube: Kube, cluster: Any,
+                                               tmp_path: Path) -> None:
+    ns, name = release["namespace"], release["name"]
+    cm = kube.get("configmap", f"{name}-runtimes-installer", ns)
+    assert cm is not None
+    every = cm["data"]["runtimes.yaml"]
+    torch_only = "---\n" + (REPO / "runtimes" / "torch-distributed.yaml").read_text()
+    selector = f"app.kubernetes.io/instance={name},trainer.kubeflow.org/managed-by=runtimes-installer"
+
+    def names() -> list[str]:
+        items = json.loads(kube.run("get", "clustertrainingruntimes", "-l", selector, "-o", "json").stdout)["items"]
+        return sorted(o["metadata"]["name"] for o in items)
+
+    try:
+        out = _run_installer(kube, cluster, release, torch_only, tmp_path)
+        assert names() == ["torch-distributed"]
+        assert out.count("pruned") == len(RUNTIME_NAMES) - 1
+        # what the API server stored is what the chart rendered (nothing pruned by the schema)
+        stored = kube.get("clustertrainingruntime", "torch-distributed")
+        assert stored is not None
+        assert _contains(stored["spec"], yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())[
+            "spec"])
+    finally:
+        _run_installer(kube, cluster, release, every, tmp_path)
+    assert names() == RUNTIME_NAMES
+
+
+@pytest.mark.cluster
 def test_authenticated_users_can_read_the_public_configmap(release: dict[str, str], kube: Kube) -> None:
     ns = release["namespace"]
     allowed = kube.run("auth", "can-i", "get", "configmap/kubeflow-trainer-public", "-n", ns,
@@ -438,7 +523,26 @@ def test_authenticated_users_can_read_the_public_configmap(release: dict[str, st
 
 
 def _pod_from(template_spec: dict[str, Any], name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": template_spec}
+    """A Pod of a JobSet pod template; volumes of volumeClaimPolicies are added as JobSet does (PVCs)."""
+    spec = copy.deepcopy(template_spec)
+    have = {v["name"] for v in spec.get("volumes") or []}
+    for ctr in spec.get("initContainers", []) + spec.get("containers", []):
+        for mount in ctr.get("volumeMounts") or []:
+            if mount["name"] not in have:
+                have.add(mount["name"])
+                spec.setdefault("volumes", []).append(
+                    {"name": mount["name"], "persistentVolumeClaim": {"claimName": f"{mount['name']}-{name}"}})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def _contains(stored: Any, source: Any) -> bool:
+    """`stored` holds everything `source` says (the API server may add defaults)."""
+    if isinstance(source, dict):
+        return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in source.items())
+    if isinstance(source, list):
+        return isinstance(stored, list) and len(stored) == len(source) and all(
+            _contains(a, b) for a, b in zip(stored, source, strict=True))
+    return bool(stored == source)
 
 
 @pytest.mark.cluster
@@ -545,6 +649,8 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
         wait_for(status_written, timeout=60, what="TrainJob status (trainjobs/status patch)")
         assert kube.get("secret", cfg["webhook"]["cert_secret_name"], ns) is not None
         assert kube.get("validatingwebhookconfiguration", cfg["webhook"]["validating_name"]) is not None
+    except BaseException as err:
+        raise AssertionError(f"{err}\n--- operator log (tail) ---\n{log_path.read_text()[-5000:]}") from err
     finally:
         proc.terminate()
         try:
