@@ -670,3 +670,43 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
                                   ("update", "leases", ["-n", namespace]), ("delete", "clustertrainingruntimes", [])):
         answer = kube.run("auth", "can-i", verb, resource, "--as", who, *extra, check=False).stdout.strip()
         assert answer == "no", f"{verb} {resource}"
+
+
+SDK_SCRIPT = """
+import json, logging, sys
+from kubeflow.common.types import KubernetesBackendConfig
+from kubeflow.trainer import TrainerClient
+
+records = []
+handler = logging.Handler()
+handler.emit = lambda record: records.append(record.getMessage())
+logging.getLogger().addHandler(handler)
+logging.getLogger().setLevel(logging.WARNING)
+client = TrainerClient(KubernetesBackendConfig(namespace=sys.argv[2], config_file=sys.argv[1]))
+runtimes = {rt.name: [rt.trainer.framework, rt.trainer.trainer_type.value, rt.trainer.image, rt.trainer.num_nodes,
+                      rt.trainer.device, rt.trainer.device_count] for rt in client.list_runtimes()}
+default = client.get_runtime("torch-distributed")
+print(json.dumps({"runtimes": runtimes, "default": default.name, "warnings": records}))
+"""
+
+
+@pytest.mark.cluster
+def test_the_kubeflow_sdk_lists_the_installed_runtimes(release: dict[str, str], cluster: Any, kube: Kube,
+                                                       namespace: str) -> None:
+    """The unmodified SDK against the real API server: verify_backend finds kubeflow-trainer-public (no warning),
+    list_runtimes parses every installed runtime as stored (CRD defaults included), get_runtime finds the default."""
+    pytest.importorskip("kubeflow.trainer")
+    env = {**os.environ, "KUBEFLOW_SYSTEM_NAMESPACE": release["namespace"]}
+    result = subprocess.run([sys.executable, "-c", SDK_SCRIPT, str(cluster.kubeconfig), namespace],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["warnings"] == []
+    assert seen["default"] == "torch-distributed"
+    runtimes = seen["runtimes"]
+    assert sorted(runtimes) == RUNTIME_NAMES
+    assert runtimes["torch-distributed"] == ["torch", "CustomTrainer", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+                                             1, "Unknown", "Unknown"]
+    assert runtimes["torchtune-qwen2.5-1.5b"][:2] == ["torchtune", "BuiltinTrainer"]
+    assert runtimes["torchtune-qwen2.5-1.5b"][4:] == ["gpu", "2"]
+    assert runtimes["deepspeed-distributed"][5] == "1"
