@@ -546,9 +546,9 @@ def _contains(stored: Any, source: Any) -> bool:
 
 
 @pytest.mark.cluster
-def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any, kube: Kube) -> None:
-    """The API server's own PodSecurity admission agrees with tests/pss.py: every runtime pod is admitted in
-    an enforce=restricted namespace; an unhardened pod is refused."""
+def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any, kube: Kube, helm: str) -> None:
+    """The API server's own PodSecurity admission agrees with tests/pss.py: every runtime pod, the operator pod
+    and the runtime installer pod are admitted in an enforce=restricted namespace; an unhardened pod is refused."""
     sys.path.insert(0, str(REPO / "tests" / "unit"))
     import test_runtimes as rt
 
@@ -563,10 +563,36 @@ def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any,
                 result = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(pod),
                                   check=False)
                 assert result.returncode == 0, f"{name}/{job}: {result.stderr}"
+        chart = objects(helm, {"runtimes": {"defaultEnabled": True}})
+        for kind, pod_name in (("Deployment", "operator"), ("Job", "installer")):
+            spec = find(chart, kind)["spec"]["template"]["spec"]
+            pod = _pod_from(spec, pod_name)
+            pod["spec"]["serviceAccountName"] = "default"
+            result = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(pod), check=False)
+            assert result.returncode == 0, f"{kind}: {result.stderr}"
         bad = _pod_from({"containers": [{"name": "node", "image": "x"}]}, "unhardened")
         refused = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(bad), check=False)
         assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr
         assert restricted_violations(bad["spec"])
+    finally:
+        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.mark.cluster
+def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_path: Path) -> None:
+    """Every object of the fullest rendering (but the ServiceMonitor, whose CRD this cluster lacks, and the CRDs,
+    already there) passes a server-side dry-run with strict field validation."""
+    ns = f"tjo-full-{uuid.uuid4().hex[:6]}"
+    kube.run("create", "namespace", ns)
+    try:
+        result = template(helm, FULL_VALUES, release="tjo-full", namespace=ns, tmp=tmp_path)
+        assert result.returncode == 0, result.stderr
+        docs = [d for d in yaml.safe_load_all(result.stdout)
+                if d and d["kind"] not in ("ServiceMonitor", "CustomResourceDefinition")]
+        assert len(docs) > 15
+        applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
+                           stdin=yaml.safe_dump_all(docs), check=False)
+        assert applied.returncode == 0, applied.stderr
     finally:
         kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
 
