@@ -73,7 +73,7 @@ def documents(stream: str) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for chunk in re.split(r"^---\s*$", stream, flags=re.M):
         source = re.search(r"^# Source: [^/]+/(.+)$", chunk, flags=re.M)
-        obj = yaml.safe_load(chunk)
+        obj = yaml.load(chunk, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if obj:
             out.append((source.group(1) if source else "", obj))
     return out

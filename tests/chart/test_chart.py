@@ -67,10 +67,18 @@ def template(helm: str, values: dict[str, Any] | None = None, *args: str, releas
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_RENDERED: dict[str, list[dict[str, Any]]] = {}
+
+
 def objects(helm: str, values: dict[str, Any] | None = None, tmp: Path | None = None) -> list[dict[str, Any]]:
-    result = template(helm, values, tmp=tmp)
-    assert result.returncode == 0, result.stderr
-    return [d for d in yaml.safe_load_all(result.stdout) if d]
+    """The rendered objects (cached per values; callers must not modify them)."""
+    key = json.dumps(values or {}, sort_keys=True)
+    if key not in _RENDERED:
+        result = template(helm, values, tmp=tmp)
+        assert result.returncode == 0, result.stderr
+        _RENDERED[key] = [d for d in yaml.load_all(result.stdout, Loader=Loader) if d]
+    return copy.deepcopy(_RENDERED[key])
 
 
 def find(objs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -95,7 +103,7 @@ def kinds(objs: list[dict[str, Any]]) -> list[str]:
 def golden_text(stream: str) -> str:
     """The rendering with each CRD's (huge, generated) spec replaced by its digest."""
     docs = []
-    for obj in (d for d in yaml.safe_load_all(stream) if d):
+    for obj in (d for d in yaml.load_all(stream, Loader=Loader) if d):
         if obj["kind"] == "CustomResourceDefinition":
             digest = hashlib.sha256(json.dumps(obj["spec"], sort_keys=True).encode()).hexdigest()
             obj = {**obj, "spec": {"sha256": digest}}
@@ -357,7 +365,7 @@ def test_runtimes_installer(helm: str) -> None:
     ("torchtuneDistributed.qwen2_5_1_5B", "torchtune-qwen2.5-1.5b"),
 ])
 def test_each_runtime_has_its_own_toggle(helm: str, flag: str, name: str) -> None:
-    result = template(helm, None, "--set", f"runtimes.{flag}.enabled=true")
+    result = template(helm, None, "--set", f"runtimes.{flag}.enabled=true", "--set", "crds.enabled=false")
     assert result.returncode == 0, result.stderr
     (rt,) = installed_runtimes([d for d in yaml.safe_load_all(result.stdout) if d]).values()
     source = yaml.safe_load((REPO / "runtimes" / f"{name}.yaml").read_text())
