@@ -744,3 +744,29 @@ def test_the_kubeflow_sdk_lists_the_installed_runtimes(release: dict[str, str], 
     assert runtimes["torchtune-qwen2.5-1.5b"][:2] == ["torchtune", "BuiltinTrainer"]
     assert runtimes["torchtune-qwen2.5-1.5b"][4:] == ["gpu", "2"]
     assert runtimes["deepspeed-distributed"][5] == "1"
+
+
+@pytest.mark.cluster
+def test_helm_upgrade_reruns_the_installer_and_prunes(release: dict[str, str], helm: str, kube: Kube, cluster: Any,
+                                                      tmp_path: Path) -> None:
+    """Last in this module (it changes the shared release): an upgrade that keeps only torch-distributed runs the
+    hook Job again (Helm waits for it) and the installer prunes the seven others."""
+    ns, name = release["namespace"], release["name"]
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    result = subprocess.run([helm, "upgrade", name, str(CHART), "--namespace", ns, "--reuse-values",
+                             "--set", "runtimes.defaultEnabled=false",
+                             "--set", "runtimes.torchDistributed.enabled=true",
+                             "--timeout", "120s"], capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr
+    cm = kube.get("configmap", f"{name}-runtimes-installer", ns)
+    assert cm is not None
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(cm["data"]["runtimes.yaml"]) if d] == [
+        "torch-distributed"]
+    out = _run_installer(kube, cluster, release, "", tmp_path)
+    assert out.count("pruned") == len(RUNTIME_NAMES) - 1
+    items = json.loads(kube.run("get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}",
+                                "-o", "json").stdout)["items"]
+    assert [o["metadata"]["name"] for o in items] == ["torch-distributed"]
+    history = json.loads(subprocess.run([helm, "history", name, "--namespace", ns, "-o", "json"],
+                                        capture_output=True, text=True, timeout=60, env=env).stdout)
+    assert [h["status"] for h in history] == ["superseded", "deployed"]
