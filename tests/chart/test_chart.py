@@ -141,6 +141,14 @@ def test_values_validate_against_their_schema() -> None:
         jsonschema.validate(merged, schema)
 
 
+def test_chart_app_version_is_the_package_version() -> None:
+    import tomllib
+
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"]
+
+
 def test_default_config_is_a_valid_operator_config() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     OperatorConfig.model_validate(values["config"])
