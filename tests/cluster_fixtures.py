@@ -84,6 +84,11 @@ def _acquire() -> cluster_lib.ClusterInfo:
                 pytest.fail(f"{REUSE_ENV}=1 but no local cluster answers; run `make cluster-up`", pytrace=False)
             _SESSION["owned"] = False
         else:
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            if worker and "TRAINJOB_CLUSTER_DIR" not in os.environ:
+                # pytest-xdist: one cluster per worker, side by side.
+                os.environ["TRAINJOB_CLUSTER_DIR"] = str(cluster_lib.repo_root() / ".cluster" / worker)
+                os.environ["TRAINJOB_CLUSTER_NAME"] = f"{cluster_lib.DEFAULT_NAME}-{worker}"
             try:
                 info = cluster_lib.up(kueue=_truthy(KUEUE_ENV))
             except cluster_lib.ClusterError as exc:

@@ -40,5 +40,8 @@ mod_version() {
 # (downloads it if needed).
 mod_dir() {
   local mod=$1 dir=${2:-$CLUSTER_HACK_DIR}
-  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' "$mod")
+  # go list -m only reports modules already in the cache; go mod download
+  # fetches (and verifies) the pinned version first.
+  (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download -json "$mod" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 }
