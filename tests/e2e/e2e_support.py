@@ -107,6 +107,11 @@ _TIMES: dict[str, dict[str, Any]] = {}
 _SESSION_START: list[float] = []
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "differential: our operator against upstream Kubeflow Trainer v2.3.0 "
+                                       "(make test-differential)")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     _SESSION_START.append(time.monotonic())
 
@@ -118,6 +123,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     entry["duration"] += report.duration
     if report.failed:
         entry["outcome"] = "failed" if report.when == "call" else f"error ({report.when})"
+    elif getattr(report, "wasxfail", None) is not None:
+        entry["outcome"] = "xfailed" if report.skipped else "xpassed"
     elif report.skipped and report.when != "teardown":
         entry["outcome"] = "skipped"
 

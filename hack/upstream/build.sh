@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Build the upstream Kubeflow Trainer controller (v2.3.0, pinned by
+# hack/upstream/go.mod) for the differential test, into the tool cache of
+# hack/cluster/build.sh:
+#
+#   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/trainer-controller-manager
+#   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/share/trainer/   (upstream CRDs, runtimes)
+#
+# <key> hashes hack/upstream/go.mod + go.sum, this script's BUILD_VERSION and
+# the Go version (the same recipe as hack/cluster/lib.sh's tools_key), so a
+# warm cache makes this a no-op.
+#
+# Usage: build.sh [--print-bin-dir]
+#   TRAINJOB_UPSTREAM_BIN=<dir> uses binaries from <dir> instead of the cache.
+set -euo pipefail
+
+BUILD_VERSION=1   # bump when the way the binary is built changes
+
+UPSTREAM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=hack/cluster/lib.sh
+. "$UPSTREAM_DIR/../cluster/lib.sh"
+
+upstream_key() {
+  {
+    cat "$UPSTREAM_DIR/go.mod" "$UPSTREAM_DIR/go.sum"
+    grep -m1 '^BUILD_VERSION=' "$UPSTREAM_DIR/build.sh"
+    GOTOOLCHAIN=local go env GOVERSION
+  } | sha256sum | cut -c1-16
+}
+
+upstream_bin_dir() {
+  if [[ -n ${TRAINJOB_UPSTREAM_BIN:-} ]]; then
+    echo "$TRAINJOB_UPSTREAM_BIN"
+  else
+    echo "$(tools_cache_root)/bin/upstream-$(upstream_key)"
+  fi
+}
+
+case "${1:-}" in
+  --print-bin-dir) upstream_bin_dir; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+  "") ;;
+  *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
+esac
+
+BIN=$(upstream_bin_dir)
+if [[ -x $BIN/trainer-controller-manager && -f $BIN/share/VERSIONS ]]; then
+  echo "upstream: up to date in $BIN"
+  exit 0
+fi
+
+export GOTOOLCHAIN=local CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:-} -mod=readonly"
+mkdir -p "$BIN" "$(tools_cache_root)/logs"
+LOG="$(tools_cache_root)/logs/build-upstream-trainer.log"
+
+exec 9>"$BIN.lock"
+if ! flock -n 9; then
+  echo "upstream: another build holds $BIN.lock, waiting..."
+  flock 9
+fi
+
+MOD=github.com/kubeflow/trainer/v2
+VERSION=$(mod_version "$MOD" "$UPSTREAM_DIR")
+t0=$(date +%s)
+if [[ ! -x $BIN/trainer-controller-manager ]]; then
+  echo "upstream: building $MOD/cmd/trainer-controller-manager $VERSION (log: $LOG)"
+  : >"$LOG"
+  ( cd "$UPSTREAM_DIR" && go build -v -trimpath -ldflags "-s -w" \
+      -o "$BIN/trainer-controller-manager.tmp" "$MOD/cmd/trainer-controller-manager" ) >>"$LOG" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "upstream: [$(( $(date +%s) - t0 ))s] $(grep -vc '^go: ' "$LOG" || true) packages compiled, last: $(tail -n1 "$LOG")"
+    fi
+  done
+  if ! wait "$pid"; then
+    echo "upstream: FAILED; last lines of $LOG:" >&2
+    tail -n 30 "$LOG" >&2
+    exit 1
+  fi
+  mv "$BIN/trainer-controller-manager.tmp" "$BIN/trainer-controller-manager"
+fi
+
+# Upstream's CRDs and default runtimes, copied out of the module cache so the
+# differential test needs only this directory. They are applied only to the
+# throw-away cluster of the differential run and never committed.
+src=$(mod_dir "$MOD" "$UPSTREAM_DIR")
+tmp="$BIN/share.tmp"
+rm -rf "$tmp"; mkdir -p "$tmp/trainer/crds" "$tmp/trainer/runtimes"
+cp "$src"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/crds/"
+cp "$src"/manifests/base/rbac/role.yaml "$tmp/trainer/"
+find "$src/manifests/base/runtimes" -name '*.yaml' ! -name kustomization.yaml -exec cp {} "$tmp/trainer/runtimes/" \;
+chmod -R u+w "$tmp"
+echo "trainer $VERSION" >"$tmp/VERSIONS"
+rm -rf "$BIN/share"; mv "$tmp" "$BIN/share"
+echo "upstream: [$(( $(date +%s) - t0 ))s] done; $BIN ($(du -sh "$BIN" | cut -f1))"
