@@ -458,12 +458,12 @@ def release(helm: str, cluster: Any, kube: Kube, tmp_path_factory: pytest.TempPa
     values = tmp / "values.yaml"
     values.write_text(yaml.safe_dump({"fullnameOverride": name, "runtimes": {"defaultEnabled": True}}))
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    result = subprocess.run([helm, "install", name, str(CHART), "--namespace", ns, "--create-namespace",
-                             "--take-ownership", "--values", str(values), "--timeout", "120s"],
-                            capture_output=True, text=True, timeout=180, env=env)
-    assert result.returncode == 0, result.stderr
     info = {"name": name, "namespace": ns}
-    try:
+    try:  # cleans up after a failed install too
+        result = subprocess.run([helm, "install", name, str(CHART), "--namespace", ns, "--create-namespace",
+                                 "--take-ownership", "--values", str(values), "--timeout", "120s"],
+                                capture_output=True, text=True, timeout=180, env=env)
+        assert result.returncode == 0, result.stderr
         _run_installer(kube, cluster, info, "", tmp)
         yield info
     finally:
