@@ -11,7 +11,7 @@ CLUSTER_PYTHON := $(PY)
 include hack/cluster/cluster.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck crds crds-check test test-unit test-integration test-e2e bench bench-render demo demo-offline demo-down clean
+.PHONY: help install lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,12 +30,34 @@ lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD d
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache | tail -n 3
 	@$(MAKE) --no-print-directory crds-check
+	@$(MAKE) --no-print-directory chart-check
 
 typecheck: $(STAMP)
 	@$(VENV)/bin/mypy
 
-crds: $(STAMP) ## regenerate crds/ from the API models
+crds: $(STAMP) ## regenerate crds/ from the API models (and the chart's copy)
 	@$(PY) -m trainjob_operator.crdgen
+	@$(PY) hack/sync-chart-crds.py
+
+chart-sync: $(STAMP) ## copy crds/ and runtimes/ into the chart, regenerate its values schema
+	@$(PY) hack/sync-chart-crds.py
+
+manifests: $(STAMP) ## render manifests/ (kustomize) from the chart
+	@$(PY) hack/render-manifests.py
+
+chart-check: $(STAMP)
+	@echo ">> chart and manifests in sync"; $(PY) hack/sync-chart-crds.py --check && $(PY) hack/render-manifests.py --check
+
+chart-test: $(STAMP) ## helm lint, golden renderings, values schema (no cluster)
+	@$(MAKE) --no-print-directory tools WITH_HELM=1
+	@$(PYTEST) tests/chart -q -m "not cluster"
+
+chart-cluster-test: $(STAMP) ## helm install into the local cluster, RBAC under the chart's ServiceAccount
+	@$(MAKE) --no-print-directory tools WITH_HELM=1
+	@$(PYTEST) tests/chart -q -m cluster
+
+chart-golden: $(STAMP) ## rewrite the chart's golden renderings
+	@TRAINJOB_UPDATE_GOLDEN=1 $(PYTEST) tests/chart -q -k golden
 
 crds-check: $(STAMP)
 	@echo ">> CRDs in sync with the models"; $(PY) -m trainjob_operator.crdgen --check
