@@ -168,6 +168,10 @@ export_manifests() {
   sp=$(mod_dir sigs.k8s.io/scheduler-plugins)
   trainer=$(mod_dir github.com/kubeflow/trainer/v2)
   lws=$(mod_dir sigs.k8s.io/lws "$HERE/manifests")
+  local d
+  for d in "$kwok" "$jobset" "$sp" "$trainer" "$lws"; do
+    [[ -n $d && -d $d ]] || { echo "tools: a pinned module is missing from the module cache" >&2; return 1; }
+  done
   cp "$kwok/kustomize/stage/node/fast/node-initialize.yaml" \
      "$kwok/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
      "$kwok/kustomize/stage/pod/fast/pod-ready.yaml" \
