@@ -273,3 +273,31 @@ def test_delete_garbage_collects_everything_owned(kube: Kube, namespace: str) ->
         left += [f"pod/{p['metadata']['name']}" for p in kube.items("pods", namespace)]
         return left
     eventually(lambda: not leftovers() or None, "garbage collection of the TrainJob's objects", timeout=90)
+
+
+@pytest.mark.xfail(strict=True, reason="shared with upstream v2.3.0: re-applying a JobSet with volumeClaimPolicies "
+                                       "is rejected as immutable (docs/compatibility.md, 'Found on the way')")
+def test_suspended_torchtune_job_resumes(kube: Kube, namespace: str) -> None:
+    """A TrainJob created suspended (as Kueue creates them) against a runtime with volumeClaimPolicies."""
+    name = "tune-later"
+    pv = f"{namespace}-initializer"
+    kube.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv}, "spec": {
+        "capacity": {"storage": "20Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": f"/tmp/{pv}"},
+        "claimRef": {"namespace": namespace, "name": f"initializer-{name}"}}})
+    try:
+        kube.apply(trainjob(name, "torchtune-llama3.2-1b", suspend=True, trainer={"command": ["tune", "run"]}),
+                   namespace=namespace)
+        wait_condition(kube, namespace, name, "Suspended", timeout=30)
+        kube.patch("trainjob", name, namespace, {"spec": {"suspend": False}})
+
+        def outcome() -> dict[str, Any] | None:
+            job = get(kube, "trainjob", name, namespace)
+            error = condition(job, "ReconcileFailed")
+            done = condition(job, "Complete")
+            return job if (done and done["status"] == "True") or error else None
+        job = eventually(outcome, "Complete, or the apply error", timeout=60)
+        error = condition(job, "ReconcileFailed")
+        assert error is None, error["message"]
+        assert_complete(kube, namespace, name)
+    finally:
+        kube.delete("persistentvolume", pv)
