@@ -62,7 +62,7 @@ EXIT_CODE_ANNOTATION = "trainjob-operator.test/exit-code"
 # What `kubectl logs` returns for every container of a fake pod.
 POD_LOG = ("kwok: fake container started", "kwok: fake container finished")
 
-# Kueue v0.15 hard-codes where it reads its metrics serving certificate when
+# Kueue (v0.15-v0.19) hard-codes where it reads its metrics serving certificate when
 # internal cert management is off (cmd/kueue/main.go); it exits without it.
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 
@@ -547,9 +547,16 @@ def _kwokctl_config(bin_dir: Path) -> str:
     # as the log of every container (the API server reaches kwok through the node's Hostname, localhost).
     pod_log = state_dir() / "pod.log"
     pod_log.write_text("".join(f"2000-01-01T00:00:0{i}.000000000Z stdout F {line}\n" for i, line in enumerate(POD_LOG)))
-    docs.append(json.dumps({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-                            "metadata": {"name": "all-pods"},
-                            "spec": {"selector": {}, "logs": [{"logsFile": str(pod_log), "follow": False}]}}))
+    docs.append(
+        json.dumps(
+            {
+                "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                "kind": "ClusterLogs",
+                "metadata": {"name": "all-pods"},
+                "spec": {"selector": {}, "logs": [{"logsFile": str(pod_log), "follow": False}]},
+            }
+        )
+    )
     return "\n---\n".join(docs) + "\n"
 
 
@@ -842,7 +849,9 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
                 )
         for cname, c in info.controllers.items():
             _stop_controller(cname, c)
-        bin_dir = info.bin_dir
+        # The recorded tools may be gone (cache key changed and old dir removed).
+        if (info.bin_dir / "kwokctl").exists() or bin_dir is None:
+            bin_dir = info.bin_dir
     kwokctl = bin_dir / "kwokctl" if bin_dir else None
     name = info.name if info else cluster_name()
     if kwokctl and kwokctl.exists():
