@@ -348,7 +348,8 @@ def _to_objects(info: ClusterInfo, path: Path) -> list[dict[str, Any]]:
     """Parse a multi-document YAML file into objects with kubectl (no PyYAML)."""
     out = info.kubectl("create", "--dry-run=client", "-o", "json", "-f", str(path)).stdout
     # One JSON document per object, concatenated (or a List).
-    dec, i, objs = json.JSONDecoder(), 0, []
+    dec, i = json.JSONDecoder(), 0
+    objs: list[dict[str, Any]] = []
     while True:
         while i < len(out) and out[i].isspace():
             i += 1
