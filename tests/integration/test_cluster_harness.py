@@ -114,9 +114,7 @@ def test_batch_job_completes(cluster: Any, namespace: str) -> None:
 
 
 def test_pod_marked_to_fail_fails_its_job(cluster: Any, namespace: str) -> None:
-    _apply(
-        cluster, _job("bad", namespace, annotations={RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "3"})
-    )
+    _apply(cluster, _job("bad", namespace, annotations={RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "3"}))
     job = wait_for(
         lambda: (lambda j: j if _condition(j, "Failed") else None)(_get(cluster, "job", "bad", namespace)),
         timeout=60,
@@ -138,9 +136,7 @@ def test_jobset_completes(cluster: Any, namespace: str) -> None:
                 {
                     "name": "launcher",
                     "replicas": 1,
-                    "template": {
-                        "spec": {"backoffLimit": 0, "template": _pod_template({RUN_FOR_ANNOTATION: "1s"})}
-                    },
+                    "template": {"spec": {"backoffLimit": 0, "template": _pod_template({RUN_FOR_ANNOTATION: "1s"})}},
                 },
                 {
                     "name": "worker",
@@ -159,9 +155,7 @@ def test_jobset_completes(cluster: Any, namespace: str) -> None:
     }
     _apply(cluster, jobset)
     js = wait_for(
-        lambda: (lambda o: o if _condition(o, "Completed") else None)(
-            _get(cluster, "jobset", "js", namespace)
-        ),
+        lambda: (lambda o: o if _condition(o, "Completed") else None)(_get(cluster, "jobset", "js", namespace)),
         timeout=90,
         what="JobSet Completed",
     )
@@ -186,9 +180,7 @@ def test_jobset_failure_propagates(cluster: Any, namespace: str) -> None:
                     "template": {
                         "spec": {
                             "backoffLimit": 0,
-                            "template": _pod_template(
-                                {RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "1"}
-                            ),
+                            "template": _pod_template({RUN_FOR_ANNOTATION: "500ms", EXIT_CODE_ANNOTATION: "1"}),
                         }
                     },
                 }
