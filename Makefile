@@ -5,13 +5,14 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 STAMP := $(VENV)/.installed
+BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 
 # The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
 include hack/cluster/cluster.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render demo demo-offline demo-down clean
+.PHONY: help install lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -71,16 +72,21 @@ test-integration: $(STAMP) tools ## integration tests against the local kube-api
 test-e2e: $(STAMP) tools
 	@$(PYTEST) tests/e2e -q -m e2e
 
-test: $(STAMP) ## everything CI runs: lint, unit, then integration on a real API server
+test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then all tests on a real control plane
 	@$(MAKE) --no-print-directory lint
-	@echo ">> unit and integration tests"
-	@$(MAKE) --no-print-directory tools
-	@$(PYTEST) tests/unit tests/integration -q
+	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
+	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
+	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
+	@echo ">> unit, chart, integration and e2e tests (one local control plane with Kueue for the session)"
+	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/unit tests/chart tests/integration tests/e2e -q
 
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench: bench-render ## all benchmarks
+bench-cluster: $(STAMP) tools ## the operator vs upstream on a local control plane (burst, status), medians of 3
+	@$(PY) bench/cluster_bench.py
+
+bench: bench-render bench-cluster ## all benchmarks
 
 demo-offline: $(STAMP) ## render the example TrainJobs against the example runtimes, offline
 	@echo ">> validating examples/trainjobs.yaml against examples/runtimes.yaml"
