@@ -29,7 +29,7 @@ install: $(STAMP) ## create .venv and install the package with its dev tools
 lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench
 	@echo ">> mypy"; $(VENV)/bin/mypy
-	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache | tail -n 3
+	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
 	@$(MAKE) --no-print-directory crds-check
 	@$(MAKE) --no-print-directory chart-check
 
