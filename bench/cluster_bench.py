@@ -141,6 +141,8 @@ def upstream_contender() -> Contender | None:
         import upstream_run  # type: ignore[import-not-found]
     except ImportError:
         return None
+    if not upstream_run.available():
+        return None
 
     def start(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
         port = free_port()

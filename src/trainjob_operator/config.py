@@ -12,8 +12,9 @@ class _Section(BaseModel):
 
 
 class ClientConnection(_Section):
-    qps: float = Field(default=50, ge=0)
-    burst: int = Field(default=100, ge=0)
+    # One limiter for all resources (controller-runtime has one per resource type, 50/100 each by default).
+    qps: float = Field(default=200, ge=0)
+    burst: int = Field(default=400, ge=0)
 
 
 class Webhook(_Section):
@@ -52,7 +53,7 @@ class OperatorConfig(_Section):
     namespaces: list[str] = Field(default_factory=list)
     """Namespaces to watch; empty means the whole cluster."""
     operator_namespace: str = "kubeflow-system"
-    concurrency: int = Field(default=8, ge=1)
+    concurrency: int = Field(default=16, ge=1)
     """TrainJobs reconciled at once."""
     log_format: Literal["json", "console"] = "json"
     log_level: str = "INFO"
