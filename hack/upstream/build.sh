@@ -4,7 +4,8 @@
 # hack/cluster/build.sh:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/trainer-controller-manager
-#   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/share/trainer/   (upstream CRDs, runtimes)
+#   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/share/trainer/   (upstream CRDs, webhook
+#                                                                          configurations, runtimes)
 #
 # <key> hashes hack/upstream/go.mod + go.sum, this script's BUILD_VERSION and
 # the Go version (the same recipe as hack/cluster/lib.sh's tools_key), so a
@@ -44,7 +45,7 @@ case "${1:-}" in
 esac
 
 BIN=$(upstream_bin_dir)
-if [[ -x $BIN/trainer-controller-manager && -f $BIN/share/VERSIONS ]]; then
+if [[ -x $BIN/trainer-controller-manager && -f $BIN/share/VERSIONS && -d $BIN/share/trainer/webhook ]]; then
   echo "upstream: up to date in $BIN"
   exit 0
 fi
@@ -88,8 +89,9 @@ fi
 # throw-away cluster of the differential run and never committed.
 src=$(mod_dir "$MOD" "$UPSTREAM_DIR")
 tmp="$BIN/share.tmp"
-rm -rf "$tmp"; mkdir -p "$tmp/trainer/crds" "$tmp/trainer/runtimes"
+rm -rf "$tmp"; mkdir -p "$tmp/trainer/crds" "$tmp/trainer/runtimes" "$tmp/trainer/webhook"
 cp "$src"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/crds/"
+cp "$src"/manifests/base/webhook/*.yaml "$tmp/trainer/webhook/"   # a kustomization: kubectl kustomize it
 cp "$src"/manifests/base/rbac/role.yaml "$tmp/trainer/"
 find "$src/manifests/base/runtimes" -name '*.yaml' ! -name kustomization.yaml -exec cp {} "$tmp/trainer/runtimes/" \;
 chmod -R u+w "$tmp"

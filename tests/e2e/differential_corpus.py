@@ -25,7 +25,7 @@ class Case:
     name: str
     trainjob: dict[str, Any]
     runtimes: list[dict[str, Any]] = field(default_factory=list)
-    # Complete | Failed | Suspended | Ignored (managed elsewhere: nothing happens)
+    # Complete | Failed | Suspended | Ignored (managed elsewhere: nothing happens) | Rejected (by admission)
     settle: str = "Complete"
     # applied once `settle` is reached, then the case settles on `then`
     patch: dict[str, Any] | None = None
@@ -318,4 +318,40 @@ def cases() -> list[Case]:
                       "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}}}), settle="Suspended"))
     add(Case("ctr-torchtune-3b", trainjob("ctr-3b", "torchtune-llama3.2-3b", kind="ClusterTrainingRuntime",
              suspend=True, trainer={"command": ["tune", "run"], "numProcPerNode": 2}), settle="Suspended"))
+
+    # --- admission: TrainJobs both webhooks must reject, with the same message (§7.2, §10.2 case 20) -------------
+    plain = runtime("adm-plain-runtime", [rjob("node", "trainer", [container("node")])], ml={"numNodes": 1, "torch": {}})
+    mpi = runtime("adm-mpi-runtime", [rjob("node", "trainer", [container("node")]), rjob("launcher", None, [container("node")])],
+                  ml={"numNodes": 1, "mpi": {}})
+    add(Case("adm-missing-runtime", trainjob("adm-missing", "no-such-runtime"), settle="Rejected"))
+    add(Case("adm-missing-ctr", trainjob("adm-missing-ctr", "no-such-runtime", kind="ClusterTrainingRuntime"),
+             settle="Rejected"))
+    add(Case("adm-reserved-env", trainjob("adm-env", "adm-plain-runtime", trainer={"env": [
+        {"name": "PET_NODE_RANK", "value": "1"}, {"name": "PET_MASTER_ADDR", "value": "x"}]}), [plain], "Rejected"))
+    add(Case("adm-mpi-reserved-env", trainjob("adm-mpi-env", "adm-mpi-runtime", trainer={"env": [
+        {"name": "OMPI_MCA_orte_default_hostfile", "value": "/tmp/h"}]}), [mpi], "Rejected"))
+    add(Case("adm-initializer-without-job", trainjob("adm-init", "adm-plain-runtime", initializer={
+        "dataset": {"storageUri": "hf://x/y"}, "model": {"storageUri": "hf://x/z"}}), [plain], "Rejected"))
+    add(Case("adm-patch-manager", trainjob("adm-manager", "adm-plain-runtime", runtimePatches=[
+        patch("not-a-domain-path", "node", pod_spec={"nodeSelector": {"a": "b"}})]), [plain], "Rejected"))
+    add(Case("adm-patch-unknown-job", trainjob("adm-unknown-job", "adm-plain-runtime", runtimePatches=[
+        patch("test.io/m", "launcher", pod_spec={"nodeSelector": {"a": "b"}})]), [plain], "Rejected"))
+    add(Case("adm-patch-unknown-container", trainjob("adm-unknown-ctr", "adm-plain-runtime", runtimePatches=[
+        patch("test.io/m", "node", pod_spec={"containers": [{"name": "sidecar", "env": [{"name": "A", "value": "b"}]}]})]),
+        [plain], "Rejected"))
+    add(Case("adm-patch-node-env", trainjob("adm-node-env", "adm-plain-runtime", runtimePatches=[
+        patch("test.io/m", "node", pod_spec={"containers": [{"name": "node", "env": [{"name": "A", "value": "b"}]}]})]),
+        [plain], "Rejected"))
+    tune = runtime("torchtune-llama3.2-1b", standard_jobs(node_extra={"command": tune_1b}), ml={"numNodes": 1, "torch": {}})
+    add(Case("adm-torchtune-multinode", trainjob("adm-tune-nodes", "torchtune-llama3.2-1b", trainer={
+        "command": ["tune", "run"], "numNodes": 2}), [tune], "Rejected"))
+    add(Case("adm-torchtune-immutable-arg", trainjob("adm-tune-arg", "torchtune-llama3.2-1b", trainer={
+        "command": ["tune", "run"], "args": ["epochs=1", "output_dir=/tmp/out"]}), [tune], "Rejected"))
+    add(Case("adm-torchtune-model", trainjob("adm-tune-model", "torchtune-mistral-7b", trainer={
+        "command": ["tune", "run"]}),
+        [runtime("torchtune-mistral-7b", standard_jobs(node_extra={"command": tune_1b}), ml={"numNodes": 1, "torch": {}})],
+        "Rejected"))
+    add(Case("adm-bad-storage-uri", trainjob("adm-uri", "adm-plain-runtime", initializer={
+        "dataset": {"storageUri": "not a uri"}}), [plain], "Rejected"))
+    add(Case("adm-bad-name", trainjob("Adm-Upper", "adm-plain-runtime"), [plain], "Rejected"))
     return out
