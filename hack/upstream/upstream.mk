@@ -12,10 +12,10 @@ DIFFERENTIAL_REPORT ?= .cluster/differential-report.txt
 
 .PHONY: tools-upstream test-differential
 
-tools-upstream:
+tools-upstream: ## build upstream Kubeflow Trainer v2.3.0's controller into the tool cache (no-op when warm)
 	@bash $(UPSTREAM_HACK_DIR)/build.sh
 
-test-differential: $(STAMP) tools tools-upstream
+test-differential: $(STAMP) tools tools-upstream ## our operator vs upstream v2.3.0 on one local control plane (own session)
 	@mkdir -p $(dir $(DIFFERENTIAL_REPORT))
 	TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(DIFFERENTIAL_REPORT)) \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential

@@ -3,6 +3,7 @@ through runtime patches, bounded waits and the session summary."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,7 +84,7 @@ def wait_condition(kube: Kube, namespace: str, name: str, type_: str, timeout: f
 
 def pods(kube: Kube, namespace: str, trainjob_name: str, rjob: str | None = None) -> list[dict[str, Any]]:
     selector = f"{JOBSET_NAME}={trainjob_name}" + (f",{RJOB_NAME}={rjob}" if rjob else "")
-    items: list[dict[str, Any]] = __import__("json").loads(
+    items: list[dict[str, Any]] = json.loads(
         kube.run("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout)["items"]
     return items
 

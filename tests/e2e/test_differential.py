@@ -15,8 +15,7 @@ import base64
 import json
 import os
 import re
-import shutil
-import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,12 +28,17 @@ from differential_corpus import Case, cases
 from e2e_support import REPO, RUNTIMES_DIR
 
 from cluster_fixtures import wait_for
-from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition, free_port
-from trainjob_operator.testing import cluster as cluster_lib
+from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition
 
-pytestmark = [pytest.mark.differential, pytest.mark.cluster, pytest.mark.timeout(900)]
+sys.path.insert(0, str(REPO / "hack" / "upstream"))
+import upstream_run  # hack/upstream/upstream_run.py: starts upstream's controller
 
 ENABLE_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL"
+pytestmark = [pytest.mark.differential, pytest.mark.cluster, pytest.mark.timeout(900),
+              pytest.mark.skipif(os.environ.get(ENABLE_ENV, "") in ("", "0"),
+                                 reason=f"differential test: set {ENABLE_ENV}=1 (make test-differential) and run it "
+                                        "in its own session")]
+
 REPORT_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT"
 UPSTREAM_BUILD = REPO / "hack" / "upstream" / "build.sh"
 SETTLE_TIMEOUT = 150.0
@@ -59,73 +63,7 @@ KNOWN_GAPS: list[tuple[str, str]] = [
 
 
 def upstream_bin_dir() -> Path:
-    out = subprocess.run(["bash", str(UPSTREAM_BUILD), "--print-bin-dir"], capture_output=True, text=True, check=True)
-    return Path(out.stdout.strip())
-
-
-class UpstreamController:
-    """`trainer-controller-manager` v2.3.0 as a local process: no leader election, no cert management, webhooks
-    served on 127.0.0.1 with the harness certificate and registered by URL, metrics off."""
-
-    def __init__(self, kubeconfig: str, tmp: Path) -> None:
-        self.kubeconfig, self.tmp = kubeconfig, tmp
-        self.health, self.webhook_port = free_port(), free_port()
-        self.webhook_configurations: list[tuple[str, str]] = []
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = tmp / "upstream-trainer.log"
-
-    def start(self) -> UpstreamController:
-        certs = self.tmp / "k8s-webhook-server" / "serving-certs"   # controller-runtime's default under $TMPDIR
-        certs.mkdir(parents=True, exist_ok=True)
-        for name in ("tls.crt", "tls.key"):
-            shutil.copy(cluster_lib.state_dir() / "certs" / name, certs / name)
-        config = self.tmp / "upstream-config.yaml"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "config.trainer.kubeflow.org/v1alpha1", "kind": "Configuration",
-            "webhook": {"host": "127.0.0.1", "port": self.webhook_port},
-            "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.health}"},
-            "leaderElection": {"leaderElect": False},
-            "certManagement": {"enable": False},
-        }))
-        self.proc = subprocess.Popen(
-            [str(upstream_bin_dir() / "trainer-controller-manager"), "--config", str(config),
-             "--kubeconfig", self.kubeconfig],
-            stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
-            env={**os.environ, "TMPDIR": str(self.tmp), "KUBECONFIG": self.kubeconfig})
-        return self
-
-    def register_webhooks(self, kube: Kube) -> None:
-        """Upstream's webhook configurations (its kustomization) pointed at this process on 127.0.0.1."""
-        ca = base64.b64encode((cluster_lib.state_dir() / "certs" / "ca.crt").read_bytes()).decode()
-        rendered = kube.run("kustomize", str(upstream_bin_dir() / "share" / "trainer" / "webhook")).stdout
-        configs = [c for c in yaml.safe_load_all(rendered) if c]
-        for config in configs:
-            for hook in config["webhooks"]:
-                path = hook["clientConfig"]["service"]["path"]
-                hook["clientConfig"] = {"url": f"https://127.0.0.1:{self.webhook_port}{path}", "caBundle": ca}
-        kube.apply(*configs)
-        self.webhook_configurations = [(c["kind"], c["metadata"]["name"]) for c in configs]
-
-    def ready(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            pytest.fail(f"upstream controller exited {self.proc.returncode}:\n{self.log_path.read_text()[-4000:]}")
-        import urllib.request
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+    return upstream_run.bin_dir()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -309,8 +247,6 @@ def run_corpus(kube: Kube, namespace: str, corpus: list[Case], errors: dict[str,
 
 @pytest.fixture(scope="module")
 def corpus(request: pytest.FixtureRequest) -> list[Case]:
-    if os.environ.get(ENABLE_ENV, "") in ("", "0"):
-        pytest.skip(f"differential test: set {ENABLE_ENV}=1 (make test-differential) and run it in its own session")
     if any("test_differential.py" not in item.nodeid for item in request.session.items):
         pytest.skip("differential test: run it in its own pytest session (it starts and stops both controllers)")
     if not (upstream_bin_dir() / "trainer-controller-manager").exists():
@@ -355,10 +291,10 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
         # --- upstream: its v2.3.0 CRDs (module cache copy, this cluster only), its controller
         t0 = time.monotonic()
         kube.run("apply", "--server-side", "--force-conflicts", "-f", str(upstream_crds))
-        upstream = UpstreamController(kubeconfig, tmp).start()
+        upstream = upstream_run.start(kube.cluster, logs=tmp)
         try:
-            wait_for(upstream.ready, timeout=90, what="upstream controller ready")
-            upstream.register_webhooks(kube)
+            wait_for(lambda: upstream_run.ready(kube.cluster, upstream), timeout=90, what="upstream controller ready")
+            upstream_run.register_webhooks(kube.cluster, upstream)
             probe = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
                      "metadata": {"name": "probe", "namespace": "default"},
                      "spec": {"runtimeRef": {"name": "torch-distributed"}}}
@@ -366,9 +302,8 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
                                       check=False).returncode == 0, timeout=60, what="upstream's webhooks answering")
             upstream_snap = run_corpus(kube, ns_upstream, corpus, errors["upstream"], rejections["upstream"])
         finally:
-            upstream.stop()
-            for kind, name in upstream.webhook_configurations:
-                kube.delete(kind.lower(), name)
+            upstream_run.stop(upstream)
+            upstream_run.unregister_webhooks(kube.cluster)
         timings["upstream"] = time.monotonic() - t0
         yield {"ours": ours_snap, "upstream": upstream_snap, "errors": errors, "rejections": rejections,
                "timings": timings, "tmp": tmp}
