@@ -49,7 +49,6 @@ def test_torch_multi_node_env_and_master_address(kube: Kube, namespace: str) -> 
     kube.apply(trainjob(name, "torch-distributed", trainer={
         "numNodes": 3, "command": ["torchrun", "train.py"],
         "resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}},
-        # keep the pods running long enough to inspect them, then let them succeed
     }, runtimePatches=[kwok_patch({"node": {RUN_FOR: "6s"}})]), namespace=namespace)
     running = eventually(lambda: (p := pods(kube, namespace, name, "node")) and len(p) == 3
                          and all(x["status"].get("phase") == "Running" for x in p) and p,
