@@ -12,9 +12,9 @@ class _Section(BaseModel):
 
 
 class ClientConnection(_Section):
-    # One limiter for all resources (controller-runtime has one per resource type, 50/100 each by default).
-    qps: float = Field(default=200, ge=0)
-    burst: int = Field(default=400, ge=0)
+    # Per resource type, as controller-runtime's clients (whose defaults are 50/100).
+    qps: float = Field(default=100, ge=0)
+    burst: int = Field(default=200, ge=0)
 
 
 class Webhook(_Section):

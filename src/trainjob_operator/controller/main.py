@@ -127,6 +127,20 @@ class Manager:
             await asyncio.sleep(5)
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """We only use event handlers: no change detection, so no essence is built (kopf deep-copies every body for it)
+    and nothing is ever written to our objects."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        return None
+
+
 def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used."""
     registry = kopf.OperatorRegistry()
@@ -139,6 +153,7 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         settings.watching.client_timeout = 660
         settings.networking.request_timeout = 30
         settings.scanning.disabled = True
+        settings.persistence.diffbase_storage = NoDiffBase()
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -149,19 +164,19 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
             default_namespace=connection.default_namespace)
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
-    def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
         manager.on_trainjob(dict(event))
 
     @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
-    def jobset_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def jobset_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
         manager.on_jobset(dict(event))
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
-    def runtime_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
         manager.on_runtime(dict(event), cluster=False)
 
     @kopf.on.event(c.GROUP, c.VERSION, "clustertrainingruntimes", registry=registry)
-    def cluster_runtime_event(event: kopf.RawEvent, **_: Any) -> None:
+    async def cluster_runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
         manager.on_runtime(dict(event), cluster=True)
 
     return registry

@@ -65,6 +65,7 @@ class Reconciler:
     metrics: Metrics
     clock: Callable[[], dt.datetime] = utcnow
     writes: dict[str, int] = field(default_factory=dict)
+    sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
 
     # --- runtime lookup (shared with the webhooks) --------------------------------------------------
 
@@ -86,7 +87,15 @@ class Reconciler:
             model = TrainingRuntime
         if raw is None:
             return None
-        return RuntimeSource.of(model.model_validate(raw))
+        meta = raw.get("metadata") or {}
+        version = (kind, meta.get("namespace"), meta.get("name"), meta.get("resourceVersion"))
+        source = self.sources.get(version)
+        if source is None:  # parsed once per runtime version, shared by every TrainJob that uses it
+            source = RuntimeSource.of(model.model_validate(raw))
+            if len(self.sources) > 1024:
+                self.sources.clear()
+            self.sources[version] = source
+        return source
 
     # --- the reconcile ----------------------------------------------------------------------------
 

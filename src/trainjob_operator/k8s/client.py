@@ -121,7 +121,8 @@ class Client:
                  on_request: Callable[[str, str], None] | None = None) -> None:
         self.connection = connection
         self.on_request = on_request
-        self.limiter = RateLimiter(qps, burst)
+        self.qps, self.burst = qps, burst
+        self.limiters: dict[str, RateLimiter] = {}
         self.requests: dict[str, int] = {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
@@ -145,10 +146,15 @@ class Client:
 
     async def request(self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
                       params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        await self.limiter.acquire()
+        resource = resource_name(path)
+        limiter = self.limiters.get(resource)
+        if limiter is None:
+            # One bucket per resource type, as controller-runtime's clients have: the same settings mean the same.
+            limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
+        await limiter.acquire()
         self.requests[method] = self.requests.get(method, 0) + 1
         if self.on_request is not None:
-            self.on_request(method, resource_name(path))
+            self.on_request(method, resource)
         headers = {"Accept": "application/json"}
         token = self.connection.bearer()
         if token:

@@ -1,7 +1,10 @@
 """RuntimeInfo: the scratchpad one pipeline run builds from a TrainJob and its runtime, then plugins mutate."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import yaml
 
 from ..api import constants as c
 from ..api.core import Container, PodSpec
@@ -41,6 +44,12 @@ class RuntimeSource:
             labels=dict(meta.labels or {}),
             obj=runtime.to_wire(),
         )
+
+    @cached_property
+    def snapshot_yaml(self) -> str:
+        """The whole runtime object as the snapshot ConfigMap stores it (made once per runtime version)."""
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return str(yaml.dump(self.obj, Dumper=dumper, sort_keys=False))
 
     @property
     def deprecated(self) -> bool:

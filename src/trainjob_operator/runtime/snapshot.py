@@ -24,7 +24,7 @@ def build_snapshot(job: TrainJob, runtime: RuntimeSource) -> Manifest:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": owned_metadata(job, snapshot_name(job)),
-        "data": {SNAPSHOT_KEY: yaml.safe_dump(runtime.obj, sort_keys=False)},
+        "data": {SNAPSHOT_KEY: runtime.snapshot_yaml},
     }
 
 
