@@ -227,8 +227,27 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
-def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
-              ) -> dict[str, Any]:
+STEADY_WINDOW_S = 20.0
+
+
+def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
+                 ) -> dict[str, Any]:
+    """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
+    process = contender.start(info, settings, logs)
+    started = time.monotonic()
+    try:
+        wait(lambda: process.reconciles() >= n, f"{contender.name} resyncing {n} TrainJobs", 900, process.proc)
+        resync = time.monotonic() - started
+        cpu_before = process.cpu_seconds()
+        time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
+        return {"resync_s": resync, "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
+                "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+    finally:
+        process.stop()
+
+
+def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path,
+              steady: bool = False) -> dict[str, Any]:
     ns = namespace(info, f"burst-{contender.name}")
     process = contender.start(info, settings, logs)
     try:
@@ -244,13 +263,15 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
             "p99_ms": percentile(lat, 99) * 1000, "cpu_s": process.cpu_seconds() - cpu_before,
             "peak_rss_mib": process.peak_rss_mib(), "requests_per_trainjob": per_trainjob(before, after, n),
         }
-        if contender.name == "ours":
-            status = loadgen(info, "complete", ns) if n <= 1000 else None
-            if status:
-                slat = status.pop("latencies")
-                out["status"] = {"n": status["n"], "complete": status["complete"],
-                                 "all_complete_s": status["all_complete_seconds"],
-                                 "p50_ms": percentile(slat, 50) * 1000, "p99_ms": percentile(slat, 99) * 1000}
+        if n <= 1000 and settings is DEFAULTS:
+            status = loadgen(info, "complete", ns)
+            slat = status.pop("latencies")
+            out["status"] = {"n": status["n"], "complete": status["complete"],
+                             "all_complete_s": status["all_complete_seconds"],
+                             "p50_ms": percentile(slat, 50) * 1000, "p99_ms": percentile(slat, 99) * 1000}
+        process.stop()
+        if steady:
+            out["steady"] = steady_state(info, contender, settings, n, logs)
         return out
     finally:
         process.stop()
@@ -307,11 +328,27 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {label} | {fmt(ours)} | {fmt(up)} | {fmt(ceiling)} | {ratio} | {to_ceiling} |")
         lines.append(f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
                      f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |")
+    for scenario in report["burst"]:
+        if "steady" not in scenario["ours"]:
+            continue
+        lines += ["", f"## Steady state with {scenario['n']} TrainJobs present (defaults)", "",
+                  "| metric | ours | upstream | ours/upstream |", "|---|---|---|---|"]
+        for key, label in (("resync_s", "resync after restart (s)"), ("idle_rss_mib", "idle RSS (MiB)"),
+                           ("peak_rss_mib", "peak RSS during resync (MiB)"),
+                           ("idle_cpu_s_per_min", "idle CPU (s per minute)")):
+            ours = scenario["ours"]["steady"].get(key)
+            up = (scenario.get("upstream") or {}).get("steady", {}).get(key)
+            ratio = f"{ours / up:.2f}" if ours and up else "-"
+            lines.append(f"| {label} | {ours:.1f} | {up if up is None else round(up, 1)} | {ratio} |")
     if report.get("status"):
-        s = report["status"]
-        lines += ["", f"## Status: N={s['n']} JobSets marked Completed at once", "",
-                  f"ours: all Complete after {s['all_complete_s']:.1f} s, p50 {s['p50_ms']:.0f} ms, "
-                  f"p99 {s['p99_ms']:.0f} ms"]
+        ours, up = report["status"].get("ours", {}), report["status"].get("upstream", {})
+        lines += ["", f"## Status: N={ours.get('n')} JobSets marked Completed at once (defaults)", "",
+                  "| metric | ours | upstream | ours/upstream |", "|---|---|---|---|"]
+        for key, label in (("all_complete_s", "all TrainJobs Complete (s)"), ("p50_ms", "Completed→Complete p50 (ms)"),
+                           ("p99_ms", "p99 (ms)")):
+            a, b = ours.get(key), up.get(key)
+            lines.append(f"| {label} | {a:.1f} | {'-' if b is None else f'{b:.1f}'} | "
+                         f"{f'{a / b:.2f}' if a and b else '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -350,7 +387,8 @@ def main() -> int:
                 results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
                 for r in range(runs):
                     for contender in contenders:  # alternate: ours, upstream, ours, ...
-                        result = burst_run(info, contender, settings, n, logs)
+                        steady = not args.smoke and n == max(sizes) and settings is DEFAULTS
+                        result = burst_run(info, contender, settings, n, logs, steady)
                         results[contender.name].append(result)
                         say(f"N={n} {settings.name} {contender.name} run {r + 1}: "
                             f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, "
@@ -360,9 +398,13 @@ def main() -> int:
                     scenario[name] = {k: median_of(runs_of, k) for k in (
                         "all_jobsets_s", "trainjobs_per_s", "p50_ms", "p95_ms", "p99_ms", "cpu_s", "peak_rss_mib")}
                     scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
+                    steadies = [x["steady"] for x in runs_of if x.get("steady")]
+                    if steadies:
+                        scenario[name]["steady"] = {k: statistics.median(s[k] for s in steadies) for k in steadies[0]}
                     statuses = [x["status"] for x in runs_of if x.get("status")]
-                    if statuses and "status" not in report:
-                        report["status"] = {k: statistics.median(s[k] for s in statuses) for k in statuses[0]}
+                    if statuses:
+                        report.setdefault("status", {})[name] = {
+                            k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]}
                 report["burst"].append(scenario)
         args.out.mkdir(parents=True, exist_ok=True)
         base = args.out / f"cluster-{'smoke-' if args.smoke else ''}{stamp}"

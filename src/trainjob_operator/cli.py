@@ -232,8 +232,20 @@ def fail(message: str, code: int) -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["run"]:
-        from .controller.main import run  # imported lazily: only the operator needs kopf
-
+        # kopf's default registry probes for Kubernetes client libraries at import time and would keep ~60 MiB of
+        # the `kubernetes` package in memory; the operator logs in by itself, so the probe must find none.
+        probed = ("kubernetes", "kubernetes_asyncio", "pykube")
+        saved = {name: sys.modules.get(name) for name in probed}
+        for name in probed:
+            sys.modules[name] = None  # type: ignore[assignment]  # an import of it raises ImportError
+        try:
+            from .controller.main import run  # imported lazily: only the operator needs kopf
+        finally:
+            for name, module in saved.items():
+                if module is None:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = module
         return int(run(argv[1:]))
     args = parser().parse_args(argv)
     framework = Framework.from_registry()
