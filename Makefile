@@ -10,6 +10,7 @@ BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 # The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
 include hack/cluster/cluster.mk
+include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
 .PHONY: help install lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean

@@ -48,18 +48,12 @@ ALLOWED: list[tuple[str, str]] = [
     (r": status\.(state|nodes)$", "D1 status.state and status.nodes (printer columns)"),
     (r": status\.conditions$", "D2 ReconcileFailed condition on build/apply errors"),
     (r"^gen-flux: ", "D3 no Flux plugin (out of scope: mlPolicy.flux is accepted, not applied)"),
+    (r"^adm-patch-unknown-(job|container): admission$",
+     "D10 runtime patches naming unknown jobs/containers are rejected at admission (upstream admits, then fails)"),
 ]
 # Differences this test found that nobody has decided on yet (docs/compatibility.md, "Open differences"). They
 # make the test xfail, not pass; one that stops occurring fails the test so that it is taken off this list.
-KNOWN_GAPS: list[tuple[str, str]] = [
-    (r": status\.jobsStatus\[\d+\]\.(active|ready|succeeded|failed)$",
-     "G1 jobsStatus stops following the JobSet once the TrainJob is finished"),
-    (r"^adm-patch-unknown-(job|container): admission$",
-     "G2 runtime patches naming unknown jobs/containers: rejected by ours, admitted by upstream"),
-    (r"^adm-missing-(runtime|ctr): admission$",
-     "G3 runtime-not-found message: ours says `trainingruntimes.trainer.kubeflow.org`, upstream "
-     "`TrainingRuntime.trainer.kubeflow.org`"),
-]
+KNOWN_GAPS: list[tuple[str, str]] = []
 
 
 def upstream_bin_dir() -> Path:

@@ -447,15 +447,15 @@ def patches_json(job: TrainJobBuilder) -> str:
 @pytest.mark.parametrize("case", [
     pytest.param(AdmissionCase(TJ, RT), id="a TrainJob referencing an existing TrainingRuntime is admitted"),
     pytest.param(AdmissionCase(TJ, None, [
-        f'spec.runtimeRef: Invalid value: {REF}: trainingruntimes.trainer.kubeflow.org "test-runtime" not found: '
+        f'spec.runtimeRef: Invalid value: {REF}: TrainingRuntime.trainer.kubeflow.org "test-runtime" not found: '
         "specified trainingRuntime must be created before the TrainJob is created",
     ]), id="a missing TrainingRuntime is reported on spec.runtimeRef"),
     pytest.param(AdmissionCase(TJ_CTR, None, [
-        f'spec.RuntimeRef: Invalid value: {CTR_REF}: clustertrainingruntimes.trainer.kubeflow.org "test-runtime" '
+        f'spec.RuntimeRef: Invalid value: {CTR_REF}: ClusterTrainingRuntime.trainer.kubeflow.org "test-runtime" '
         "not found: specified clusterTrainingRuntime must be created before the TrainJob is created",
     ]), id="a missing ClusterTrainingRuntime is reported on spec.RuntimeRef with a capital R"),
     pytest.param(AdmissionCase(TJ, CTR, [
-        f'spec.runtimeRef: Invalid value: {REF}: trainingruntimes.trainer.kubeflow.org "test-runtime" not found: '
+        f'spec.runtimeRef: Invalid value: {REF}: TrainingRuntime.trainer.kubeflow.org "test-runtime" not found: '
         "specified trainingRuntime must be created before the TrainJob is created",
     ]), id="a ClusterTrainingRuntime does not satisfy a TrainingRuntime reference of the same name"),
     pytest.param(AdmissionCase(TJ.set("spec.runtimeRef.kind", "Runtime"), RT, [

@@ -34,8 +34,8 @@ SUPPORTED_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 
 def _runtime_missing(kind: str, name: str) -> str:
     if kind == c.TRAINING_RUNTIME_KIND:
-        return f'TrainingRuntime specified in TrainJob is not found: trainingruntimes.{c.GROUP} "{name}" not found'
-    return (f"not found ClusterTrainingRuntime specified in TrainJob: clustertrainingruntimes.{c.GROUP} "
+        return f'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.{c.GROUP} "{name}" not found'
+    return (f"not found ClusterTrainingRuntime specified in TrainJob: ClusterTrainingRuntime.{c.GROUP} "
             f'"{name}" not found')
 
 
@@ -127,8 +127,9 @@ class Reconciler:
         outcome: StatusOutcome
         current = job.status or TrainJobStatus()
         if is_finished(current.conditions):
-            # Terminal means terminal: no child is ever (re)created for a finished TrainJob.
-            outcome = StatusOutcome(current.model_copy(deep=True))
+            # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
+            # still follows the JobSet while that exists (jobsStatus), as upstream's does.
+            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
         elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
             outcome = self._unsupported(job, now)
         else:

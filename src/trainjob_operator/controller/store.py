@@ -84,7 +84,7 @@ class Known:
 @dataclass
 class Store:
     trainjobs: ObjectCache = field(default_factory=ObjectCache)
-    jobsets: ObjectCache = field(default_factory=lambda: ObjectCache(keep_spec=("suspend",)))
+    jobsets: ObjectCache = field(default_factory=lambda: ObjectCache(keep_spec=("suspend", "volumeClaimPolicies")))
     runtimes: ObjectCache = field(default_factory=ObjectCache)
     cluster_runtimes: ObjectCache = field(default_factory=ObjectCache)
     known: Known = field(default_factory=Known)

@@ -245,10 +245,11 @@ def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lo
     runtime = lookup(ref.kind, new.namespace, ref.name)
     if runtime is None:
         if ref.kind == c.TRAINING_RUNTIME_KIND:
-            detail = (f'trainingruntimes.trainer.kubeflow.org "{ref.name}" not found: specified trainingRuntime '
+            # controller-runtime's cached client names the Kind in its NotFound error, not the resource.
+            detail = (f'TrainingRuntime.trainer.kubeflow.org "{ref.name}" not found: specified trainingRuntime '
                       "must be created before the TrainJob is created")
             return Validation((invalid("spec.runtimeRef", ref.to_wire(), detail),))
-        detail = (f'clustertrainingruntimes.trainer.kubeflow.org "{ref.name}" not found: specified '
+        detail = (f'ClusterTrainingRuntime.trainer.kubeflow.org "{ref.name}" not found: specified '
                   "clusterTrainingRuntime must be created before the TrainJob is created")
         return Validation((invalid("spec.RuntimeRef", ref.to_wire(), detail),))
     warnings: tuple[str, ...] = ()

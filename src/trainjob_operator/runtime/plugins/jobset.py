@@ -27,7 +27,13 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
         # A running JobSet is never mutated: only apply when absent or when either side is suspended (§5.4).
         if observed.jobset is not None and not job.spec.suspend and not observed.jobset_suspended:
             return []
-        return [build_jobset(info, job)]
+        jobset = build_jobset(info, job)
+        stored = ((observed.jobset or {}).get("spec") or {}).get("volumeClaimPolicies")
+        if stored is not None and "volumeClaimPolicies" in jobset["spec"]:
+            # Immutable in JobSet, and JobSet's webhook completes it at creation (retentionPolicy, status): a
+            # re-apply (suspend/resume) must send it back exactly as stored.
+            jobset["spec"]["volumeClaimPolicies"] = stored
+        return [jobset]
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
         return Validation(tuple(_validate_initializers(info, new) + _validate_patches(info, old, new, observed)))
