@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 STAMP := $(VENV)/.installed
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
+TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
 
 # The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
@@ -73,13 +74,21 @@ test-integration: $(STAMP) tools ## integration tests against the local kube-api
 test-e2e: $(STAMP) tools
 	@$(PYTEST) tests/e2e -q -m e2e
 
-test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then all tests on a real control plane
+test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
+	@$(MAKE) --no-print-directory tools-upstream
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
-	@echo ">> unit, chart, integration and e2e tests (one local control plane with Kueue for the session)"
-	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/unit tests/chart tests/integration tests/e2e -q
+	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
+	@echo ">> session 1: unit, chart and integration tests (local control plane)"
+	@$(PYTEST) tests/unit tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1-unit-chart-integration.xml
+	@echo ">> session 2: end to end with Kueue and the kubeflow SDK"
+	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q --junitxml=$(TEST_RESULTS)/2-e2e.xml
+	@echo ">> session 3: differential test against upstream Kubeflow Trainer v2.3.0"
+	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
+		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
+	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5

@@ -180,23 +180,39 @@ def installed(kube: Kube) -> None:
     kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
 
 
+# One operator per pytest session, however many conftests (integration/, e2e/) declare the fixture: a second
+# replica would never become leader of the test Lease.
+_SESSION: dict[str, Any] = {"process": None, "users": 0}
+
+
 @pytest.fixture(scope="session")
 def operator(kubeconfig: str, kube: Kube, installed: None,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """The operator for the whole session, with short leader-election timings."""
-    tmp = tmp_path_factory.mktemp("operator")
-    process = OperatorProcess(kubeconfig, "operator-a", {"leader_election": {
-        "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
-        "retry_period_seconds": 1}}).start(tmp)
+    if _SESSION["process"] is None:
+        tmp = tmp_path_factory.mktemp("operator")
+        process = OperatorProcess(kubeconfig, "operator-a", {"leader_election": {
+            "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
+            "retry_period_seconds": 1}}).start(tmp)
+        _SESSION["process"] = process
+        try:
+            eventually(process.ready, "operator readiness", timeout=60)
+            eventually(lambda: process.metric("trainjob_operator_leader") == 1, "operator leadership", timeout=30)
+        except BaseException:
+            process.stop()
+            _SESSION["process"] = None
+            raise
+    _SESSION["users"] += 1
     try:
-        eventually(process.ready, "operator readiness", timeout=60)
-        eventually(lambda: process.metric("trainjob_operator_leader") == 1, "operator leadership", timeout=30)
-        yield process
+        yield _SESSION["process"]
     finally:
-        process.stop()
-        for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
-                           ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
-            kube.delete(kind, name)
+        _SESSION["users"] -= 1
+        if _SESSION["users"] == 0:
+            _SESSION["process"].stop()
+            _SESSION["process"] = None
+            for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
+                               ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
+                kube.delete(kind, name)
 
 
 def started(seconds: float) -> float:

@@ -11,13 +11,12 @@ from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     kubeconfig,
     namespace,
 )
-from operator_fixtures import installed, kube  # noqa: F401
+from operator_fixtures import installed, kube, operator  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from e2e_support import (  # noqa: F401  (fixtures, hooks)
     default_runtimes,
-    operator,
     pytest_configure,
     pytest_runtest_logreport,
     pytest_sessionstart,

@@ -3,7 +3,6 @@ through runtime patches, bounded waits and the session summary."""
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 from collections.abc import Iterator
@@ -21,7 +20,6 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 RUN_FOR = "trainjob-operator.test/run-for"
 EXIT_CODE = "trainjob-operator.test/exit-code"
 KWOK_MANAGER = "e2e.trainjob-operator.test/kwok"
-SESSION_OPERATOR = "operator-a"   # the name tests/operator_fixtures.py gives the session operator
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 RJOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -31,31 +29,6 @@ FAILED = ("FailedJobs", "jobset failed due to one or more job failures")
 
 def default_runtime_names() -> list[str]:
     return sorted(yaml.safe_load(p.read_text())["metadata"]["name"] for p in RUNTIMES_DIR.glob("*.yaml"))
-
-
-@pytest.fixture(scope="session")
-def operator(kubeconfig: str, kube: Kube, installed: None,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
-    """The session's operator (as tests/operator_fixtures.py starts it). When tests/integration ran earlier in the
-    same session (`make test`), its session operator still holds the test Lease: share it, since a second replica
-    would never become leader."""
-    running = [o for o in gc.get_objects() if isinstance(o, OperatorProcess) and o.name == SESSION_OPERATOR
-               and o.proc is not None and o.proc.poll() is None]
-    if running and running[0].ready() and running[0].metric("trainjob_operator_leader") == 1:
-        yield running[0]
-        return
-    process = OperatorProcess(kubeconfig, SESSION_OPERATOR, {"leader_election": {
-        "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
-        "retry_period_seconds": 1}}).start(tmp_path_factory.mktemp("operator"))
-    try:
-        eventually(process.ready, "operator readiness", timeout=60)
-        eventually(lambda: process.metric("trainjob_operator_leader") == 1, "operator leadership", timeout=30)
-        yield process
-    finally:
-        process.stop()
-        for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
-                           ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
-            kube.delete(kind, name)
 
 
 @pytest.fixture(scope="session")

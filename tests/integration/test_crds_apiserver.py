@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cluster_fixtures import wait_for
 from trainjob_operator import crdgen
 from trainjob_operator.api import constants as c
 
@@ -31,8 +32,14 @@ def crds(cluster: Any) -> Any:
         "-f",
         str(crdgen.CRD_DIR),
     )
-    for name in CRD_NAMES:
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    def established() -> bool:  # `kubectl wait` races a CRD whose status is not written yet
+        for name in CRD_NAMES:
+            conditions = (cluster.kubectl_json("get", f"crd/{name}").get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return False
+        return True
+
+    wait_for(established, timeout=60, what="our CRDs Established")
     return cluster
 
 
