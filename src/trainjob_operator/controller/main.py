@@ -84,7 +84,7 @@ class Manager:
     def on_leadership(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
         if leader:
-            for key in list(self.store.trainjobs.objects):
+            for key in self.store.trainjobs.snapshot_keys():
                 self.queue.add(key)
 
     async def work(self, key: Key) -> None:
@@ -108,11 +108,11 @@ class Manager:
             return False, "certificates are not ready"
         return True, "ok"
 
-    async def count_states(self, interval: float = 15) -> None:
+    async def count_states(self, interval: float = 30) -> None:
         """The TrainJobs-by-state gauge, from the states the reconciler wrote (no parsing)."""
         while True:
             counts: dict[str, int] = {}
-            for body in list(self.store.trainjobs.objects.values()):
+            for body in self.store.trainjobs.values():
                 state = (body.get("status") or {}).get("state") or c.STATE_PENDING
                 counts[state] = counts.get(state, 0) + 1
             self.metrics.record_states(counts)

@@ -66,6 +66,7 @@ class Reconciler:
     clock: Callable[[], dt.datetime] = utcnow
     writes: dict[str, int] = field(default_factory=dict)
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
+    snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
 
     # --- runtime lookup (shared with the webhooks) --------------------------------------------------
 
@@ -133,8 +134,18 @@ class Reconciler:
         elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
             outcome = self._unsupported(job, now)
         else:
+            jobset = self.store.jobsets.get(key)
+            running = jobset is not None and not job.spec.suspend and not (jobset.get("spec") or {}).get("suspend")
             try:
-                nodes = await self._build_and_apply(job, now)
+                # §5.4: a running JobSet is never re-applied, nor its PodGroups; everything else it needs was
+                # applied before it. So there is nothing to build, only the status to follow (and no snapshot to
+                # load: a restart with thousands of running TrainJobs costs no requests).
+                if not running:
+                    nodes = await self._build_and_apply(job, now)
+                    if nodes is not None:
+                        self.store.known.nodes[job.metadata.uid or ""] = nodes
+                else:
+                    nodes = self.store.known.nodes.get(job.metadata.uid or "", nodes)
                 self.store.known.last_error.pop(job.metadata.uid or "", None)
             except ReconcileError as err:
                 error = err
@@ -199,10 +210,15 @@ class Reconciler:
                 raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
             if configmap is None:
                 raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, _runtime_missing(kind, ref.name))
+            text = str((configmap.get("data") or {}).get("runtime"))
+            shared = self.snapshot_sources.get(text)
             try:
-                source = runtime_from_snapshot(job, configmap)
+                fresh = runtime_from_snapshot(job, configmap)  # checks owner and runtimeRef every time
             except BuildError as err:
                 raise ReconcileError(c.REASON_INVALID_SNAPSHOT, str(err)) from err
+            if shared is None or (shared.kind, shared.name) != (fresh.kind, fresh.name):
+                shared = self.snapshot_sources[text] = fresh  # one parsed runtime per distinct snapshot
+            source = shared
         self.store.known.snapshots[uid] = source
         return source
 

@@ -1,5 +1,7 @@
 """In-memory views of the watched objects (an informer cache) and what the operator knows it created."""
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,15 +14,6 @@ Key = tuple[str, str]
 def key_of(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return meta.get("namespace") or "", meta.get("name") or ""
-
-
-def _newer(current: dict[str, Any] | None, candidate: dict[str, Any]) -> bool:
-    if current is None:
-        return True
-    try:
-        return int(candidate["metadata"]["resourceVersion"]) >= int(current["metadata"]["resourceVersion"])
-    except (KeyError, TypeError, ValueError):
-        return True
 
 
 NOISE = ("managedFields",)
@@ -43,24 +36,43 @@ def slim(obj: dict[str, Any], keep_spec: tuple[str, ...] | None = None) -> dict[
 
 @dataclass
 class ObjectCache:
-    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    """Objects by key, kept as compact JSON: a few KiB each instead of tens as Python dicts, so thousands of
+    TrainJobs cost little memory; `get` decodes a fresh copy that callers may not share."""
+
     keep_spec: tuple[str, ...] | None = None
     """For caches of children: the only spec fields kept."""
+    _data: dict[Key, bytes] = field(default_factory=dict)
+    _versions: dict[Key, int] = field(default_factory=dict)
 
     def put(self, obj: dict[str, Any]) -> None:
         """Keep the newest version seen, whether it came from a watch event or an apply response."""
         key = key_of(obj)
-        if _newer(self.objects.get(key), obj):
-            self.objects[key] = slim(obj, self.keep_spec)
+        try:
+            version = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        except ValueError:
+            version = 0
+        if version and version < self._versions.get(key, 0):
+            return
+        self._versions[key] = version
+        self._data[key] = json.dumps(slim(obj, self.keep_spec), separators=(",", ":")).encode()
 
     def remove(self, key: Key) -> None:
-        self.objects.pop(key, None)
+        self._data.pop(key, None)
+        self._versions.pop(key, None)
 
     def get(self, key: Key) -> dict[str, Any] | None:
-        return self.objects.get(key)
+        data = self._data.get(key)
+        return json.loads(data) if data is not None else None
+
+    def snapshot_keys(self) -> list[Key]:
+        return list(self._data)
+
+    def values(self) -> Iterator[dict[str, Any]]:
+        for data in list(self._data.values()):
+            yield json.loads(data)
 
     def __len__(self) -> int:
-        return len(self.objects)
+        return len(self._data)
 
 
 @dataclass
@@ -72,8 +84,10 @@ class Known:
     pod_groups: set[str] = field(default_factory=set)
     last_error: dict[str, str] = field(default_factory=dict)
     created_seen: set[str] = field(default_factory=set)
+    nodes: dict[str, int] = field(default_factory=dict)
 
     def forget(self, uid: str) -> None:
+        self.nodes.pop(uid, None)
         self.snapshots.pop(uid, None)
         self.mpi_secrets.discard(uid)
         self.pod_groups.discard(uid)
