@@ -352,6 +352,15 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write(report: dict[str, Any], out: Path, stamp: str, smoke: bool) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    base = out / f"cluster-{'smoke-' if smoke else ''}{stamp}"
+    base.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    text = markdown(report)
+    base.with_suffix(".md").write_text(text)
+    return text
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI)")
@@ -359,11 +368,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument("--ours-only", action="store_true", help="skip upstream even when it is built")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
     runs = 1 if args.smoke else args.runs
     contenders = [Contender("ours", start_ours)]
-    upstream = None if args.smoke else upstream_contender()
+    upstream = None if args.smoke or args.ours_only else upstream_contender()
     if upstream is not None:
         contenders.append(upstream)
     else:
@@ -406,11 +416,8 @@ def main() -> int:
                         report.setdefault("status", {})[name] = {
                             k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]}
                 report["burst"].append(scenario)
-        args.out.mkdir(parents=True, exist_ok=True)
-        base = args.out / f"cluster-{'smoke-' if args.smoke else ''}{stamp}"
-        base.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-        text = markdown(report)
-        base.with_suffix(".md").write_text(text)
+                write(report, args.out, stamp, args.smoke)  # a partial report survives an interrupted run
+        text = write(report, args.out, stamp, args.smoke)
         print(text)
         return 0
     finally:
