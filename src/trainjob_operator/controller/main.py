@@ -116,12 +116,15 @@ class Manager:
         """The TrainJobs-by-state gauge; also hands memory freed since the last pass back to the system (the
         initial listing of thousands of objects is parsed at once, and glibc keeps freed heap otherwise)."""
         trim = _malloc_trim()
+        passes = 0
         while True:
             counts: dict[str, int] = {}
             for state in list(self.states.values()):
                 counts[state] = counts.get(state, 0) + 1
             self.metrics.record_states(counts)
-            trim()
+            if passes % 6 == 1:  # trimming walks the heap: once a minute is enough
+                trim()
+            passes += 1
             await asyncio.sleep(interval)
 
 
