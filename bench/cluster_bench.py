@@ -352,6 +352,17 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def machine() -> str:
+    """CPU model, cores, memory, Python and the control plane's versions: what the numbers were measured on."""
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor() or platform.machine())
+    mem = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")), 0)
+    return (f"{model}, {os.cpu_count()} cores, {mem} GiB, {platform.machine()}, Python {platform.python_version()}; "
+            "kube-apiserver v1.36.3 + etcd v3.6.16 (local processes, loopback), operator and upstream v2.3.0 "
+            "controller as local processes, webhooks and leader election off, JobSet controller stopped")
+
+
 def write(report: dict[str, Any], out: Path, stamp: str, smoke: bool) -> str:
     out.mkdir(parents=True, exist_ok=True)
     base = out / f"cluster-{'smoke-' if smoke else ''}{stamp}"
@@ -385,8 +396,7 @@ def main() -> int:
     try:
         prepare(info)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": f"{platform.machine()}, "
-                                  f"{os.cpu_count()} cores, Python {platform.python_version()}", "burst": []}
+        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": machine(), "burst": []}
         ceilings = []
         for r in range(runs):
             ceilings.append(ceiling_run(info, max(sizes)))
