@@ -83,8 +83,9 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
 	@echo ">> session 1: unit, chart and integration tests (local control plane)"
 	@$(PYTEST) tests/unit tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1-unit-chart-integration.xml
-	@echo ">> session 2: end to end with Kueue and the kubeflow SDK"
-	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q --junitxml=$(TEST_RESULTS)/2-e2e.xml
+	@echo ">> session 2: end to end with Kueue and the kubeflow SDK (and the harness self-test with Kueue)"
+	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q \
+		--junitxml=$(TEST_RESULTS)/2-e2e.xml
 	@echo ">> session 3: differential test against upstream Kubeflow Trainer v2.3.0"
 	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
