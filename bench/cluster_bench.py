@@ -294,15 +294,8 @@ def prepare(info: cluster.ClusterInfo) -> None:
     for kind, name in info.webhook_configurations:
         info.kubectl("delete", kind, name, "--ignore-not-found", check=False)
     info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    wait(lambda: established(info), "our CRDs established", 60)
+    wait(lambda: cluster.crds_established(info, "trainer.kubeflow.org", 3), "our CRDs established", 60)
     info.kubectl("apply", "-f", "-", input=json.dumps(TORCH_RUNTIME))
-
-
-def established(info: cluster.ClusterInfo) -> bool:
-    crds = json.loads(info.kubectl("get", "crd", "-o", "json").stdout)["items"]
-    ours = [c for c in crds if c["spec"]["group"] == "trainer.kubeflow.org"]
-    return len(ours) >= 3 and all(any(x["type"] == "Established" and x["status"] == "True"
-                                      for x in (c.get("status") or {}).get("conditions") or []) for c in ours)
 
 
 def median_of(runs: list[dict[str, Any]], key: str) -> float | None:

@@ -73,13 +73,6 @@ def stop_operator() -> None:
         pid_file.unlink()
 
 
-def established(info: cluster.ClusterInfo) -> bool:
-    crds = json.loads(kubectl(info, "get", "crd", "-o", "json"))["items"]
-    ours = [c for c in crds if c["spec"]["group"] == "trainer.kubeflow.org"]
-    return len(ours) >= 3 and all(any(x["type"] == "Established" and x["status"] == "True"
-                                      for x in (c.get("status") or {}).get("conditions") or []) for c in ours)
-
-
 def table(info: cluster.ClusterInfo) -> tuple[str, bool]:
     jobs = json.loads(kubectl(info, "get", "trainjobs", "-A", "-o", "json"))["items"]
     rows, done = [], bool(jobs)
@@ -107,7 +100,7 @@ def main() -> int:
     say("installing the CRDs and runtimes")
     kubectl(info, "apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
     deadline = time.monotonic() + 60
-    while not established(info):
+    while not cluster.crds_established(info, "trainer.kubeflow.org", 3):
         if time.monotonic() > deadline:
             raise SystemExit("demo: the CRDs did not become Established within 60 s")
         time.sleep(0.25)

@@ -170,13 +170,10 @@ def kube(cluster: Any) -> Kube:
 def installed(kube: Kube) -> None:
     """Our CRDs and the operator namespace, once per session."""
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    def established() -> bool:
-        crds = json.loads(kube.run("get", "crd", "-o", "json").stdout)["items"]
-        ours = [c for c in crds if c["spec"]["group"] == "trainer.kubeflow.org"]
-        return len(ours) >= 3 and all(any(x["type"] == "Established" and x["status"] == "True"
-                                          for x in (c.get("status") or {}).get("conditions") or []) for c in ours)
+    from trainjob_operator.testing import cluster as cluster_lib
 
-    eventually(established, "our CRDs Established", timeout=60)
+    eventually(lambda: cluster_lib.crds_established(kube.cluster, "trainer.kubeflow.org", 3),
+               "our CRDs Established", timeout=60)
     kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
 
 

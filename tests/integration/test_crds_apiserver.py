@@ -15,6 +15,7 @@ import pytest
 from cluster_fixtures import wait_for
 from trainjob_operator import crdgen
 from trainjob_operator.api import constants as c
+from trainjob_operator.testing import cluster as cluster_lib
 
 pytestmark = pytest.mark.cluster
 
@@ -32,14 +33,8 @@ def crds(cluster: Any) -> Any:
         "-f",
         str(crdgen.CRD_DIR),
     )
-    def established() -> bool:  # `kubectl wait` races a CRD whose status is not written yet
-        for name in CRD_NAMES:
-            conditions = (cluster.kubectl_json("get", f"crd/{name}").get("status") or {}).get("conditions") or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
-
-    wait_for(established, timeout=60, what="our CRDs Established")
+    wait_for(lambda: cluster_lib.crds_established(cluster, c.GROUP, len(CRD_NAMES)), timeout=60,
+             what="our CRDs Established")
     return cluster
 
 

@@ -873,6 +873,17 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
         _log("cluster down")
 
 
+def crds_established(info: ClusterInfo, group: str, count: int) -> bool:
+    """Whether `count` CRDs of `group` exist and are Established (`kubectl wait` races a CRD whose status is not
+    written yet, so callers poll this with a deadline)."""
+    crds = [c for c in info.kubectl_json("get", "crd")["items"] if c["spec"]["group"] == group]
+    def established(crd: dict[str, Any]) -> bool:
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        return any(x["type"] == "Established" and x["status"] == "True" for x in conditions)
+
+    return len(crds) >= count and all(established(c) for c in crds)
+
+
 def status() -> ClusterInfo | None:
     """The running cluster's info, or None when it is not up and answering."""
     info = load_state()
