@@ -14,7 +14,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
+.PHONY: help install tools-helm lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -28,7 +28,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install the package with its dev tools
 
-lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift
+# Every target that runs a built tool (helm, the control plane, upstream's controller) depends on the target that
+# builds it, so a fresh machine with an empty tool cache works; tests/unit/test_makefile_graph.py checks the order.
+tools-helm: ## build helm into the tool cache (no-op when warm)
+	@$(MAKE) --no-print-directory tools WITH_HELM=1
+
+lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
@@ -45,21 +50,19 @@ crds: $(STAMP) ## regenerate crds/ from the API models (and the chart's copy)
 chart-sync: $(STAMP) ## copy crds/ and runtimes/ into the chart, regenerate its values schema
 	@$(PY) hack/sync-chart-crds.py
 
-manifests: $(STAMP) ## render manifests/ (kustomize) from the chart
+manifests: $(STAMP) tools-helm ## render manifests/ (kustomize) from the chart
 	@$(PY) hack/render-manifests.py
 
-chart-check: $(STAMP)
+chart-check: $(STAMP) tools-helm
 	@echo ">> chart and manifests in sync"; $(PY) hack/sync-chart-crds.py --check && $(PY) hack/render-manifests.py --check
 
-chart-test: $(STAMP) ## helm lint, golden renderings, values schema (no cluster)
-	@$(MAKE) --no-print-directory tools WITH_HELM=1
+chart-test: $(STAMP) tools-helm ## helm lint, golden renderings, values schema (no cluster)
 	@$(PYTEST) tests/chart -q -m "not cluster"
 
-chart-cluster-test: $(STAMP) ## helm install into the local cluster, RBAC under the chart's ServiceAccount
-	@$(MAKE) --no-print-directory tools WITH_HELM=1
+chart-cluster-test: $(STAMP) tools-helm ## helm install into the local cluster, RBAC under the chart's ServiceAccount
 	@$(PYTEST) tests/chart -q -m cluster
 
-chart-golden: $(STAMP) ## rewrite the chart's golden renderings
+chart-golden: $(STAMP) tools-helm ## rewrite the chart's golden renderings
 	@TRAINJOB_UPDATE_GOLDEN=1 $(PYTEST) tests/chart -q -k golden
 
 crds-check: $(STAMP)
@@ -71,8 +74,9 @@ test-unit: $(STAMP) ## unit tests: the pure core, no cluster
 test-integration: $(STAMP) tools ## integration tests against the local kube-apiserver (builds the tools if needed)
 	@$(PYTEST) tests/integration -q -m cluster
 
-test-e2e: $(STAMP) tools
-	@$(PYTEST) tests/e2e -q -m e2e
+test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the tools with Kueue if needed)
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
 
 test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session
 	@$(MAKE) --no-print-directory lint

@@ -58,7 +58,7 @@ missing() {
   for b in "$@"; do [[ -x "$BIN/$b" ]] || return 0; done
   return 1
 }
-core=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl jobset etcd)
+core=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl jobset etcd controller-gen)
 wanted=("${core[@]}")
 [[ $want_kueue == 1 ]] && wanted+=(kueue)
 [[ $want_helm == 1 ]] && wanted+=(helm)
@@ -142,6 +142,11 @@ if missing etcd; then
   (cd "$HERE" && go_build etcd "etcd $(mod_version go.etcd.io/etcd/server/v3)" -- \
     -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
 fi
+if missing controller-gen; then
+  built_any=1
+  (cd "$HERE/volcano" && go_build controller-gen "controller-gen $(mod_version sigs.k8s.io/controller-tools "$HERE/volcano") (Volcano PodGroup CRD)" -- \
+    -trimpath -ldflags "-s -w" -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
+fi
 if [[ $want_kueue == 1 ]] && missing kueue; then
   built_any=1
   KUEUE_VERSION=$(mod_version sigs.k8s.io/kueue "$HERE/kueue")
@@ -161,15 +166,14 @@ fi
 # so cluster start-up needs only this directory (not the module cache).
 SHARE="$BIN/share"
 export_manifests() {
-  local tmp="$BIN/share.tmp" kwok jobset sp trainer lws
+  local tmp="$BIN/share.tmp" kwok jobset sp trainer
   rm -rf "$tmp"; mkdir -p "$tmp/kwok-stages" "$tmp/crds"
   kwok=$(mod_dir sigs.k8s.io/kwok)
   jobset=$(mod_dir sigs.k8s.io/jobset)
   sp=$(mod_dir sigs.k8s.io/scheduler-plugins)
   trainer=$(mod_dir github.com/kubeflow/trainer/v2)
-  lws=$(mod_dir sigs.k8s.io/lws "$HERE/manifests")
   local d
-  for d in "$kwok" "$jobset" "$sp" "$trainer" "$lws"; do
+  for d in "$kwok" "$jobset" "$sp" "$trainer"; do
     [[ -n $d && -d $d ]] || { echo "tools: a pinned module is missing from the module cache" >&2; return 1; }
   done
   cp "$kwok/kustomize/stage/node/fast/node-initialize.yaml" \
@@ -178,7 +182,12 @@ export_manifests() {
      "$kwok/kustomize/stage/pod/fast/pod-delete.yaml" "$tmp/kwok-stages/"
   "$BIN/kubectl" kustomize "$jobset/config/default" >"$tmp/jobset.yaml" 2>>"$LOG_DIR/kustomize.log"
   cp "$sp/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$tmp/crds/scheduler-plugins-podgroups.yaml"
-  cp "$lws/test/integration/crd/volcano-podgroup.yaml" "$tmp/crds/volcano-podgroups.yaml"
+  # Volcano's PodGroup CRD, generated from its Go types (volcano.sh/apis) by controller-gen.
+  (cd "$HERE/volcano" && "$BIN/controller-gen" crd:crdVersions=v1 \
+    paths=volcano.sh/apis/pkg/apis/scheduling/v1beta1 output:crd:dir="$tmp/volcano-gen") \
+    >>"$LOG_DIR/controller-gen.log" 2>&1 || { echo "tools: controller-gen failed, see $LOG_DIR/controller-gen.log" >&2; return 1; }
+  cp "$tmp/volcano-gen/scheduling.volcano.sh_podgroups.yaml" "$tmp/crds/volcano-podgroups.yaml"
+  rm -rf "$tmp/volcano-gen"
   mkdir -p "$tmp/trainer"
   cp "$trainer"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/"
   if [[ -x "$BIN/kueue" ]]; then
@@ -190,7 +199,7 @@ export_manifests() {
     echo "jobset $(mod_version sigs.k8s.io/jobset)"
     echo "scheduler-plugins $(mod_version sigs.k8s.io/scheduler-plugins)"
     echo "trainer $(mod_version github.com/kubeflow/trainer/v2)"
-    echo "lws(volcano-podgroup-crd) $(mod_version sigs.k8s.io/lws "$HERE/manifests")"
+    echo "volcano-podgroup-crd volcano.sh/apis $(mod_version volcano.sh/apis "$HERE/volcano") (controller-gen $(mod_version sigs.k8s.io/controller-tools "$HERE/volcano"))"
     [[ -x "$BIN/kueue" ]] && echo "kueue $(mod_version sigs.k8s.io/kueue "$HERE/kueue")"
     true
   } >"$tmp/VERSIONS"

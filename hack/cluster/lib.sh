@@ -9,7 +9,7 @@ REPO_ROOT=$(cd "$CLUSTER_HACK_DIR/../.." && pwd)
 tools_key() {
   {
     local d
-    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/kueue" "$CLUSTER_HACK_DIR/helm" "$CLUSTER_HACK_DIR/manifests"; do
+    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/kueue" "$CLUSTER_HACK_DIR/helm" "$CLUSTER_HACK_DIR/volcano"; do
       [[ -f $d/go.mod ]] && cat "$d/go.mod"
       [[ -f $d/go.sum ]] && cat "$d/go.sum"
     done
