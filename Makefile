@@ -98,7 +98,7 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools ## the operator vs upstream on a local control plane (burst, status), medians of 3
+bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status), medians of 3
 	@$(PY) bench/cluster_bench.py
 
 bench: bench-render bench-cluster ## all benchmarks

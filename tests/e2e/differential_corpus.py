@@ -288,9 +288,8 @@ def cases() -> list[Case]:
         [runtime("xgb-gpu-runtime", [rjob("node", "trainer", [container("node")])], ml={"numNodes": 1, "xgboost": {}})]))
     add(Case("gen-volcano", trainjob("volcano", "volcano-runtime", trainer={"numNodes": 2}),
              [runtime("volcano-runtime", standard_jobs(), ml={"numNodes": 1, "torch": {}},
-                      # no networkTopology: the harness's Volcano PodGroup CRD (sigs.k8s.io/lws v0.9.0 test copy)
-                      # predates that field, so both controllers' apply of it fails the same way
-                      pg={"volcano": {}})]))
+                      # the full object: the harness's PodGroup CRD is generated from volcano.sh/apis
+                      pg={"volcano": {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}})]))
     add(Case("gen-flux", trainjob("flux", "flux-runtime", suspend=True, trainer={
         "numNodes": 2, "command": ["python", "train.py"]}),
         [runtime("flux-runtime", [rjob("node", "trainer", [container("node")])],
