@@ -5,9 +5,9 @@ topology — is accepted as a Volcano install would accept it."""
 from __future__ import annotations
 
 import pytest
+from test_operator import runtime, trainjob
 
 from operator_fixtures import Kube, OperatorProcess, eventually
-from test_operator import runtime, trainjob
 from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
