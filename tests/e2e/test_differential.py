@@ -138,6 +138,11 @@ def status_of(trainjob: dict[str, Any]) -> dict[str, Any]:
                                    for c in status.get("conditions") or []), key=lambda c: c["type"])
     if status.get("jobsStatus"):
         status["jobsStatus"] = sorted(status["jobsStatus"], key=lambda j: j["name"])
+    # All-zero counts and no jobsStatus say the same thing (nothing has started yet); which one a finished TrainJob
+    # keeps depends only on whether the JobSet controller reported before the TrainJob finished (seen for the
+    # activeDeadlineSeconds case on a loaded machine), so both controllers are compared without that race.
+    if all(not any(v for k, v in job.items() if k != "name") for job in status.get("jobsStatus") or []):
+        status.pop("jobsStatus", None)
     return {k: v for k, v in status.items() if v not in (None, [], {})}
 
 
