@@ -393,7 +393,7 @@ def z85(data: bytes) -> str:
     """ZeroMQ's Z85 (RFC 32/Z85): four bytes, big-endian, to five characters."""
     if len(data) % 4:
         raise ValueError("Z85 needs a multiple of 4 bytes")
-    out = []
+    out: list[str] = []
     for i in range(0, len(data), 4):
         value = int.from_bytes(data[i:i + 4], "big")
         out.extend(Z85_ALPHABET[value // 85**k % 85] for k in (4, 3, 2, 1, 0))
