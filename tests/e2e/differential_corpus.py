@@ -295,6 +295,18 @@ def cases() -> list[Case]:
         "numNodes": 2, "command": ["python", "train.py"]}),
         [runtime("flux-runtime", [rjob("node", "trainer", [container("node")])],
                  ml={"numNodes": 1, "flux": {"numProcPerNode": 2}})], "Suspended"))
+    add(Case("gen-flux-gpu-env", trainjob("flux-gpu", "flux-gpu-runtime", suspend=True, trainer={
+        "numNodes": 3, "numProcPerNode": 4, "args": ["--epochs", "1"],
+        "env": [{"name": "FLUX_QUEUE_POLICY", "value": "easy"}, {"name": "OMPI_MCA_btl", "value": "tcp,self"}]}),
+        [runtime("flux-gpu-runtime", [rjob("node", "trainer", [container(
+            "node", command=["lmp", "-in", "in.hns"], args=["--runtime-arg"],
+            resources={"limits": {"nvidia.com/gpu": "2"}},
+            env=[{"name": "FLUX_NETWORK_DEVICE", "value": "eth1"},
+                 {"name": "FLUX_VIEW_IMAGE", "value": "ghcr.io/converged-computing/flux-view-rocky:tag-9"}])])],
+            ml={"numNodes": 1, "flux": {}})], "Suspended"))
+    add(Case("gen-flux-run", trainjob("flux-run", "flux-run-runtime", trainer={"numNodes": 2}),
+             [runtime("flux-run-runtime", [rjob("node", "trainer", [container("node")])],
+                      ml={"numNodes": 1, "flux": {}})]))
     add(Case("gen-restarts", trainjob("restarts", "restarts-runtime"),
              [runtime("restarts-runtime", [rjob("node", "trainer", [container("node")],
                                                 annotations={EXIT_CODE: "1", RUN_FOR: "1s"})],
@@ -354,4 +366,7 @@ def cases() -> list[Case]:
     add(Case("adm-bad-storage-uri", trainjob("adm-uri", "adm-plain-runtime", initializer={
         "dataset": {"storageUri": "not a uri"}}), [plain], "Rejected"))
     add(Case("adm-bad-name", trainjob("Adm-Upper", "adm-plain-runtime"), [plain], "Rejected"))
+    add(Case("adm-flux-installer-reserved", trainjob("adm-flux-installer", "adm-flux-runtime", trainer={"numNodes": 1}),
+             [runtime("adm-flux-runtime", [rjob("node", "trainer", [container("node")], pod={
+                 "initContainers": [container("flux-installer")]})], ml={"numNodes": 1, "flux": {}})], "Rejected"))
     return out
