@@ -26,9 +26,9 @@ import pytest
 import yaml
 from differential_corpus import Case, cases
 from e2e_support import REPO, RUNTIMES_DIR
-from flux_digest import curve_cert_digest, flux_configmap_digest
 
 from cluster_fixtures import wait_for
+from flux_digest import curve_cert_digest, flux_configmap_digest
 from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition
 
 sys.path.insert(0, str(REPO / "hack" / "upstream"))
