@@ -22,7 +22,7 @@ from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.validation import check_runtime, check_trainjob
 
 REPO = Path(__file__).resolve().parents[2]
-RUNTIME_FILE = REPO / "runtimes" / "torch-distributed-with-cache.yaml"
+RUNTIME_FILE = REPO / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml"
 RUNTIME = yaml.safe_load(RUNTIME_FILE.read_text())
 FRAMEWORK = Framework.from_registry()
 JOBSET_NAME_FIELD = {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}}

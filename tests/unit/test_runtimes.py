@@ -52,7 +52,7 @@ RESTRICTED_EXCEPTIONS: dict[str, str] = {}
 
 def load_all() -> dict[str, dict[str, Any]]:
     objects: dict[str, dict[str, Any]] = {}
-    for path in sorted(RUNTIMES_DIR.glob("*.yaml")):
+    for path in sorted(RUNTIMES_DIR.rglob("*.yaml")):  # runtimes/data-cache/: the opt-in data-cache runtime
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         assert len(docs) == 1, f"{path.name}: one runtime per file"
         obj = docs[0]
