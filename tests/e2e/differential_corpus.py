@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 RUN_FOR = "trainjob-operator.test/run-for"
 EXIT_CODE = "trainjob-operator.test/exit-code"
 RES = {"requests": {"cpu": "1"}}
+DATA_CACHE_RUNTIME = Path(__file__).resolve().parents[2] / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml"
 
 
 @dataclass
@@ -330,6 +334,14 @@ def cases() -> list[Case]:
                       "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}}}), settle="Suspended"))
     add(Case("ctr-torchtune-3b", trainjob("ctr-3b", "torchtune-llama3.2-3b", kind="ClusterTrainingRuntime",
              suspend=True, trainer={"command": ["tune", "run"], "numProcPerNode": 2}), settle="Suspended"))
+
+    # the opt-in data-cache runtime (runtimes/data-cache/), with what the SDK's DataCacheInitializer sends
+    add(Case("ctr-torch-data-cache", trainjob("ctr-cache", "torch-distributed-with-cache", kind="ClusterTrainingRuntime",
+             suspend=True, initializer={"dataset": {"storageUri": "cache://sales/orders", "env": [
+                 {"name": "CLUSTER_SIZE", "value": "3"}, {"name": "METADATA_LOC", "value": "s3://b/orders/m.json"},
+                 {"name": "IAM_ROLE", "value": "arn:aws:iam::1:role/cache"}]}},
+             trainer={"numNodes": 2, "command": ["torchrun", "train.py"]}),
+             [yaml.safe_load(DATA_CACHE_RUNTIME.read_text())], "Suspended"))
 
     # --- admission: TrainJobs both webhooks must reject, with the same message (§7.2, §10.2 case 20) -------------
     plain = runtime("adm-plain-runtime", [rjob("node", "trainer", [container("node")])], ml={"numNodes": 1, "torch": {}})
