@@ -672,6 +672,27 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
         kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
 
 
+@pytest.mark.cluster
+def test_data_cache_objects_are_accepted_by_the_api_server(helm: str, kube: Kube, installed: None,
+                                                           tmp_path: Path) -> None:
+    """The data cache's RBAC (in a namespace of dataCache.namespaces) and its runtime pass a strict server-side
+    dry-run; the runtime also passes our runtime webhook when the operator runs (tests/e2e/test_sdk.py)."""
+    ns = f"tjo-cache-{uuid.uuid4().hex[:6]}"
+    kube.run("create", "namespace", ns)
+    try:
+        objs = objects(helm, {"dataCache": {"enabled": True, "namespaces": [ns]}, "crds": {"enabled": False}},
+                       tmp=tmp_path)
+        docs = [o for o in objs if o["metadata"]["name"] == CACHE_ROLE]
+        docs += list(installed_runtimes(objs).values())
+        assert sorted(o["kind"] for o in docs) == ["ClusterRole", "ClusterTrainingRuntime", "RoleBinding",
+                                                   "ServiceAccount"]
+        applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
+                           stdin=yaml.safe_dump_all(docs), check=False)
+        assert applied.returncode == 0, applied.stderr
+    finally:
+        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+
+
 def _token_kubeconfig(cluster: Any, kube: Kube, sa: str, ns: str, path: Path) -> None:
     admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
     context = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
