@@ -3,6 +3,7 @@
 
 - files/crds/*.yaml      <- crds/*.yaml (generated from the API models; never hand-edited)
 - files/runtimes/*.yaml  <- runtimes/*.yaml (the default ClusterTrainingRuntimes)
+- files/runtimes/data-cache/*.yaml <- runtimes/data-cache/*.yaml (the opt-in data-cache runtime)
 - values.schema.json     <- its `config` property regenerated from trainjob_operator.config.OperatorConfig
 
 Usage: hack/sync-chart-crds.py [--check]
@@ -20,7 +21,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trainjob-operator"
-COPIES = ((REPO / "crds", CHART / "files" / "crds"), (REPO / "runtimes", CHART / "files" / "runtimes"))
+COPIES = ((REPO / "crds", CHART / "files" / "crds"), (REPO / "runtimes", CHART / "files" / "runtimes"),
+          (REPO / "runtimes" / "data-cache", CHART / "files" / "runtimes" / "data-cache"))
 SCHEMA = CHART / "values.schema.json"
 
 

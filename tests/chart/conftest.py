@@ -23,7 +23,7 @@ from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     kubeconfig,
     namespace,
 )
-from operator_fixtures import kube  # noqa: F401
+from operator_fixtures import installed, kube  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -187,6 +187,8 @@ BAD_VALUES = {
     "bad failure policy": {"config": {"webhook": {"failure_policy": "Maybe"}}},
     "bad log format": {"config": {"log_format": "xml"}},
     "runtime flag not a boolean": {"runtimes": {"torchDistributed": {"enabled": "yes"}}},
+    "data cache namespace not a DNS label": {"dataCache": {"enabled": True, "namespaces": ["Team_A"]}},
+    "unknown data cache key": {"dataCache": {"lws": {"install": True}}},
     "unknown runtime": {"runtimes": {"pytorchDistributed": {"enabled": True}}},
     "bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
     "bad service port": {"service": {"webhookPort": 70000}},
@@ -386,6 +388,49 @@ def test_each_runtime_has_its_own_toggle(helm: str, flag: str, name: str) -> Non
     assert labels["app.kubernetes.io/instance"] == "trainjob-operator"
 
 
+# --- the data cache (opt-in) -----------------------------------------------------------------------------
+
+CACHE_ROLE = "kubeflow-trainer-cache-initializer"
+
+
+def test_data_cache_is_off_by_default_and_not_a_default_runtime(helm: str) -> None:
+    for values in (None, {"runtimes": {"defaultEnabled": True}}):
+        objs = objects(helm, values)
+        assert "torch-distributed-with-cache" not in installed_runtimes(objs)
+        assert not [o for o in objs if o["metadata"]["name"] == CACHE_ROLE]
+
+
+def test_data_cache_installs_the_runtime_and_the_initializers_rbac(helm: str, tmp_path: Path) -> None:
+    values = {"dataCache": {"enabled": True, "namespaces": ["team-a", "team-b"],
+                            "cacheImage": {"registry": "mirror.example.com", "repository": "kf/data-cache",
+                                           "tag": "v9"}}}
+    objs = objects(helm, values, tmp=tmp_path)
+    assert sorted(installed_runtimes(objs)) == ["torch-distributed-with-cache"]
+    runtime = installed_runtimes(objs)["torch-distributed-with-cache"]
+    source = yaml.safe_load((REPO / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml").read_text())
+    init = source["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    init["containers"][0]["env"][0]["value"] = "mirror.example.com/kf/data-cache:v9"
+    assert runtime["spec"] == source["spec"]
+    assert runtime["metadata"]["labels"]["trainer.kubeflow.org/managed-by"] == "runtimes-installer"
+    role = find(objs, "ClusterRole", CACHE_ROLE)
+    assert role["rules"] == [
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]},
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
+         "verbs": ["create", "get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    ]
+    for ns in ("team-a", "team-b"):
+        accounts = [o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == CACHE_ROLE
+                    and o["metadata"]["namespace"] == ns]
+        assert len(accounts) == 1
+        (binding,) = [o for o in objs if o["kind"] == "RoleBinding" and o["metadata"]["name"] == CACHE_ROLE
+                      and o["metadata"]["namespace"] == ns]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                      "name": CACHE_ROLE}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": CACHE_ROLE, "namespace": ns}]
+
+
 # --- kustomize manifests rendered from the chart ---------------------------------------------------------
 
 def test_manifests_are_rendered_from_the_chart(helm: str, render_manifests: ModuleType) -> None:
@@ -425,6 +470,20 @@ def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_
     by_key = {key(o): o for o in got}
     for obj in want:
         assert by_key[key(obj)] == obj, key(obj)
+
+
+def test_kustomize_data_cache_overlay_builds_what_helm_renders(helm: str, kubectl_bin: str,
+                                                              render_manifests: ModuleType) -> None:
+    want = [o for _, o in render_manifests.data_cache_objects(
+        render_manifests.helm_template(*render_manifests.DATA_CACHE_VALUES, helm=helm))]
+    got = _kustomize(kubectl_bin, REPO / "manifests" / "overlays" / "data-cache")
+    assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in got) == [
+        "ClusterRole/kubeflow-trainer-cache-initializer",
+        "ClusterTrainingRuntime/torch-distributed-with-cache",
+        "RoleBinding/kubeflow-trainer-cache-initializer",
+        "ServiceAccount/kubeflow-trainer-cache-initializer",
+    ]
+    assert sorted(got, key=json.dumps) == sorted(want, key=json.dumps)
 
 
 # --- the real API server ---------------------------------------------------------------------------------
@@ -606,6 +665,27 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
         docs = [d for d in yaml.safe_load_all(result.stdout)
                 if d and d["kind"] not in ("ServiceMonitor", "CustomResourceDefinition")]
         assert len(docs) > 15
+        applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
+                           stdin=yaml.safe_dump_all(docs), check=False)
+        assert applied.returncode == 0, applied.stderr
+    finally:
+        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.mark.cluster
+def test_data_cache_objects_are_accepted_by_the_api_server(helm: str, kube: Kube, installed: None,
+                                                           tmp_path: Path) -> None:
+    """The data cache's RBAC (in a namespace of dataCache.namespaces) and its runtime pass a strict server-side
+    dry-run; the runtime also passes our runtime webhook when the operator runs (tests/e2e/test_sdk.py)."""
+    ns = f"tjo-cache-{uuid.uuid4().hex[:6]}"
+    kube.run("create", "namespace", ns)
+    try:
+        objs = objects(helm, {"dataCache": {"enabled": True, "namespaces": [ns]}, "crds": {"enabled": False}},
+                       tmp=tmp_path)
+        docs = [o for o in objs if o["metadata"]["name"] == CACHE_ROLE]
+        docs += list(installed_runtimes(objs).values())
+        assert sorted(o["kind"] for o in docs) == ["ClusterRole", "ClusterTrainingRuntime", "RoleBinding",
+                                                   "ServiceAccount"]
         applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
                            stdin=yaml.safe_dump_all(docs), check=False)
         assert applied.returncode == 0, applied.stderr

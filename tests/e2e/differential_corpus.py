@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 RUN_FOR = "trainjob-operator.test/run-for"
 EXIT_CODE = "trainjob-operator.test/exit-code"
 RES = {"requests": {"cpu": "1"}}
+DATA_CACHE_RUNTIME = Path(__file__).resolve().parents[2] / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml"
 
 
 @dataclass
@@ -294,6 +298,18 @@ def cases() -> list[Case]:
         "numNodes": 2, "command": ["python", "train.py"]}),
         [runtime("flux-runtime", [rjob("node", "trainer", [container("node")])],
                  ml={"numNodes": 1, "flux": {"numProcPerNode": 2}})], "Suspended"))
+    add(Case("gen-flux-gpu-env", trainjob("flux-gpu", "flux-gpu-runtime", suspend=True, trainer={
+        "numNodes": 3, "numProcPerNode": 4, "args": ["--epochs", "1"],
+        "env": [{"name": "FLUX_QUEUE_POLICY", "value": "easy"}, {"name": "OMPI_MCA_btl", "value": "tcp,self"}]}),
+        [runtime("flux-gpu-runtime", [rjob("node", "trainer", [container(
+            "node", command=["lmp", "-in", "in.hns"], args=["--runtime-arg"],
+            resources={"limits": {"nvidia.com/gpu": "2"}},
+            env=[{"name": "FLUX_NETWORK_DEVICE", "value": "eth1"},
+                 {"name": "FLUX_VIEW_IMAGE", "value": "ghcr.io/converged-computing/flux-view-rocky:tag-9"}])])],
+            ml={"numNodes": 1, "flux": {}})], "Suspended"))
+    add(Case("gen-flux-run", trainjob("flux-run", "flux-run-runtime", trainer={"numNodes": 2}),
+             [runtime("flux-run-runtime", [rjob("node", "trainer", [container("node")])],
+                      ml={"numNodes": 1, "flux": {}})]))
     add(Case("gen-restarts", trainjob("restarts", "restarts-runtime"),
              [runtime("restarts-runtime", [rjob("node", "trainer", [container("node")],
                                                 annotations={EXIT_CODE: "1", RUN_FOR: "1s"})],
@@ -317,6 +333,14 @@ def cases() -> list[Case]:
                       "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}}}), settle="Suspended"))
     add(Case("ctr-torchtune-3b", trainjob("ctr-3b", "torchtune-llama3.2-3b", kind="ClusterTrainingRuntime",
              suspend=True, trainer={"command": ["tune", "run"], "numProcPerNode": 2}), settle="Suspended"))
+
+    # the opt-in data-cache runtime (runtimes/data-cache/), with what the SDK's DataCacheInitializer sends
+    add(Case("ctr-torch-data-cache", trainjob("ctr-cache", "torch-distributed-with-cache", kind="ClusterTrainingRuntime",
+             suspend=True, initializer={"dataset": {"storageUri": "cache://sales/orders", "env": [
+                 {"name": "CLUSTER_SIZE", "value": "3"}, {"name": "METADATA_LOC", "value": "s3://b/orders/m.json"},
+                 {"name": "IAM_ROLE", "value": "arn:aws:iam::1:role/cache"}]}},
+             trainer={"numNodes": 2, "command": ["torchrun", "train.py"]}),
+             [yaml.safe_load(DATA_CACHE_RUNTIME.read_text())], "Suspended"))
 
     # --- admission: TrainJobs both webhooks must reject, with the same message (§7.2, §10.2 case 20) -------------
     plain = runtime("adm-plain-runtime", [rjob("node", "trainer", [container("node")])], ml={"numNodes": 1, "torch": {}})
@@ -353,4 +377,7 @@ def cases() -> list[Case]:
     add(Case("adm-bad-storage-uri", trainjob("adm-uri", "adm-plain-runtime", initializer={
         "dataset": {"storageUri": "not a uri"}}), [plain], "Rejected"))
     add(Case("adm-bad-name", trainjob("Adm-Upper", "adm-plain-runtime"), [plain], "Rejected"))
+    add(Case("adm-flux-installer-reserved", trainjob("adm-flux-installer", "adm-flux-runtime", trainer={"numNodes": 1}),
+             [runtime("adm-flux-runtime", [rjob("node", "trainer", [container("node")], pod={
+                 "initContainers": [container("flux-installer")]})], ml={"numNodes": 1, "flux": {}})], "Rejected"))
     return out

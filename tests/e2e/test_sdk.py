@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_support import COMPLETE, pods
+import yaml
+from e2e_support import COMPLETE, REPO, RUN_FOR, env_of, pods, rjob
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
@@ -18,6 +19,7 @@ from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import (
     BuiltinTrainer,
     CustomTrainer,
+    DataCacheInitializer,
     HuggingFaceDatasetInitializer,
     HuggingFaceModelInitializer,
     Initializer,
@@ -25,6 +27,16 @@ from kubeflow.trainer import (
     TrainerClient,
 )
 from kubeflow.trainer.options import Name
+from kubeflow.trainer.options.kubernetes import (
+    JobSetSpecPatch,
+    JobSetTemplatePatch,
+    JobSpecPatch,
+    JobTemplatePatch,
+    PodTemplatePatch,
+    ReplicatedJobPatch,
+    RuntimePatch,
+    TrainingRuntimeSpecPatch,
+)
 
 from trainjob_operator.testing.cluster import POD_LOG
 
@@ -116,3 +128,76 @@ def test_builtin_trainer_torchtune(client: TrainerClient, kube: Kube, namespace:
     assert [line.rstrip("\n") for line in client.get_job_logs(name, step="model-initializer")] == list(POD_LOG)
     assert_deleted(client, kube, namespace, name)
 
+
+# --- the data cache (KEP-2655): the opt-in runtime, its RBAC, and the SDK's DataCacheInitializer --------------
+
+CACHE_RUNTIME = REPO / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml"
+CACHE_RBAC = REPO / "manifests" / "data-cache" / "rbac.yaml"
+CACHE_SA = "kubeflow-trainer-cache-initializer"
+
+
+@pytest.fixture
+def data_cache(kube: Kube, namespace: str, operator: OperatorProcess) -> Iterator[str]:
+    """What `manifests/overlays/data-cache` installs, with the ServiceAccount and RoleBinding in this namespace."""
+    runtime = yaml.safe_load(CACHE_RUNTIME.read_text())
+    kube.apply(runtime)   # through our runtime webhook
+    for obj in (d for d in yaml.safe_load_all(CACHE_RBAC.read_text()) if d):
+        if obj["kind"] != "ClusterRole":
+            obj["metadata"]["namespace"] = namespace
+            for subject in obj.get("subjects") or []:
+                subject["namespace"] = namespace
+        kube.apply(obj)
+    yield runtime["metadata"]["name"]
+    kube.delete("clustertrainingruntime", runtime["metadata"]["name"])
+
+
+def jobs_of(kube: Kube, namespace: str, trainjob_name: str) -> dict[str, dict[str, Any]]:
+    """The batch Jobs of a TrainJob's JobSet, by replicated job name."""
+    return {j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j
+            for j in kube.items("jobs", namespace)
+            if j["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == trainjob_name}
+
+
+def test_data_cache_initializer_end_to_end(client: TrainerClient, kube: Kube, namespace: str, data_cache: str) -> None:
+    """The unmodified SDK's DataCacheInitializer against torch-distributed-with-cache: admitted, rendered with the
+    cache initializer's env and identity, and the trainer starts only once the cache initializer completed."""
+    slow_initializer = RuntimePatch(training_runtime_spec=TrainingRuntimeSpecPatch(template=JobSetTemplatePatch(
+        spec=JobSetSpecPatch(replicated_jobs=[ReplicatedJobPatch(name="dataset-initializer", template=JobTemplatePatch(
+            spec=JobSpecPatch(template=PodTemplatePatch(metadata={"annotations": {RUN_FOR: "6s"}}))))]))))
+    name = client.train(
+        runtime=client.get_runtime(data_cache),
+        initializer=Initializer(dataset=DataCacheInitializer(
+            storage_uri="cache://sales/orders", metadata_loc="s3://bucket/orders/metadata.json", num_data_nodes=2,
+            worker_mem="8Gi", iam_role="arn:aws:iam::123456789012:role/cache")),
+        trainer=CustomTrainer(func=train_fn, num_nodes=2),
+        options=[slow_initializer])
+    jobset: dict[str, Any] = eventually(lambda: kube.get("jobset", name, namespace), "the JobSet", timeout=30)
+    init_pod = rjob(jobset, "dataset-initializer")["template"]["spec"]["template"]["spec"]
+    assert init_pod["serviceAccountName"] == CACHE_SA
+    env = env_of(init_pod["containers"][0])
+    assert env == {
+        "CACHE_IMAGE": "ghcr.io/kubeflow/trainer/data-cache:v2.3.0",
+        "TRAIN_JOB_NAME": {"fieldRef": {"apiVersion": "v1",
+                                        "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}},
+        "HOME": "/tmp",
+        "STORAGE_URI": "cache://sales/orders",
+        "CLUSTER_SIZE": "3",
+        "METADATA_LOC": "s3://bucket/orders/metadata.json",
+        "WORKER_MEM": "8Gi",
+        "IAM_ROLE": "arn:aws:iam::123456789012:role/cache",
+    }
+    assert rjob(jobset, "node")["dependsOn"] == [{"name": "dataset-initializer", "status": "Complete"}]
+    # the pods run as the cache initializer's ServiceAccount (it exists: the Job controller could create them)
+    init_pods = eventually(lambda: pods(kube, namespace, name, "dataset-initializer"), "the initializer pod")
+    assert [p["spec"]["serviceAccountName"] for p in init_pods] == [CACHE_SA]
+    # order: the node Job is created only after the cache initializer's Job completed
+    jobs: dict[str, dict[str, Any]] = eventually(
+        lambda: (found := jobs_of(kube, namespace, name)) and "node" in found and found, "the node Job", timeout=60)
+    initializer = jobs["dataset-initializer"]
+    assert initializer["status"].get("succeeded") == 1 and initializer["status"].get("completionTime")
+    assert initializer["status"]["completionTime"] <= jobs["node"]["metadata"]["creationTimestamp"]
+    job = client.wait_for_job_status(name, status={"Complete"}, timeout=120, polling_interval=1)
+    assert job.status == "Complete" and job.num_nodes == 2
+    steps = {s.name: s.status for s in job.steps}
+    assert steps == {"dataset-initializer": "Succeeded", "node-0": "Succeeded", "node-1": "Succeeded"}
+    assert_deleted(client, kube, namespace, name)

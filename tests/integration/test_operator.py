@@ -160,6 +160,27 @@ def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: Opera
     assert "PRIVATE KEY" not in operator.log()
 
 
+def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(kube: Kube, operator: OperatorProcess,
+                                                              namespace: str) -> None:
+    flux_runtime = runtime(namespace, "flux")
+    flux_runtime["spec"]["mlPolicy"] = {"numNodes": 1, "flux": {"numProcPerNode": 2}}
+    kube.apply(flux_runtime, trainjob(namespace, "flux-job", runtime_name="flux", trainer={"numNodes": 2}))
+    secret = eventually(lambda: kube.get("secret", "flux-job-flux-curve", namespace), "the curve Secret")
+    assert (secret.get("type"), sorted(secret["data"])) == ("Opaque", ["curve.cert"])
+    scripts = eventually(lambda: kube.get("configmap", "flux-job-flux-entrypoint", namespace), "the scripts")
+    assert sorted(scripts["data"]) == ["entrypoint.sh", "init.sh"]
+    assert 'flags="-N 2 -n 4"' in scripts["data"]["entrypoint.sh"]
+    jobset = eventually(lambda: kube.get("jobset", "flux-job", namespace), "the JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert [ic["name"] for ic in pod["initContainers"]] == ["flux-installer"]
+    assert pod["containers"][0]["command"] == ["/bin/bash", "/etc/flux-config/entrypoint.sh", "torchrun train.py"]
+    eventually(lambda: condition(kube.get("trainjob", "flux-job", namespace), "Complete"), "Complete", timeout=90)
+    assert kube.get("secret", "flux-job-flux-curve", namespace)["metadata"]["resourceVersion"] == \
+        secret["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert secret["data"]["curve.cert"] not in operator.log()
+    assert "secret-key" not in operator.log()
+
+
 def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     kube.apply(runtime(namespace), trainjob(namespace, "finished"))
     eventually(lambda: condition(kube.get("trainjob", "finished", namespace), "Complete"), "Complete", timeout=90)

@@ -26,6 +26,8 @@ FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 # name -> (framework label, ML policy source, replicated jobs in order, trainer image, SDK command head)
 EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
     "torch-distributed": ("torch", "torch", ["node"], "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", "torchrun"),
+    "torch-distributed-with-cache": ("torch", "torch", ["dataset-initializer", "node"],
+                                     "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", "torchrun"),
     "deepspeed-distributed": ("deepspeed", "mpi", ["node", "launcher"],
                               "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0", "mpirun"),
     "mlx-distributed": ("mlx", "mpi", ["node", "launcher"], "ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0", "mpirun"),
@@ -50,7 +52,7 @@ RESTRICTED_EXCEPTIONS: dict[str, str] = {}
 
 def load_all() -> dict[str, dict[str, Any]]:
     objects: dict[str, dict[str, Any]] = {}
-    for path in sorted(RUNTIMES_DIR.glob("*.yaml")):
+    for path in sorted(RUNTIMES_DIR.rglob("*.yaml")):  # runtimes/data-cache/: the opt-in data-cache runtime
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         assert len(docs) == 1, f"{path.name}: one runtime per file"
         obj = docs[0]

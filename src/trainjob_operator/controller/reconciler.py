@@ -226,8 +226,9 @@ class Reconciler:
         uid = job.metadata.uid or ""
         known = self.store.known
         policy = runtime.spec.ml_policy
-        # The SSH Secret is created, never updated: a create that conflicts means it is there (see _apply).
-        secret_exists = uid in known.mpi_secrets or policy is None or policy.mpi is None
+        # The MPI SSH and Flux curve Secrets are created, never updated: a create that conflicts means it is there
+        # (see _apply). A runtime has at most one ML policy, so one set of uids serves both.
+        secret_exists = uid in known.mpi_secrets
         group_policy = runtime.spec.pod_group_policy
         group_exists = uid in known.pod_groups
         if group_policy is not None and not group_exists and (group_policy.coscheduling or group_policy.volcano):
@@ -236,7 +237,9 @@ class Reconciler:
             if group_exists:
                 known.pod_groups.add(uid)
         return Observed(jobset=self.store.jobsets.get((job.namespace, job.name)),
-                        mpi_ssh_secret_exists=secret_exists, pod_group_exists=group_exists)
+                        mpi_ssh_secret_exists=secret_exists or policy is None or policy.mpi is None,
+                        flux_curve_secret_exists=secret_exists or policy is None or policy.flux is None,
+                        pod_group_exists=group_exists)
 
     async def _build_and_apply(self, job: TrainJob, now: dt.datetime) -> int | None:
         runtime = await self._runtime_for(job)
@@ -266,7 +269,7 @@ class Reconciler:
         return trainer.count if trainer is not None else None
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if obj["kind"] == "Secret":  # the MPI SSH Secret: immutable, created once (spec §4)
+        if obj["kind"] == "Secret":  # the MPI SSH Secret (immutable) and the Flux curve Secret: created once
             try:
                 created: dict[str, Any] = await self._write("create", self.client.create(obj, c.FIELD_MANAGER))
                 return created

@@ -97,6 +97,9 @@ class RuntimeInfo:
     pod_group_policy: PodGroupPolicy | None
     scheduler: Scheduler = field(default_factory=Scheduler)
     trainer_command: list[str] | None = None
+    trainer_args: list[str] | None = None
+    """What the JobSet's trainer `node` container gets as command/args (None: the runtime's stay); the TrainJob's
+    by default, rewritten by torchtune and Flux."""
 
     def pod_set(self, name: str) -> PodSet | None:
         return next((p for p in self.pod_sets if p.name == name), None)
@@ -158,6 +161,7 @@ def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
                 node.resources = merge_resources(node.resources, resources)
         pod_sets.append(PodSet(rjob.name, ancestor, max(count, 1), rjob))
     command = list(trainer.command) if trainer is not None and trainer.command is not None else None
+    args = list(trainer.args) if trainer is not None and trainer.args is not None else None
     return RuntimeInfo(
         runtime=runtime,
         labels=labels,
@@ -167,4 +171,5 @@ def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
         ml_policy=ml_policy,
         pod_group_policy=runtime.spec.pod_group_policy,
         trainer_command=command,
+        trainer_args=args,
     )

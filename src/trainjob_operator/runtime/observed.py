@@ -15,6 +15,7 @@ class Observed:
     jobset: dict[str, Any] | None = None
     """The JobSet named like the TrainJob, as read from the API (None when absent)."""
     mpi_ssh_secret_exists: bool = False
+    flux_curve_secret_exists: bool = False
     pod_group_exists: bool = False
     priority_classes: frozenset[str] | None = None
     """Names of existing PriorityClasses, or None when unknown (then the Volcano check is skipped)."""

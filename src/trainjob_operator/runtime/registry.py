@@ -8,6 +8,7 @@ from typing import Final
 
 from .framework import Plugin
 from .plugins.coscheduling import CoScheduling
+from .plugins.flux import Flux
 from .plugins.jax import JAX
 from .plugins.jobset import JobSetPlugin
 from .plugins.mpi import MPI
@@ -24,6 +25,7 @@ PLUGINS: Final[dict[str, Factory]] = {
     MPI.name: MPI,
     JAX.name: JAX,
     XGBoost.name: XGBoost,
+    Flux.name: Flux,
     CoScheduling.name: CoScheduling,
     Volcano.name: Volcano,
     JobSetPlugin.name: JobSetPlugin,

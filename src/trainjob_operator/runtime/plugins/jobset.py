@@ -87,8 +87,8 @@ def build_jobset(info: RuntimeInfo, job: TrainJob) -> Manifest:
                     node.image = trainer.image
                 if info.trainer_command is not None:
                     node.command = list(info.trainer_command)
-                if trainer.args is not None:
-                    node.args = list(trainer.args)
+                if info.trainer_args is not None:
+                    node.args = list(info.trainer_args)
                 if trainer.env:
                     upsert_env(node, trainer.env)
         if launcher_as_node and pod_set.name == c.NODE and trainer is not None and trainer.env:
