@@ -83,6 +83,9 @@ KNOWN: dict[tuple[str, str], Resource] = {
     ("v1", "ConfigMap"): Resource("v1", "configmaps"),
     ("v1", "Secret"): Resource("v1", "secrets"),
     ("v1", "Event"): Resource("v1", "events"),
+    ("v1", "Pod"): Resource("v1", "pods"),
+    ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews",
+                                                          namespaced=False),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): Resource("scheduling.x-k8s.io/v1alpha1", "podgroups"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): Resource("scheduling.volcano.sh/v1beta1", "podgroups"),
@@ -198,7 +201,7 @@ class Client:
         return await self.request("PATCH", path, body=obj, content_type=APPLY, params=params)
 
     async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
-        meta = obj["metadata"]
+        meta = obj.get("metadata") or {}
         params = {"fieldManager": field_manager} if field_manager else None
         return await self.request("POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")),
                                   body=obj, params=params)
