@@ -20,7 +20,8 @@ CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
 def test_route_and_audience_are_upstreams() -> None:
-    assert progress.status_path("team", "llm") == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/llm/status"
+    assert progress.status_path("team", "llm") == \
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/llm/status"
     assert progress.token_audience("team", "llm") == AUDIENCE
 
 
@@ -54,9 +55,9 @@ def test_bearer_token(header: str | None, want: str | None) -> None:
 
 
 def test_answers_are_metav1_status() -> None:
-    assert progress.FORBIDDEN == progress.Answer(403, {
+    assert progress.Answer(403, {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": "Forbidden",
-        "reason": "Forbidden", "code": 403})
+        "reason": "Forbidden", "code": 403}) == progress.FORBIDDEN
     assert [(a.code, a.body["reason"], a.body["message"]) for a in (
         progress.INVALID_PAYLOAD, progress.TRAINJOB_NOT_FOUND, progress.INTERNAL_ERROR, progress.NOT_FOUND,
         progress.TOO_LARGE, progress.TOO_MANY_REQUESTS, progress.invalid("x: Invalid value"))] == [
@@ -287,5 +288,6 @@ def test_off_injects_nothing() -> None:
 
 
 def test_no_ca_yet_is_a_build_error() -> None:
-    with pytest.raises(BuildError, match="failed to find status server ca.crt in tls secret"):
-        FRAMEWORK.desired_objects(JOB.obj(), RUNTIME.source(), Observed(status_server=StatusServer("https://x", None)))
+    with pytest.raises(BuildError, match=r"failed to find status server ca\.crt in tls secret"):
+        FRAMEWORK.desired_objects(JOB.obj(), RUNTIME.source(),
+                                  Observed(status_server=StatusServer("https://x", None)))

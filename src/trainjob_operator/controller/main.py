@@ -16,13 +16,13 @@ import kopf
 from .. import config as config_module
 from .. import logs
 from ..api import constants as c
+from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
 from ..k8s.client import Client
 from ..metrics import Metrics
-from ..runtime.pipeline import Framework
-from ..certs import Bundle
 from ..runtime.observed import StatusServer as StatusEndpoint
+from ..runtime.pipeline import Framework
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
