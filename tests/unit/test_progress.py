@@ -78,11 +78,13 @@ SDK_BODY = {"trainerStatus": {"progressPercentage": 42, "estimatedRemainingSecon
                  SDK_BODY["trainerStatus"], id="unknown fields are ignored, as Go's decoder"),
     pytest.param({}, None, id="no trainerStatus: nothing to write"),
     pytest.param({"trainerStatus": None}, None, id="a null trainerStatus: nothing to write"),
-    pytest.param({"trainerStatus": {"progressPercentage": None, "lastUpdatedTime": "t"}}, {"lastUpdatedTime": "t"},
-                 id="null fields are left out"),
-    pytest.param({"trainerStatus": {"progressPercentage": 150, "lastUpdatedTime": "t"}},
-                 {"progressPercentage": 150, "lastUpdatedTime": "t"},
-                 id="bounds are the API server's to check"),
+    pytest.param({"trainerStatus": {"progressPercentage": None, "lastUpdatedTime": "2026-11-23T10:00:00Z"}},
+                 {"lastUpdatedTime": "2026-11-23T10:00:00Z"}, id="null fields are left out"),
+    pytest.param({"trainerStatus": {"progressPercentage": 150}}, {"progressPercentage": 150},
+                 id="bounds and the required time are the API server's to check"),
+    pytest.param({"trainerStatus": {"lastUpdatedTime": "2026-11-23T11:00:00.123456+01:00"}},
+                 {"lastUpdatedTime": "2026-11-23T10:00:00Z"},
+                 id="the SDK's isoformat() time is written as metav1.Time writes it"),
 ])
 def test_parse_update(body: dict[str, Any], want: dict[str, Any] | None) -> None:
     assert progress.parse_update(json.dumps(body).encode()) == want
@@ -104,6 +106,10 @@ def test_parse_update(body: dict[str, Any], want: dict[str, Any] | None) -> None
     pytest.param(b'{"trainerStatus": {"metrics": [{"name": "loss", "value": 0.5}]}}',
                  "metrics[0].value: must be a string", id="a numeric metric value"),
     pytest.param(b'\xff', "not JSON", id="not UTF-8"),
+    pytest.param(b'{"trainerStatus": {"lastUpdatedTime": "yesterday"}}', "not an RFC 3339 time",
+                 id="a time that is no time"),
+    pytest.param(b'{"trainerStatus": {"lastUpdatedTime": "2026-11-23T10:00:00"}}', "no offset",
+                 id="a time without offset"),
 ])
 def test_parse_update_refuses(raw: bytes, message: str) -> None:
     with pytest.raises(progress.PayloadError, match=message.replace("[", r"\[").replace("]", r"\]")):

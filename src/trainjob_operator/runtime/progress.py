@@ -7,6 +7,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ..api import constants as c
@@ -122,8 +123,19 @@ def parse_update(raw: bytes) -> dict[str, Any] | None:
                           "value": _str(metric.get("value", ""), f"trainerStatus.metrics[{i}].value")})
         out["metrics"] = items
     if status.get("lastUpdatedTime") is not None:
-        out["lastUpdatedTime"] = _str(status["lastUpdatedTime"], "trainerStatus.lastUpdatedTime")
+        out["lastUpdatedTime"] = _rfc3339(_str(status["lastUpdatedTime"], "trainerStatus.lastUpdatedTime"))
     return out
+
+
+def _rfc3339(text: str) -> str:
+    """A timestamp as metav1.Time writes it (UTC, whole seconds): the SDK sends Python's isoformat()."""
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as err:
+        raise PayloadError(f"trainerStatus.lastUpdatedTime: not an RFC 3339 time: {text!r}") from err
+    if stamp.tzinfo is None:
+        raise PayloadError(f"trainerStatus.lastUpdatedTime: not an RFC 3339 time (no offset): {text!r}")
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status_apply(namespace: str, name: str, trainer_status: dict[str, Any]) -> dict[str, Any]:
