@@ -143,7 +143,8 @@ def test_the_sdk_helper_reports_progress_from_a_trainer_pod(kube: Kube, operator
     result = subprocess.run([sys.executable, "-c", SDK_CALL], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, f"update_trainjob_status returned False: {result.stderr}\n{operator.log()}"
 
-    current = kube.get("trainjob", "alpha", job.namespace) or {}
+    current = json.loads(kube.run("get", "trainjob", "alpha", "-n", job.namespace, "-o", "json",
+                                  "--show-managed-fields").stdout)
     trainer_status = current["status"]["trainerStatus"]
     stamp = trainer_status.pop("lastUpdatedTime")
     assert trainer_status == {"progressPercentage": 42, "estimatedRemainingSeconds": 120,
