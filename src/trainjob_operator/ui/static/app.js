@@ -1,7 +1,7 @@
 // trainjob-operator ui: plain JS, no build step. Live updates come from server-sent events fed by watches.
 "use strict";
 
-const SYMBOL = { Running: "▶", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "⏸", Pending: "…" };
+const SYMBOL = { Running: "▶", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "‖", Pending: "…" };
 const rows = new Map();
 let listSource = null, detailSource = null, logSource = null, current = null, lastDetail = null;
 
@@ -144,7 +144,8 @@ function chart(history) {
     for (const [v, at] of [[hi, 14], [lo, H - P + 10]]) {
       const label = svg("text", { x: 2, y: at }); label.textContent = String(+v.toPrecision(4)); graphic.append(label);
     }
-    const spanLabel = svg("text", { x: P, y: H - 6 }); spanLabel.textContent = `${age(new Date(t0).toISOString())} ago → now`;
+    const clock = (t) => new Date(t).toISOString().slice(11, 19);
+    const spanLabel = svg("text", { x: P, y: H - 6 }); spanLabel.textContent = `${clock(t0)} → ${clock(t1)} UTC`;
     graphic.append(spanLabel);
     graphic.append(svg("polyline", { fill: "none", stroke: "#0550ae", "stroke-width": 2,
       points: s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ") }));
