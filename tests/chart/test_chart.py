@@ -664,8 +664,9 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
     cm = kube.get("configmap", f"{name}-config", ns)
     assert cm is not None
     cfg = yaml.safe_load(cm["data"]["config.yaml"])
-    health_port, webhook_port = free_port(), free_port()
+    health_port, webhook_port, status_port = free_port(), free_port(), free_port()
     cfg["webhook"].update(host="127.0.0.1", port=webhook_port, service_name=None)
+    cfg["status_server"].update(host="127.0.0.1", port=status_port)
     cfg["health"].update(host="127.0.0.1", port=health_port)
     cfg["leader_election"].update(lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=1)
     cfg["log_format"] = "json"

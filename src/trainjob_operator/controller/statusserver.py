@@ -137,7 +137,8 @@ class StatusServer:
         if not verdict.allowed:
             log.info("status update refused", namespace=namespace, name=name, why=verdict.why,
                      user=caller.username or None)
-        ttl = self.cfg.review_cache_seconds
+        # A refusal is remembered briefly only: a pod whose JobSet this replica has not seen yet soon may write.
+        ttl = self.cfg.review_cache_seconds if verdict.allowed else min(self.cfg.review_cache_seconds, 5.0)
         expiry = progress.token_expiry(token)
         if expiry is not None:
             ttl = min(ttl, expiry - self.wall())
