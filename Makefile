@@ -14,7 +14,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools-helm lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
+.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -32,6 +32,17 @@ install: $(STAMP) ## create .venv and install the package with its dev tools
 # builds it, so a fresh machine with an empty tool cache works; tests/unit/test_makefile_graph.py checks the order.
 tools-helm: ## build helm into the tool cache (no-op when warm)
 	@$(MAKE) --no-print-directory tools WITH_HELM=1
+
+# The UI's browser test (tests/integration/test_ui.py) drives Debian's Chromium through its WebDriver; it skips, saying
+# why, when they are absent. Idempotent: nothing is installed when both are there.
+tools-browser: ## install Chromium and chromedriver for the UI browser test (Debian/Ubuntu; no-op when present)
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+		echo ">> chromium and chromedriver present"; \
+	else \
+		echo ">> installing chromium and chromium-driver (apt-get)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
 
 lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench
@@ -71,7 +82,7 @@ crds-check: $(STAMP)
 test-unit: $(STAMP) ## unit tests: the pure core, no cluster
 	@$(PYTEST) tests/unit -q
 
-test-integration: $(STAMP) tools ## integration tests against the local kube-apiserver (builds the tools if needed)
+test-integration: $(STAMP) tools tools-browser ## integration tests against the local kube-apiserver (builds the tools if needed)
 	@$(PYTEST) tests/integration -q -m cluster
 
 test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the tools with Kueue if needed)
@@ -82,6 +93,7 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
 	@$(MAKE) --no-print-directory tools-upstream
+	@$(MAKE) --no-print-directory tools-browser
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)

@@ -39,13 +39,14 @@ class OperatorProcess:
     extra_config: dict[str, Any] = field(default_factory=dict)
     health_port: int = field(default_factory=free_port)
     webhook_port: int = field(default_factory=free_port)
+    status_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
 
     def start(self, tmp: Path) -> OperatorProcess:
         config = {"operator_namespace": OPERATOR_NAMESPACE, "log_format": "json",
                   "health": {"port": self.health_port}, "webhook": {"port": self.webhook_port},
-                  **self.extra_config}
+                  "status_server": {"port": self.status_port}, **self.extra_config}
         config_path = tmp / f"{self.name}.yaml"
         config_path.write_text(yaml.safe_dump(config))
         self.log_path = tmp / f"{self.name}.log"

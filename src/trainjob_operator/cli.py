@@ -221,6 +221,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
+    sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
     return p
 
 
@@ -247,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else:
                     sys.modules[name] = module
         return int(run(argv[1:]))
+    if argv[:1] == ["ui"]:
+        from .ui.server import run as run_ui  # imported lazily: aiohttp's server only for the UI
+
+        return int(run_ui(argv[1:]))
     args = parser().parse_args(argv)
     framework = Framework.from_registry()
     try:

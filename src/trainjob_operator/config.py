@@ -35,6 +35,24 @@ class Webhook(_Section):
     rotate_before_days: int = Field(default=30, ge=1)
 
 
+class StatusServer(_Section):
+    """Where trainer pods report progress (`kubeflow.trainer.update_trainjob_status`); upstream's `TrainJobStatus`
+    feature, on by default here. It serves TLS with the webhook certificate (same Secret, same CA)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=10443, ge=1, le=65535)
+    url_host: str | None = None
+    """Host written into the pods' KUBEFLOW_TRAINER_SERVER_URL (defaults to `webhook.url_host`, then `host`);
+    with `webhook.service_name` the URL is `https://<service>.<namespace>.svc:<port>`."""
+    qps: float = Field(default=2, ge=0)
+    """Accepted updates per second per TrainJob (the SDK sends at most one per 5 s per pod); 0 means no limit."""
+    burst: int = Field(default=20, ge=1)
+    max_body_bytes: int = Field(default=65536, ge=1024, le=1048576)
+    review_cache_seconds: float = Field(default=60, ge=0)
+    """How long one TokenReview answer is reused for the same token (never past the token's expiry)."""
+
+
 class Health(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8081, ge=0, le=65535)
@@ -59,6 +77,7 @@ class OperatorConfig(_Section):
     log_level: str = "INFO"
     client: ClientConnection = Field(default_factory=ClientConnection)
     webhook: Webhook = Field(default_factory=Webhook)
+    status_server: StatusServer = Field(default_factory=StatusServer)
     health: Health = Field(default_factory=Health)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
 

@@ -34,6 +34,14 @@ class Metrics:
         self.api_requests = Counter("trainjob_operator_api_requests_total",
                                     "Requests of the reconciler and webhooks to the API server, by verb and resource",
                                     ["verb", "resource"], registry=self.registry)
+        self.status_updates = Counter(
+            "trainjob_operator_status_updates_total",
+            "Requests to the TrainJob status server (progress from trainer pods), by HTTP answer code", ["code"],
+            registry=self.registry)
+        self.status_update_seconds = Histogram(
+            "trainjob_operator_status_update_duration_seconds",
+            "Status server latency, authentication and the status write included",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5), registry=self.registry)
         self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
                             registry=self.registry)
         for state in STATES:

@@ -242,7 +242,8 @@ def test_deployment(helm: str) -> None:
     assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in ctr["env"]
     assert ctr["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert ctr["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
-    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 9443, "health": 8081}
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 9443, "health": 8081,
+                                                                     "status": 10443}
     assert {m["mountPath"] for m in ctr["volumeMounts"]} == {"/tmp", "/etc/trainjob-operator"}
     assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
     assert ctr["resources"]["requests"] and ctr["resources"]["limits"]
@@ -252,7 +253,7 @@ def test_deployment(helm: str) -> None:
 def test_service(helm: str) -> None:
     svc = find(objects(helm), "Service")
     assert {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]} == {
-        "webhook": (443, "webhook"), "http-metrics": (8081, "health")}
+        "webhook": (443, "webhook"), "status": (10443, "status"), "http-metrics": (8081, "health")}
 
 
 def test_config_file_points_the_webhooks_at_the_service(helm: str) -> None:
@@ -262,6 +263,7 @@ def test_config_file_points_the_webhooks_at_the_service(helm: str) -> None:
     assert (cfg.webhook.service_name, cfg.webhook.service_port) == ("trainjob-operator", 443)
     assert (cfg.webhook.host, cfg.health.host) == ("0.0.0.0", "0.0.0.0")
     assert (cfg.webhook.port, cfg.health.port) == (9443, 8081)
+    assert (cfg.status_server.enabled, cfg.status_server.host, cfg.status_server.port) == (True, "0.0.0.0", 10443)
     assert cfg.leader_election.enabled and cfg.leader_election.lease_name == "trainer.kubeflow.org"
 
 
@@ -272,7 +274,8 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
     (ctr,) = pod["containers"]
     assert deploy["spec"]["replicas"] == 2
     assert ctr["image"] == "registry.example.com/ml/trainjob-operator:1.2.3"
-    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 10250, "health": 9090}
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 10250, "health": 9090,
+                                                                     "status": 10443}
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"} and pod["priorityClassName"]
     cfg = OperatorConfig.model_validate(yaml.safe_load(find(objs, "ConfigMap", "trainjob-operator-config")["data"][
         "config.yaml"]))
@@ -320,6 +323,8 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         *{(g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
           for v in ("get", "create", "patch")},
         ("", "events", "create"),
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("", "pods", "get"),
         *{("admissionregistration.k8s.io", r, v)
           for r in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
           for v in ("get", "create", "patch")},
@@ -327,6 +332,22 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
     webhook_rule = next(r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"])
     assert webhook_rule["resourceNames"] == ["validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"]
     assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
+
+
+def test_status_server_off_drops_its_port_and_rbac(helm: str, tmp_path: Path) -> None:
+    objs = objects(helm, {"config": {"status_server": {"enabled": False}}}, tmp=tmp_path)
+    assert "status" not in {p["name"] for p in find(objs, "Service")["spec"]["ports"]}
+    rules = find(objs, "ClusterRole")["rules"]
+    assert not any("authentication.k8s.io" in r["apiGroups"] or "pods" in r["resources"] for r in rules)
+
+
+def test_grafana_dashboard_is_off_by_default_and_the_shipped_json_when_on(helm: str, tmp_path: Path) -> None:
+    assert not [o for o in objects(helm) if o["metadata"]["name"].endswith("-dashboard")]
+    cm = find(objects(helm, {"metrics": {"grafanaDashboard": {"enabled": True}}}, tmp=tmp_path), "ConfigMap",
+              "trainjob-operator-dashboard")
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = (Path(__file__).resolve().parents[2] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json")
+    assert json.loads(cm["data"]["trainjob-operator.json"]) == json.loads(shipped.read_text())
 
 
 def test_public_configmap_is_readable_by_every_authenticated_user(helm: str) -> None:
@@ -723,8 +744,9 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
     cm = kube.get("configmap", f"{name}-config", ns)
     assert cm is not None
     cfg = yaml.safe_load(cm["data"]["config.yaml"])
-    health_port, webhook_port = free_port(), free_port()
+    health_port, webhook_port, status_port = free_port(), free_port(), free_port()
     cfg["webhook"].update(host="127.0.0.1", port=webhook_port, service_name=None)
+    cfg["status_server"].update(host="127.0.0.1", port=status_port)
     cfg["health"].update(host="127.0.0.1", port=health_port)
     cfg["leader_election"].update(lease_duration_seconds=4, renew_deadline_seconds=3, retry_period_seconds=1)
     cfg["log_format"] = "json"

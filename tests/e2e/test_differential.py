@@ -279,8 +279,12 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
                                               "--timeout=10s", check=False).returncode == 0,
                      timeout=60, what=f"CRD {crd} established")
         kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
+        # Upstream runs with its defaults, the TrainJobStatus gate off: ours without the status server likewise
+        # (with it, trainer pods also get the KUBEFLOW_TRAINER_* env, token volume and <tj>-tls-config ConfigMap,
+        # as upstream's gate does; tests/unit/test_progress.py and tests/integration/test_progress.py cover them).
         ours = OperatorProcess(kubeconfig, "operator-diff", {"namespaces": [ns_ours],
-                                                             "leader_election": {"enabled": False}}).start(tmp)
+                                                             "leader_election": {"enabled": False},
+                                                             "status_server": {"enabled": False}}).start(tmp)
         try:
             wait_for(ours.ready, timeout=60, what="our operator ready")
             kube.run("apply", "--server-side", "--force-conflicts", "-f", str(RUNTIMES_DIR))

@@ -39,16 +39,20 @@ NEEDS = (
     Need("Kueue", re.compile(r"CLUSTER_KUEUE=1 .*pytest"), re.compile(r"hack/cluster/build\.sh.*--with-kueue")),
     Need("upstream's controller", re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
          re.compile(r"hack/upstream/build\.sh")),
+    Need("Chromium (the UI's browser test)", re.compile(r"pytest .*tests/integration(?=\s|$)"),
+         re.compile(r"apt-get install .*chromium-driver")),
 )
 
 
 def targets() -> list[str]:
-    """Every target `make help` lists (the documented entry points)."""
-    out = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "help"], capture_output=True, text=True,
-                         check=True).stdout
-    names = [line.split()[0] for line in out.splitlines() if line.strip()]
-    assert "test" in names and "lint" in names, out
-    return names
+    """Every phony target of the Makefile and the files it includes (the documented entry points and the rest)."""
+    names: set[str] = set()
+    for makefile in [REPO / "Makefile", *sorted((REPO / "hack").rglob("*.mk"))]:
+        for line in makefile.read_text().splitlines():
+            if line.startswith(".PHONY:"):
+                names.update(line.split(":", 1)[1].split())
+    assert {"test", "lint", "demo", "cluster-test", "test-differential"} <= names, names
+    return sorted(names - {"clean", "demo-down", "cluster-down"})
 
 
 def dry_run(target: str) -> list[str]:

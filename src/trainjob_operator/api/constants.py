@@ -134,3 +134,21 @@ STATE_RUNNING: Final = "Running"
 STATE_COMPLETE: Final = "Complete"
 STATE_FAILED: Final = "Failed"
 STATE_ERROR: Final = "Error"
+
+# The TrainJob status server (upstream's `TrainJobStatus` feature; on by default here): what trainer pods get so
+# `kubeflow.trainer.update_trainjob_status()` can report progress, and what the server answers.
+STATUS_SERVER_PORT: Final = 10443
+STATUS_ENV_URL: Final = "KUBEFLOW_TRAINER_SERVER_URL"
+STATUS_ENV_CA_CERT: Final = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+STATUS_ENV_TOKEN: Final = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+STATUS_MOUNT_PATH: Final = "/var/run/secrets/kubeflow/trainer"
+STATUS_TOKEN_VOLUME: Final = "kubeflow-trainer-token"
+STATUS_CA_KEY: Final = "ca.crt"
+STATUS_TOKEN_FILE: Final = "token"
+STATUS_TOKEN_EXPIRY_SECONDS: Final = 3600
+STATUS_TLS_CONFIG_SUFFIX: Final = "-tls-config"
+STATUS_FIELD_MANAGER: Final = "trainer-status"
+STATUS_MAX_BODY_BYTES: Final = 1 << 16
+# Pod labels JobSet sets on every pod it creates.
+JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"

@@ -9,9 +9,9 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -37,6 +37,16 @@ class Verdict:
     warnings: tuple[str, ...] = ()
     patch: list[dict[str, Any]] | None = None
     code: int = 403
+
+
+def load_certificate(context: ssl.SSLContext, directory: str, bundle: certs.Bundle) -> None:
+    """Serve `bundle`'s certificate from `context`: new handshakes use it (rotation without a restart)."""
+    cert, key = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
+    with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
+        handle.write(bundle.key)
+    with open(cert, "wb") as handle:
+        handle.write(bundle.cert)
+    context.load_cert_chain(cert, key)
 
 
 Review = dict[str, Any]
@@ -68,12 +78,7 @@ class AdmissionServer:
         self.started = False
 
     def load(self, bundle: certs.Bundle) -> None:
-        cert, key = os.path.join(self._dir, "tls.crt"), os.path.join(self._dir, "tls.key")
-        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
-            handle.write(bundle.key)
-        with open(cert, "wb") as handle:
-            handle.write(bundle.cert)
-        self.ssl.load_cert_chain(cert, key)  # new handshakes use the new certificate
+        load_certificate(self.ssl, self._dir, bundle)
 
     async def _serve(self, request: web.Request) -> web.Response:
         handler = self.handlers.get(request.path)
@@ -112,11 +117,12 @@ class AdmissionServer:
 
 # --- certificate Secret and webhook configurations -------------------------------------------------------
 
-def _hosts(cfg: Webhook, namespace: str) -> list[str]:
+def _hosts(cfg: Webhook, namespace: str, extra: Sequence[str] = ()) -> list[str]:
     if cfg.service_name:
         svc = cfg.service_name
         return [f"{svc}.{namespace}.svc", svc, f"{svc}.{namespace}", f"{svc}.{namespace}.svc.cluster.local"]
-    return [cfg.url_host or cfg.host]
+    hosts = [cfg.url_host or cfg.host]
+    return hosts + [h for h in extra if h not in hosts]
 
 
 def _bundle_of(secret: dict[str, Any]) -> certs.Bundle | None:
@@ -127,10 +133,11 @@ def _bundle_of(secret: dict[str, Any]) -> certs.Bundle | None:
         return None
 
 
-async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: dt.datetime) -> certs.Bundle:
+async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: dt.datetime,
+                             extra_hosts: Sequence[str] = ()) -> certs.Bundle:
     """The serving certificate from its Secret; generated or rotated when missing, expiring or for other hosts.
     Replicas race safely: the loser of a create/replace conflict re-reads the winner's Secret."""
-    hosts = _hosts(cfg, namespace)
+    hosts = _hosts(cfg, namespace, extra_hosts)
     for _ in range(5):
         secret = await client.get("v1", "Secret", cfg.cert_secret_name, namespace)
         bundle = _bundle_of(secret) if secret else None
@@ -205,20 +212,37 @@ def webhook_configurations(cfg: Webhook, namespace: str, ca: bytes) -> list[dict
     ]
 
 
-async def keep_webhooks_current(client: Client, server: AdmissionServer, cfg: Webhook, namespace: str,
+class TLSServer(Protocol):
+    started: bool
+
+    def load(self, bundle: certs.Bundle) -> None: ...
+
+    async def start(self) -> None: ...
+
+
+async def keep_webhooks_current(client: Client, server: TLSServer | None, cfg: Webhook, namespace: str,
                                 clock: Callable[[], dt.datetime], ready: asyncio.Event,
-                                interval: float = 300) -> None:
-    """Load the certificate, publish the configurations, then re-check periodically (rotation, other replicas)."""
+                                interval: float = 300, also: Sequence[TLSServer] = (),
+                                extra_hosts: Sequence[str] = (),
+                                on_bundle: Callable[[certs.Bundle], None] | None = None) -> None:
+    """Load the certificate, publish the configurations, then re-check periodically (rotation, other replicas).
+
+    `server` is the webhook server (None: webhooks off, nothing published); `also` are other servers sharing the
+    certificate (the status server), `extra_hosts` their host names, `on_bundle` learns each new bundle."""
     current: bytes | None = None
     while True:
         try:
-            bundle = await ensure_certificate(client, cfg, namespace, clock())
+            bundle = await ensure_certificate(client, cfg, namespace, clock(), extra_hosts)
             if bundle.cert != current:
-                server.load(bundle)
-                if not server.started:
-                    await server.start()
-                for obj in webhook_configurations(cfg, namespace, bundle.ca_cert):
-                    await client.apply(obj, "trainjob-operator", force=True)
+                for each in ([server] if server is not None else []) + list(also):
+                    each.load(bundle)
+                    if not each.started:
+                        await each.start()
+                if server is not None:
+                    for obj in webhook_configurations(cfg, namespace, bundle.ca_cert):
+                        await client.apply(obj, "trainjob-operator", force=True)
+                if on_bundle is not None:
+                    on_bundle(bundle)
                 current = bundle.cert
                 ready.set()
         except (ApiError, OSError) as err:

@@ -9,22 +9,26 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import kopf
 
 from .. import config as config_module
 from .. import logs
 from ..api import constants as c
+from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
 from ..k8s.client import Client
 from ..metrics import Metrics
+from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import Reconciler, utcnow
+from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
 from .webhooks import Webhooks
 
@@ -43,9 +47,22 @@ class Manager:
     webhooks_ready: asyncio.Event = field(default_factory=asyncio.Event)
     kopf_ready: asyncio.Event = field(default_factory=asyncio.Event)
     states: dict[Key, str] = field(default_factory=dict)
+    status_ca: str | None = None
+    """The CA of the status server's certificate once settled (what trainer pods trust)."""
 
     def __post_init__(self) -> None:
-        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics)
+        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics,
+                                     status_server=self.status_endpoint)
+
+    def status_endpoint(self) -> StatusEndpoint | None:
+        if not self.cfg.status_server.enabled:
+            return None
+        webhook = self.cfg.webhook
+        return StatusEndpoint(base_url(self.cfg.status_server, webhook.service_name, webhook.url_host,
+                                       self.cfg.operator_namespace), self.status_ca)
+
+    def on_bundle(self, bundle: Bundle) -> None:
+        self.status_ca = bundle.ca_cert.decode()
 
     # --- events from kopf's watches -----------------------------------------------------------------
 
@@ -85,6 +102,10 @@ class Manager:
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader
 
+    def may_reconcile(self) -> bool:
+        """The leader reconciles, once the status server's CA is known (trainer pods get it at build time)."""
+        return self.leading() and (not self.cfg.status_server.enabled or self.status_ca is not None)
+
     def on_leadership(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
         if leader:
@@ -108,7 +129,7 @@ class Manager:
     def readiness(self) -> tuple[bool, str]:
         if not self.kopf_ready.is_set():
             return False, "watches are not started"
-        if self.cfg.webhook.enabled and not self.webhooks_ready.is_set():
+        if (self.cfg.webhook.enabled or self.cfg.status_server.enabled) and not self.webhooks_ready.is_set():
             return False, "certificates are not ready"
         return True, "ok"
 
@@ -200,11 +221,20 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
         health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
         await health.start()
         admission: AdmissionServer | None = None
+        status: StatusServer | None = None
         if cfg.webhook.enabled:
             webhooks = Webhooks(manager.framework, manager.reconciler, utcnow)
             admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
+        if cfg.status_server.enabled:
+            # Its own client: progress reports never eat the reconciler's request budget (upstream does the same).
+            status_client = Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request)
+            status = StatusServer(cfg.status_server, status_client, manager.store, manager.metrics)
+        if admission is not None or status is not None:
+            endpoint = manager.status_endpoint()
+            hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
             tasks.append(asyncio.create_task(keep_webhooks_current(
-                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready)))
+                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
+                also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle)))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
             manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
@@ -213,7 +243,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
             tasks.append(asyncio.create_task(manager.elector.run()))
         else:
             manager.metrics.leader.set(1)
-        tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.leading)))
+        tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)))
         tasks.append(asyncio.create_task(manager.count_states()))
         ready_flag: asyncio.Event = asyncio.Event()
 
@@ -223,6 +253,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
 
         tasks.append(asyncio.create_task(mark_ready()))
         log.info("operator starting", namespaces=cfg.namespaces or "all", webhooks=cfg.webhook.enabled,
+                 status_server=cfg.status_server.enabled,
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
@@ -237,6 +268,9 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
                 await manager.elector.release()
             if admission is not None:
                 await admission.stop()
+            if status is not None:
+                await status.stop()
+                await status.client.close()
             await health.stop()
 
 
@@ -250,6 +284,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--health-port", type=int)
     p.add_argument("--webhook-port", type=int)
     p.add_argument("--no-webhooks", action="store_true", help="do not serve admission webhooks")
+    p.add_argument("--status-port", type=int, help="port of the TrainJob status server (progress from pods)")
+    p.add_argument("--no-status-server", action="store_true",
+                   help="do not serve progress updates from trainer pods (nothing is injected into them)")
     p.add_argument("--no-leader-election", action="store_true")
     p.add_argument("--qps", type=float)
     p.add_argument("--burst", type=int)
@@ -272,6 +309,10 @@ def settings_from(args: argparse.Namespace) -> OperatorConfig:
         cfg.webhook.port = args.webhook_port
     if args.no_webhooks:
         cfg.webhook.enabled = False
+    if args.status_port is not None:
+        cfg.status_server.port = args.status_port
+    if args.no_status_server:
+        cfg.status_server.enabled = False
     if args.no_leader_election:
         cfg.leader_election.enabled = False
     if args.qps is not None:

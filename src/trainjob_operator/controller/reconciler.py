@@ -20,7 +20,7 @@ from ..metrics import Metrics
 from ..runtime.conditions import is_finished
 from ..runtime.errors import BuildError
 from ..runtime.info import RuntimeSource
-from ..runtime.observed import Observed
+from ..runtime.observed import Observed, StatusServer
 from ..runtime.pipeline import Framework
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome, trainjob_state, with_reconcile_error
@@ -64,6 +64,8 @@ class Reconciler:
     framework: Framework
     metrics: Metrics
     clock: Callable[[], dt.datetime] = utcnow
+    status_server: Callable[[], StatusServer | None] = lambda: None
+    """Where trainer pods report progress (None: the status server is off and nothing is injected)."""
     writes: dict[str, int] = field(default_factory=dict)
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
     snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
@@ -239,7 +241,7 @@ class Reconciler:
         return Observed(jobset=self.store.jobsets.get((job.namespace, job.name)),
                         mpi_ssh_secret_exists=secret_exists or policy is None or policy.mpi is None,
                         flux_curve_secret_exists=secret_exists or policy is None or policy.flux is None,
-                        pod_group_exists=group_exists)
+                        pod_group_exists=group_exists, status_server=self.status_server())
 
     async def _build_and_apply(self, job: TrainJob, now: dt.datetime) -> int | None:
         runtime = await self._runtime_for(job)
@@ -248,7 +250,7 @@ class Reconciler:
         except ApiError as err:
             raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
         try:
-            info = self.framework.runtime_info(job, runtime)
+            info = self.framework.runtime_info(job, runtime, observed)
             objects = [o for b in self.framework.builders for o in b.build(info, job, observed)]
         except (BuildError, ValueError) as err:
             raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err

@@ -6,7 +6,7 @@ Server-side apply always uses one field manager and force (spec §5.1); status u
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -83,6 +83,9 @@ KNOWN: dict[tuple[str, str], Resource] = {
     ("v1", "ConfigMap"): Resource("v1", "configmaps"),
     ("v1", "Secret"): Resource("v1", "secrets"),
     ("v1", "Event"): Resource("v1", "events"),
+    ("v1", "Pod"): Resource("v1", "pods"),
+    ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews",
+                                                          namespaced=False),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): Resource("scheduling.x-k8s.io/v1alpha1", "podgroups"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): Resource("scheduling.volcano.sh/v1beta1", "podgroups"),
@@ -198,7 +201,7 @@ class Client:
         return await self.request("PATCH", path, body=obj, content_type=APPLY, params=params)
 
     async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
-        meta = obj["metadata"]
+        meta = obj.get("metadata") or {}
         params = {"fieldManager": field_manager} if field_manager else None
         return await self.request("POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")),
                                   body=obj, params=params)
@@ -223,3 +226,45 @@ class Client:
             if err.not_found:
                 return False
             raise
+
+    # --- streams (the read-only UI) -------------------------------------------------------------------------
+
+    async def stream_lines(self, path: str, params: Mapping[str, str] | None = None,
+                           read_timeout: float = 330) -> AsyncIterator[bytes]:
+        """The lines of a long-running GET (a watch, a followed log); the QPS limit applies to opening it."""
+        resource = resource_name(path)
+        limiter = self.limiters.get(resource)
+        if limiter is None:
+            limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
+        await limiter.acquire()
+        headers = {"Accept": "application/json"}
+        token = self.connection.bearer()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        url = self.connection.server + path + (f"?{urlencode(params)}" if params else "")
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=read_timeout)
+        async with self._http().get(url, headers=headers, timeout=timeout) as response:
+            if response.status >= 400:
+                text = await response.text()
+                payload = json.loads(text) if text.lstrip().startswith("{") else {}
+                raise ApiError(response.status, payload.get("reason", response.reason or ""),
+                               payload.get("message", text[:500]), payload)
+            async for line in response.content:
+                yield line
+
+    async def watch(self, path: str, resource_version: str | None = None, params: Mapping[str, str] | None = None,
+                    timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
+        """Watch events of a collection path from `resource_version`; ends when the server closes the watch."""
+        query = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds),
+                 **(params or {})}
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        async for line in self.stream_lines(path, query, read_timeout=timeout_seconds + 30):
+            if line.strip():
+                event: dict[str, Any] = json.loads(line)
+                yield event
+
+    async def text(self, path: str, params: Mapping[str, str] | None = None) -> str:
+        """A plain-text GET (pod logs)."""
+        lines = [line async for line in self.stream_lines(path, params, read_timeout=30)]
+        return b"".join(lines).decode(errors="replace")

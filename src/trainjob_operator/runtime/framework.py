@@ -1,7 +1,7 @@
 """One abstract base per extension point (spec §2.2). Plugins subclass the points they implement.
 
 Phases: Startup (WatchExtension), PreExecution (CustomValidation), Build (EnforceMLPolicy →
-EnforcePodGroupPolicy → ComponentBuilder) and PostExecution (TrainJobStatusPlugin).
+EnforcePodGroupPolicy → EnforcePodSpec → ComponentBuilder) and PostExecution (TrainJobStatusPlugin).
 """
 
 from abc import ABC, abstractmethod
@@ -48,6 +48,14 @@ class EnforceMLPolicy(Plugin):
 class EnforcePodGroupPolicy(Plugin):
     @abstractmethod
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None: ...
+
+
+class EnforcePodSpec(Plugin):
+    """Pod-spec concerns that are no ML or gang policy (upstream HEAD's point of the same name); it runs after the
+    pod group policies and sees what the shell observed (the status server's endpoint)."""
+
+    @abstractmethod
+    def enforce_pod_spec(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> None: ...
 
 
 class ComponentBuilder(Plugin):

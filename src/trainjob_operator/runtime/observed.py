@@ -11,6 +11,16 @@ class SSHKeyPair:
 
 
 @dataclass(frozen=True)
+class StatusServer:
+    """The operator's TrainJob status server, as trainer pods reach it."""
+
+    base_url: str
+    """`https://host:port`, without a path."""
+    ca_pem: str | None
+    """The CA that signed its serving certificate (None while the certificate is not settled yet)."""
+
+
+@dataclass(frozen=True)
 class Observed:
     jobset: dict[str, Any] | None = None
     """The JobSet named like the TrainJob, as read from the API (None when absent)."""
@@ -21,6 +31,8 @@ class Observed:
     """Names of existing PriorityClasses, or None when unknown (then the Volcano check is skipped)."""
     ssh_key: SSHKeyPair | None = field(default=None, repr=False)
     """Key material for a new MPI Secret; when None the MPI plugin generates one."""
+    status_server: StatusServer | None = None
+    """Where trainer pods report progress; None when the status server is off (nothing is injected)."""
 
     @property
     def jobset_suspended(self) -> bool:

@@ -10,6 +10,7 @@ from .framework import (
     CustomValidation,
     EnforceMLPolicy,
     EnforcePodGroupPolicy,
+    EnforcePodSpec,
     Manifest,
     Plugin,
     TrainJobStatusPlugin,
@@ -28,6 +29,7 @@ class Framework:
     validators: tuple[CustomValidation, ...] = field(default=())
     ml_policies: tuple[EnforceMLPolicy, ...] = field(default=())
     pod_group_policies: tuple[EnforcePodGroupPolicy, ...] = field(default=())
+    pod_specs: tuple[EnforcePodSpec, ...] = field(default=())
     builders: tuple[ComponentBuilder, ...] = field(default=())
     status_plugin: TrainJobStatusPlugin | None = None
     watchers: tuple[WatchExtension, ...] = field(default=())
@@ -43,23 +45,26 @@ class Framework:
             validators=tuple(p for p in plugins if isinstance(p, CustomValidation)),
             ml_policies=tuple(p for p in plugins if isinstance(p, EnforceMLPolicy)),
             pod_group_policies=tuple(p for p in plugins if isinstance(p, EnforcePodGroupPolicy)),
+            pod_specs=tuple(p for p in plugins if isinstance(p, EnforcePodSpec)),
             builders=tuple(p for p in plugins if isinstance(p, ComponentBuilder)),
             status_plugin=statuses[0] if statuses else None,
             watchers=tuple(p for p in plugins if isinstance(p, WatchExtension)),
         )
 
-    def runtime_info(self, job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
-        """Build phase, in this order: runtime patches and resources → ML policy → pod group policy."""
+    def runtime_info(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> RuntimeInfo:
+        """Build phase, in this order: runtime patches and resources → ML policy → pod group policy → pod spec."""
         info = new_runtime_info(job, runtime)
         for ml in self.ml_policies:
             ml.enforce_ml_policy(info, job)
         for pod_group in self.pod_group_policies:
             pod_group.enforce_pod_group_policy(info, job)
+        for pod_spec in self.pod_specs:
+            pod_spec.enforce_pod_spec(info, job, observed)
         return info
 
     def desired_objects(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> list[Manifest]:
         """Every object to server-side apply for `job`, in apply order. Raises BuildError."""
-        info = self.runtime_info(job, runtime)
+        info = self.runtime_info(job, runtime, observed)
         objects: list[Manifest] = []
         for builder in self.builders:
             objects += builder.build(info, job, observed)

@@ -14,6 +14,7 @@ from .plugins.jobset import JobSetPlugin
 from .plugins.mpi import MPI
 from .plugins.plainml import PlainML
 from .plugins.torch import Torch
+from .plugins.trainjobstatus import TrainJobStatus
 from .plugins.volcano import Volcano
 from .plugins.xgboost import XGBoost
 
@@ -28,5 +29,6 @@ PLUGINS: Final[dict[str, Factory]] = {
     Flux.name: Flux,
     CoScheduling.name: CoScheduling,
     Volcano.name: Volcano,
+    TrainJobStatus.name: TrainJobStatus,
     JobSetPlugin.name: JobSetPlugin,
 }

@@ -1,0 +1,178 @@
+"""The TrainJob status server: HTTPS, upstream's route and answers, so `kubeflow.trainer.update_trainjob_status()`
+works unmodified from a training pod. Every request is authenticated by the API server (TokenReview, with the
+TrainJob's audience) and authorized against the pod the token is bound to; decisions live in `runtime.progress`.
+Runs on every replica (no leader election), as upstream's."""
+
+import hashlib
+import ssl
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from ..api import constants as c
+from ..certs import Bundle
+from ..config import StatusServer as StatusServerConfig
+from ..k8s.client import ApiError, Client
+from ..logs import get
+from ..metrics import Metrics
+from ..runtime import progress
+from .admission import load_certificate
+from .store import Store
+
+log = get("trainjob_operator.statusserver")
+
+REVIEW_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class _Cached:
+    allowed: bool
+    until: float
+
+
+class StatusServer:
+    def __init__(self, cfg: StatusServerConfig, client: Client, store: Store, metrics: Metrics,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.cfg, self.client, self.store, self.metrics = cfg, client, store, metrics
+        self.clock, self.wall = clock, wall
+        self.limits = progress.RateLimits(cfg.qps, cfg.burst)
+        self.reviews: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()
+        self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._runner: web.AppRunner | None = None
+        self._dir = tempfile.mkdtemp(prefix="trainjob-operator-status-certs-")
+        self.started = False
+
+    def load(self, bundle: Bundle) -> None:
+        load_certificate(self.ssl, self._dir, bundle)
+
+    # --- one request --------------------------------------------------------------------------------------
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        answer, body = await self._answer(request)
+        self.metrics.status_updates.labels(code=str(answer.code)).inc()
+        self.metrics.status_update_seconds.observe(time.perf_counter() - started)
+        if body is not None:
+            return web.Response(body=body, status=200, content_type="application/json")
+        return web.json_response(answer.body, status=answer.code)
+
+    async def _answer(self, request: web.Request) -> tuple[progress.Answer, bytes | None]:
+        limit = self.cfg.max_body_bytes
+        if request.content_length is not None and request.content_length > limit:
+            return progress.TOO_LARGE, None
+        raw = b""
+        while len(raw) <= limit:  # chunked bodies have no length: read at most one byte past the limit
+            chunk = await request.content.read(limit + 1 - len(raw))
+            if not chunk:
+                break
+            raw += chunk
+        if len(raw) > limit:
+            return progress.TOO_LARGE, None
+        target = progress.parse_path(request.path) if request.method == "POST" else None
+        if target is None:
+            return progress.NOT_FOUND, None
+        namespace, name = target
+        token = progress.bearer_token(request.headers.get("Authorization"))
+        if token is None:
+            return progress.FORBIDDEN, None
+        try:
+            allowed = await self._authorized(token, namespace, name)
+        except ApiError as err:
+            if err.not_found:
+                return progress.TRAINJOB_NOT_FOUND, None
+            log.warning("cannot authenticate a status update", namespace=namespace, name=name, error=str(err))
+            return progress.INTERNAL_ERROR, None
+        if not allowed:
+            return progress.FORBIDDEN, None
+        if not self.limits.allow(target, self.clock()):
+            return progress.TOO_MANY_REQUESTS, None
+        try:
+            update = progress.parse_update(raw)
+        except progress.PayloadError as err:
+            log.info("invalid status update", namespace=namespace, name=name, error=str(err))
+            return progress.INVALID_PAYLOAD, None
+        if update is None:
+            return progress.Answer(200, {}), raw  # nothing to write: the request echoed, as upstream
+        try:
+            await self.client.apply(progress.status_apply(namespace, name, update), c.STATUS_FIELD_MANAGER,
+                                    force=True, subresource="status")
+        except ApiError as err:
+            if err.status in (400, 422):
+                return progress.invalid(err.message or f"Validation failed: {err}"), None
+            if err.not_found:
+                return progress.TRAINJOB_NOT_FOUND, None
+            log.warning("cannot write trainerStatus", namespace=namespace, name=name, error=str(err))
+            return progress.INTERNAL_ERROR, None
+        return progress.Answer(200, {}), raw
+
+    # --- authentication and authorization -----------------------------------------------------------------
+
+    async def _authorized(self, token: str, namespace: str, name: str) -> bool:
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        key = (digest, namespace, name)
+        now = self.clock()
+        cached = self.reviews.get(key)
+        if cached is not None and cached.until > now:
+            return cached.allowed
+        audience = progress.token_audience(namespace, name)
+        review = await self.client.create(progress.token_review(token, audience))
+        caller = progress.caller_of(review)
+        pod = jobset = trainjob = None
+        if caller.authenticated and caller.pod_name:
+            pod = await self.client.get("v1", "Pod", caller.pod_name, namespace)
+        if caller.authenticated:
+            trainjob = self.store.trainjobs.get((namespace, name)) or await self.client.get(
+                c.API_VERSION, c.TRAINJOB_KIND, name, namespace)
+            if trainjob is None:
+                raise ApiError(404, "NotFound", f"TrainJob {namespace}/{name} not found")
+            jobset = self.store.jobsets.get((namespace, name)) or await self.client.get(
+                c.JOBSET_API_VERSION, c.JOBSET_KIND, name, namespace)
+        uid = ((trainjob or {}).get("metadata") or {}).get("uid")
+        verdict = progress.authorize(caller, namespace, name, pod, jobset, uid)
+        if not verdict.allowed:
+            log.info("status update refused", namespace=namespace, name=name, why=verdict.why,
+                     user=caller.username or None)
+        # A refusal is remembered briefly only: a pod whose JobSet this replica has not seen yet soon may write.
+        ttl = self.cfg.review_cache_seconds if verdict.allowed else min(self.cfg.review_cache_seconds, 5.0)
+        expiry = progress.token_expiry(token)
+        if expiry is not None:
+            ttl = min(ttl, expiry - self.wall())
+        if ttl > 0:
+            self.reviews[key] = _Cached(verdict.allowed, now + ttl)
+            self.reviews.move_to_end(key)
+            while len(self.reviews) > REVIEW_CACHE_SIZE:
+                self.reviews.popitem(last=False)
+        return verdict.allowed
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=self.cfg.max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", self._serve)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.cfg.host, self.cfg.port, ssl_context=self.ssl)
+        await site.start()
+        self.started = True
+        log.info("status server listening", host=self.cfg.host, port=self.cfg.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def base_url(cfg: StatusServerConfig, webhook_service: str | None, webhook_url_host: str | None,
+             operator_namespace: str) -> str:
+    """What trainer pods are told to call: the Service in a cluster, else the configured host."""
+    if webhook_service:
+        return f"https://{webhook_service}.{operator_namespace}.svc:{cfg.port}"
+    host = cfg.url_host or webhook_url_host or cfg.host
+    return f"https://{host}:{cfg.port}"
+
+
+__all__ = ["StatusServer", "base_url"]

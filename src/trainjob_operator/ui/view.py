@@ -1,0 +1,162 @@
+"""What the UI shows, as pure functions of the objects the API server returned: table rows, pod and event rows,
+the metric history. Nothing here reads a Secret; objects are stripped of bookkeeping before they are shown."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api import constants as c
+
+HISTORY_POINTS = 500
+HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+def _meta(obj: dict[str, Any] | None) -> dict[str, Any]:
+    return (obj or {}).get("metadata") or {}
+
+
+def derived_state(trainjob: dict[str, Any]) -> str:
+    """`status.state` when the operator wrote it, else from upstream's conditions (another controller's jobs)."""
+    status = trainjob.get("status") or {}
+    if status.get("state"):
+        return str(status["state"])
+    conditions = {cd.get("type"): cd.get("status") for cd in status.get("conditions") or []}
+    for kind in (c.CONDITION_FAILED, c.CONDITION_COMPLETE):
+        if conditions.get(kind) == "True":
+            return kind
+    if (trainjob.get("spec") or {}).get("suspend"):
+        return c.STATE_SUSPENDED
+    if any((j.get("active") or 0) > 0 for j in status.get("jobsStatus") or []):
+        return c.STATE_RUNNING
+    return c.STATE_PENDING
+
+
+def trainjob_row(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> dict[str, Any]:
+    meta, spec, status = _meta(trainjob), trainjob.get("spec") or {}, trainjob.get("status") or {}
+    trainer_status = status.get("trainerStatus") or {}
+    nodes = status.get("nodes")
+    if nodes is None:
+        nodes = (spec.get("trainer") or {}).get("numNodes")
+    ref = spec.get("runtimeRef") or {}
+    return {
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "state": derived_state(trainjob),
+        "nodes": nodes,
+        "restarts": int(((jobset or {}).get("status") or {}).get("restarts") or 0),
+        "progress": trainer_status.get("progressPercentage"),
+        "remainingSeconds": trainer_status.get("estimatedRemainingSeconds"),
+        "metrics": list(trainer_status.get("metrics") or []),
+        "lastUpdated": trainer_status.get("lastUpdatedTime"),
+        "created": meta.get("creationTimestamp"),
+        "runtime": f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME_KIND}/{ref.get('name', '')}",
+        "suspended": bool(spec.get("suspend")),
+    }
+
+
+def pod_row(pod: dict[str, Any]) -> dict[str, Any]:
+    meta, spec, status = _meta(pod), pod.get("spec") or {}, pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    statuses = status.get("containerStatuses") or []
+    return {
+        "name": meta.get("name", ""),
+        "phase": status.get("phase", "Unknown"),
+        "node": spec.get("nodeName"),
+        "replicatedJob": labels.get("jobset.sigs.k8s.io/replicatedjob-name"),
+        "index": labels.get("batch.kubernetes.io/job-completion-index"),
+        "restarts": sum(int(s.get("restartCount") or 0) for s in statuses),
+        "ready": sum(1 for s in statuses if s.get("ready")),
+        "containers": [ct.get("name") for ct in spec.get("containers") or []],
+        "created": meta.get("creationTimestamp"),
+    }
+
+
+def pods_of(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = [pod_row(p) for p in pods]
+    return sorted(rows, key=lambda r: (r["replicatedJob"] or "", r["index"] or "", r["name"]))
+
+
+def event_row(event: dict[str, Any]) -> dict[str, Any]:
+    involved = event.get("involvedObject") or {}
+    return {
+        "type": event.get("type", ""),
+        "reason": event.get("reason", ""),
+        "message": event.get("message", ""),
+        "object": f"{involved.get('kind', '')}/{involved.get('name', '')}",
+        "count": event.get("count") or 1,
+        "time": event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+        or _meta(event).get("creationTimestamp"),
+    }
+
+
+def events_of(events: list[dict[str, Any]], trainjob: str, pods: list[str]) -> list[dict[str, Any]]:
+    """Events of the TrainJob, its JobSet and Jobs (`<tj>-<rjob>-<i>`) and its pods, newest last."""
+    names = set(pods) | {trainjob}
+    kept = []
+    for event in events:
+        involved = event.get("involvedObject") or {}
+        kind, name = involved.get("kind"), involved.get("name") or ""
+        if kind == "Secret":
+            continue
+        if name in names or (kind in ("JobSet", "Job", "PodGroup") and (name == trainjob
+                                                                          or name.startswith(trainjob + "-"))):
+            kept.append(event_row(event))
+    return sorted(kept, key=lambda r: r["time"] or "")
+
+
+def jobset_view(jobset: dict[str, Any] | None) -> dict[str, Any] | None:
+    if jobset is None:
+        return None
+    status = jobset.get("status") or {}
+    return {
+        "name": _meta(jobset).get("name"),
+        "suspend": bool((jobset.get("spec") or {}).get("suspend")),
+        "restarts": int(status.get("restarts") or 0),
+        "conditions": list(status.get("conditions") or []),
+        "replicatedJobs": list(status.get("replicatedJobsStatus") or []),
+        "terminalState": status.get("terminalState"),
+    }
+
+
+def shown(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as the UI shows it: without managedFields and kubectl's copy of the last applied object."""
+    meta = {k: v for k, v in _meta(obj).items() if k != "managedFields"}
+    if meta.get("annotations"):
+        meta["annotations"] = {k: v for k, v in meta["annotations"].items() if k not in HIDDEN_ANNOTATIONS}
+    return {**obj, "metadata": meta}
+
+
+def numeric(value: str) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+@dataclass
+class History:
+    """Reported metrics over time, per TrainJob (by UID): one point per distinct `lastUpdatedTime` seen."""
+
+    points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    limit: int = HISTORY_POINTS
+
+    def record(self, row: dict[str, Any]) -> bool:
+        """Add the row's current report; True when it was new."""
+        if not row.get("lastUpdated") or not row.get("uid"):
+            return False
+        series = self.points.setdefault(row["uid"], [])
+        if series and series[-1]["time"] == row["lastUpdated"]:
+            return False
+        values = {m.get("name"): numeric(m.get("value")) for m in row.get("metrics") or []}
+        point = {"time": row["lastUpdated"], "progress": row.get("progress"),
+                 "metrics": {k: v for k, v in values.items() if k and v is not None}}
+        series.append(point)
+        del series[:-self.limit]
+        return True
+
+    def of(self, uid: str) -> list[dict[str, Any]]:
+        return list(self.points.get(uid, []))
+
+    def forget(self, uid: str) -> None:
+        self.points.pop(uid, None)

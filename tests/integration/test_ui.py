@@ -1,0 +1,239 @@
+"""`trainjob-operator ui` in a real headless Chromium (Debian's `chromium` + `chromium-driver`, driven over the W3C
+WebDriver protocol with the standard library) against the local control plane and the operator: the list across
+namespaces, keyboard navigation to a TrainJob, its conditions, events, JobSet, pods, snapshot and a pod's log, live
+progress without a reload, the metric chart, and no Secret data anywhere. Screenshots are kept as test artifacts
+($TRAINJOB_TEST_ARTIFACTS/ui, default .test-artifacts/ui)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from operator_fixtures import REPO, Kube, OperatorProcess, eventually, free_port
+from trainjob_operator.api import constants as c
+
+pytestmark = pytest.mark.cluster
+
+CHROMIUM = os.environ.get("TRAINJOB_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+ARTIFACTS = Path(os.environ.get("TRAINJOB_TEST_ARTIFACTS", REPO / ".test-artifacts")) / "ui"
+SECRET_VALUE = "hunter2-do-not-show"
+KEYS = {"tab": "\ue004", "enter": "\ue007", "shift": "\ue008"}
+
+
+class Browser:
+    """The few WebDriver commands the test needs, over HTTP with urllib."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,900", "--force-prefers-reduced-motion"]}}}}
+        self.session = self._call("POST", "/session", caps)["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body if body is not None else {}).encode() if method == "POST" else None
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as err:
+            raise AssertionError(f"WebDriver {method} {path}: {err.read()[:500]!r}") from err
+
+    def cmd(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._call(method, f"/session/{self.session}{path}", body)
+
+    def get(self, url: str) -> None:
+        self.cmd("POST", "/url", {"url": url})
+
+    def js(self, script: str, *args: Any) -> Any:
+        return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def keys(self, *sequence: str) -> None:
+        actions = []
+        for key in sequence:
+            actions += [{"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]
+        self.cmd("POST", "/actions", {"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})
+
+    def screenshot(self, name: str, height: int | None = None) -> Path:
+        if height is not None:
+            self.cmd("POST", "/window/rect", {"width": 1280, "height": height})
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        path.write_bytes(base64.b64decode(self.cmd("GET", "/screenshot")))
+        return path
+
+    def close(self) -> None:
+        with contextlib.suppress(AssertionError, OSError):
+            self._call("DELETE", f"/session/{self.session}")
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip(f"needs Chromium and its driver ({CHROMIUM}, {CHROMEDRIVER}): "
+                    "`apt-get install -y chromium chromium-driver` (make test installs them)")
+    port = free_port()
+    driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        eventually(lambda: _answers(f"http://127.0.0.1:{port}/status"), "chromedriver", timeout=30)
+        session = Browser(port)
+        try:
+            yield session
+        finally:
+            session.close()
+    finally:
+        driver.terminate()
+        driver.wait(timeout=20)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+@pytest.fixture
+def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    log = (tmp_path / "ui.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig,
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        eventually(lambda: proc.poll() is None and _answers(url + "api/trainjobs"), "the UI server", timeout=60)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def runtime(namespace: str) -> dict[str, Any]:
+    env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}]
+    pod = {"metadata": {"annotations": {"trainjob-operator.test/run-for": "600s"}},
+           "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"],
+                                    "env": env}]}}
+    return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime",
+            "metadata": {"name": "torch", "namespace": namespace},
+            "spec": {"mlPolicy": {"numNodes": 2, "torch": {}}, "template": {"spec": {"replicatedJobs": [
+                {"name": "node", "template": {"metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+                                              "spec": {"template": pod}}}]}}}}
+
+
+def trainjob(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, **spec}}
+
+
+def report(kube: Kube, namespace: str, name: str, percent: int, loss: float, minutes_ago: int) -> None:
+    """What the status server writes for a pod's update_trainjob_status() (tested in test_progress.py)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60 * minutes_ago))
+    kube.run("patch", "trainjob", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(
+        {"status": {"trainerStatus": {"progressPercentage": percent, "estimatedRemainingSeconds": 300 - 3 * percent,
+                                      "metrics": [{"name": "loss", "value": str(loss)},
+                                                  {"name": "accuracy", "value": str(round(1 - loss / 2, 3))}],
+                                      "lastUpdatedTime": stamp}}}))
+
+
+def text(browser: Browser, selector: str) -> str:
+    return str(browser.js("const n = document.querySelector(arguments[0]); return n ? n.innerText : '';", selector))
+
+
+def test_the_ui_in_a_real_browser(kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser,
+                                  ui: str) -> None:
+    kube.run("create", "secret", "generic", "creds", "-n", namespace, f"--from-literal=token={SECRET_VALUE}")
+    kube.apply(runtime(namespace), trainjob(namespace, "llm-finetune", trainer={"numNodes": 2}),
+               trainjob(namespace, "queued-eval", suspend=True))
+    eventually(lambda: len([p for p in kube.items("pods", namespace) if p["status"].get("phase") == "Running"]) >= 2,
+               "two running pods", timeout=90)
+    report(kube, namespace, "llm-finetune", 10, 0.93, 10)
+
+    browser.get(ui)
+    eventually(lambda: "10%" in text(browser, f'tr[data-key="{namespace}/llm-finetune"]'), "the list row")
+    eventually(lambda: "Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), "the suspended row")
+    row = text(browser, f'tr[data-key="{namespace}/llm-finetune"]')
+    assert "llm-finetune" in row and namespace in row and "Running" in row and "10%" in row, row
+    assert "▶ Running" in row and "‖ Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), \
+        "states carry a symbol and a word, not only a colour"
+    browser.js("window.__sameDocument = true;")
+    report(kube, namespace, "llm-finetune", 25, 0.61, 5)
+    eventually(lambda: "25%" in text(browser, f'tr[data-key="{namespace}/llm-finetune"]'), "a live list update")
+    browser.screenshot("trainjobs-list")
+
+    # Keyboard only: Tab to the TrainJob's link, Enter opens it.
+    browser.js("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0);")
+    for _ in range(40):
+        browser.keys(KEYS["tab"])
+        if browser.js("return document.activeElement.textContent") == "llm-finetune":
+            break
+    else:
+        pytest.fail("the TrainJob link is not reachable with Tab")
+    browser.keys(KEYS["enter"])
+    eventually(lambda: browser.js("return location.hash") == f"#/{namespace}/llm-finetune", "the detail page")
+    eventually(lambda: "node" in text(browser, "#pods") and "Running" in text(browser, "#pods"), "the pods")
+    assert browser.js("return window.__sameDocument === true"), "navigation stayed in the page"
+    eventually(lambda: "JobSet llm-finetune" in text(browser, "#jobset"), "the JobSet")
+    eventually(lambda: "kind: TrainingRuntime" in browser.js("return document.getElementById('snapshot').textContent"),
+               "the runtime snapshot")
+    assert "25%" in text(browser, "#progress") and "loss" in text(browser, "#progress")
+
+    # Live: a new report reaches the open page (watch → SSE), and the chart grows a point.
+    report(kube, namespace, "llm-finetune", 40, 0.42, 0)
+    eventually(lambda: "40%" in text(browser, "#progress"), "a live progress update")
+    eventually(lambda: browser.js("return document.querySelectorAll('#chart figure').length") == 3,
+               "charts for progress, loss and accuracy")
+    assert browser.js("return document.querySelectorAll('#chart figure svg circle').length") >= 9
+    assert browser.js("return window.__sameDocument === true"), "no reload"
+
+    # A pod's log, chosen with the keyboard: focus the first pod's Log button and press Enter.
+    browser.js("document.querySelector('#pods button[data-pod]').focus()")
+    browser.keys(KEYS["enter"])
+    eventually(lambda: "fake container started" in browser.js("return document.getElementById('log').textContent"),
+               "the pod's log tail")
+    eventually(lambda: "Events" in text(browser, "#events-title"), "the events section")
+    browser.screenshot("trainjob-detail", height=2600)
+
+    # Conditions and events: suspend → the Suspended condition and the JobSet's events appear live.
+    kube.patch("trainjob", "llm-finetune", namespace, {"spec": {"suspend": True}})
+    eventually(lambda: "Suspended" in text(browser, "#conditions"), "the Suspended condition, live", timeout=60)
+    eventually(lambda: "JobSet/llm-finetune" in text(browser, "#events") or "Pod/" in text(browser, "#events"),
+               "events of the JobSet or its pods", timeout=60)
+
+    page = str(browser.js("return document.documentElement.outerHTML"))
+    assert SECRET_VALUE not in page and base64.b64encode(SECRET_VALUE.encode()).decode() not in page
+    detail = json.loads(urllib.request.urlopen(f"{ui}api/trainjobs/{namespace}/llm-finetune", timeout=30).read())
+    assert SECRET_VALUE not in json.dumps(detail)
+    assert "managedFields" not in json.dumps(detail["trainjob"])
+    assert (ARTIFACTS / "trainjobs-list.png").stat().st_size > 10000
+
+
+def test_the_ui_is_read_only_and_loopback_only(ui: str) -> None:
+    request = urllib.request.Request(f"{ui}api/trainjobs", data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 405
+    rebound = urllib.request.Request(f"{ui}api/trainjobs", headers={"Host": "evil.example:80"})
+    with pytest.raises(urllib.error.HTTPError) as foreign:
+        urllib.request.urlopen(rebound, timeout=10)
+    assert foreign.value.code == 403, "a page of another origin resolving to 127.0.0.1 reads nothing"
+    started = time.monotonic()
+    with urllib.request.urlopen(ui, timeout=10) as page:
+        assert page.headers["Content-Security-Policy"] == "default-src 'self'; style-src 'self'"
+    assert time.monotonic() - started < 10
