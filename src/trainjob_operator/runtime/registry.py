@@ -12,6 +12,7 @@ from .plugins.jax import JAX
 from .plugins.jobset import JobSetPlugin
 from .plugins.mpi import MPI
 from .plugins.plainml import PlainML
+from .plugins.tensorflow import TensorFlow
 from .plugins.torch import Torch
 from .plugins.volcano import Volcano
 from .plugins.xgboost import XGBoost
@@ -24,6 +25,7 @@ PLUGINS: Final[dict[str, Factory]] = {
     MPI.name: MPI,
     JAX.name: JAX,
     XGBoost.name: XGBoost,
+    TensorFlow.name: TensorFlow,
     CoScheduling.name: CoScheduling,
     Volcano.name: Volcano,
     JobSetPlugin.name: JobSetPlugin,
