@@ -30,6 +30,14 @@ def pods_of(kube: Kube, namespace: str, jobset: str) -> list[dict[str, Any]]:
             if p["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == jobset]
 
 
+def pod_fields(pod: dict[str, Any]) -> dict[str, str]:
+    """The downward-API values of a pod's labels and annotations, by fieldPath (the Job controller adds its own
+    JOB_COMPLETION_INDEX from the label)."""
+    meta = pod["metadata"]
+    return {**{f"metadata.labels['{k}']": v for k, v in (meta.get("labels") or {}).items()},
+            **{f"metadata.annotations['{k}']": v for k, v in (meta.get("annotations") or {}).items()}}
+
+
 def test_tensorflow_pods_each_get_the_whole_cluster_and_their_own_task(kube: Kube, operator: OperatorProcess,
                                                                        namespace: str) -> None:
     kube.apply(default_runtime("tensorflow-distributed"))
@@ -45,8 +53,7 @@ def test_tensorflow_pods_each_get_the_whole_cluster_and_their_own_task(kube: Kub
     assert hosts == [f"mnist-node-0-{i}.mnist:29500" for i in range(3)]
     for index, pod in by_index.items():
         node = next(ctr for ctr in pod["spec"]["containers"] if ctr["name"] == "node")
-        env = container_env(node["env"], {c.JOB_COMPLETION_INDEX_FIELD: pod["metadata"]["annotations"][
-            COMPLETION_INDEX]})
+        env = container_env(node["env"], pod_fields(pod))
         assert json.loads(env["TF_CONFIG"]) == {"cluster": {"worker": hosts},
                                                 "task": {"type": "worker", "index": index}}
         assert {"containerPort": 29500, "protocol": "TCP"} in node["ports"]
