@@ -60,3 +60,29 @@ def test_tensorflow_pods_each_get_the_whole_cluster_and_their_own_task(kube: Kub
     done = eventually(lambda: condition(kube.get("trainjob", "mnist", namespace), "Complete"), "Complete",
                       timeout=90)
     assert done["status"] == "True"
+
+
+def test_horovod_launcher_runs_after_the_sshd_nodes_with_the_mpi_setup(kube: Kube, operator: OperatorProcess,
+                                                                      namespace: str) -> None:
+    kube.apply(default_runtime("horovod-distributed"))
+    kube.apply({"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": "hvd"},
+                "spec": {"runtimeRef": {"name": "horovod-distributed"},
+                         "trainer": {"numNodes": 3, "args": ["python", "train.py"]}}}, namespace=namespace)
+    done = eventually(lambda: condition(kube.get("trainjob", "hvd", namespace), "Complete"), "Complete", timeout=120)
+    assert done["status"] == "True"
+    hostfile = kube.get("configmap", "hvd-mpi-hostfile", namespace)
+    assert hostfile is not None
+    # the runtime's template order: the two sshd nodes, then the launcher (which runs as the third node)
+    assert hostfile["data"]["hostfile"] == "".join(
+        f"hvd-{job}-0-{i}.hvd slots=1\n" for job, i in (("node", 0), ("node", 1), ("launcher", 0)))
+    pods = pods_of(kube, namespace, "hvd")
+    (launcher,) = [p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher"]
+    node = next(ctr for ctr in launcher["spec"]["containers"] if ctr["name"] == "node")
+    assert node["command"][0] == "mpirun" and node["args"] == ["python", "train.py"]
+    mounts = {m["mountPath"]: (m["name"], m.get("subPath")) for m in node["volumeMounts"]}
+    assert {path: mounts[path] for path in ("/etc/passwd", "/etc/group", "/etc/ssh/ssh_config",
+                                            "/home/mpiuser/.ssh", "/etc/mpi")} == {
+        "/etc/passwd": ("mpiuser-etc", "passwd"), "/etc/group": ("mpiuser-etc", "group"),
+        "/etc/ssh/ssh_config": ("mpiuser-etc", "ssh_config"), "/home/mpiuser/.ssh": ("mpi-ssh-auth", None),
+        "/etc/mpi": ("mpi-hostfile", None)}
+    assert [ctr["name"] for ctr in launcher["spec"]["initContainers"]] == ["mpiuser-setup"]
