@@ -1,7 +1,8 @@
 """`trainjob-operator`: render and validate TrainJobs offline, exactly as the operator would.
 
 Exit codes: 0 success; 1 invalid input (field errors on stderr as `<field path>: <message>`);
-2 unusable input (unreadable file, bad YAML, unknown kind, missing runtime) with one line naming it.
+2 unusable input (unreadable file, bad YAML, unknown kind, older API shape, missing runtime) with one line naming
+it. `convert` rewrites older shapes (proposal-era `kubeflow.org/v2alpha1`, early v1alpha1) into the served one.
 """
 
 import argparse
@@ -14,6 +15,7 @@ from typing import Any, NoReturn, TextIO
 import yaml
 
 from .api import constants as c
+from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
 from .runtime.errors import BuildError, FieldError
@@ -95,15 +97,24 @@ class Inputs:
     runtimes: list[Document] = field(default_factory=list)
 
 
+def refuse_legacy(doc: Document, path: str) -> None:
+    """An older-shape object is named for what it is, with the command that converts it."""
+    shape = legacy_shape(doc.raw)
+    if shape is not None:
+        raise UsageError(f"{doc.label} is {shape}; convert it with `{PROG} convert -f {path}` and use the output")
+
+
 def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str]) -> Inputs:
     inputs = Inputs()
     for path in trainjob_files:
         for doc in load_documents(path):
+            refuse_legacy(doc, path)
             if doc.raw.get("kind") != c.TRAINJOB_KIND:
                 raise UsageError(f"{doc.source}: expected kind TrainJob, got {doc.raw.get('kind')!r}")
             inputs.trainjobs.append(doc)
     for path in runtime_files:
         for doc in load_documents(path):
+            refuse_legacy(doc, path)
             if doc.raw.get("kind") not in RUNTIME_KINDS:
                 raise UsageError(
                     f"{doc.source}: expected kind TrainingRuntime or ClusterTrainingRuntime, got "
@@ -208,6 +219,26 @@ def dump(objects: list[dict[str, Any]], output: str, out: TextIO) -> None:
         out.write(yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, explicit_start=True))
 
 
+def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:
+    """Every object of the files, older shapes converted; what has no home is reported on `err` by path."""
+    objects: list[dict[str, Any]] = []
+    for path in paths:
+        for doc in load_documents(path):
+            shape = legacy_shape(doc.raw)
+            if shape is None:
+                what = "already current" if doc.raw.get("apiVersion") == c.API_VERSION else "not a Trainer object"
+                print(f"unchanged: {doc.label}: {what}", file=err)
+                objects.append(doc.raw)
+                continue
+            result = convert(doc.raw)
+            for dropped in result.dropped:
+                print(str(dropped), file=err)
+            summary = f"{len(result.dropped)} field(s) without a home"
+            print(f"converted: {doc.label} -> {c.API_VERSION} ({summary})", file=err)
+            objects.append(result.obj)
+    return objects
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
     sub = p.add_subparsers(dest="command", required=True)
@@ -220,6 +251,12 @@ def parser() -> argparse.ArgumentParser:
                          help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable")
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    conv = sub.add_parser("convert", help="rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 "
+                                          "TrainJobs and runtimes as trainer.kubeflow.org/v1alpha1; stderr lists "
+                                          "what has no home")
+    conv.add_argument("-f", "--filename", action="append", required=True, metavar="OLD.yaml",
+                      help="objects to convert (a YAML stream); repeatable")
+    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
     return p
@@ -253,6 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(run_ui(argv[1:]))
     args = parser().parse_args(argv)
+    if args.command == "convert":
+        try:
+            dump(convert_files(args.filename, sys.stderr), args.output, sys.stdout)
+        except UsageError as err:
+            fail(str(err), 2)
+        except BrokenPipeError:
+            sys.stderr.close()
+        return 0
     framework = Framework.from_registry()
     try:
         checked = check(read_inputs(args.filename, args.runtimes), framework)

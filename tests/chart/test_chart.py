@@ -391,7 +391,8 @@ def test_runtimes_installer(helm: str) -> None:
 @pytest.mark.parametrize(("flag", "name"), [
     ("torchDistributed", "torch-distributed"), ("deepspeedDistributed", "deepspeed-distributed"),
     ("mlxDistributed", "mlx-distributed"), ("jaxDistributed", "jax-distributed"),
-    ("xgboostDistributed", "xgboost-distributed"), ("torchtuneDistributed.llama3_2_1B", "torchtune-llama3.2-1b"),
+    ("xgboostDistributed", "xgboost-distributed"), ("tensorflowDistributed", "tensorflow-distributed"),
+    ("horovodDistributed", "horovod-distributed"), ("torchtuneDistributed.llama3_2_1B", "torchtune-llama3.2-1b"),
     ("torchtuneDistributed.llama3_2_3B", "torchtune-llama3.2-3b"),
     ("torchtuneDistributed.qwen2_5_1_5B", "torchtune-qwen2.5-1.5b"),
 ])

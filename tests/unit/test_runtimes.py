@@ -1,5 +1,6 @@
 """The default ClusterTrainingRuntimes in runtimes/: valid for us, renderable, parsable by the kubeflow SDK,
-equivalent to upstream v2.3's shipped set (compatibility spec §9.1), and restricted-Pod-Security clean."""
+equivalent to upstream v2.3's shipped set (compatibility spec §9.1) plus our TensorFlow and Horovod runtimes, and
+restricted-Pod-Security clean."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ FRAMEWORK = Framework.from_registry()
 FIXED_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 
-# name -> (framework label, ML policy source, replicated jobs in order, trainer image, SDK command head)
+# name -> (framework label, ML policy source ("" = numNodes only), replicated jobs in order, trainer image,
+# SDK command head)
 EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
     "torch-distributed": ("torch", "torch", ["node"], "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", "torchrun"),
     "torch-distributed-with-cache": ("torch", "torch", ["dataset-initializer", "node"],
@@ -41,6 +43,12 @@ EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
     "torchtune-qwen2.5-1.5b": ("torchtune", "torch", ["dataset-initializer", "model-initializer", "node"],
                                "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0", "tune"),
 }
+# Ours, beyond upstream's set (v2.3 has no mlPolicy.tensorflow: the framework label opts in).
+OURS: dict[str, tuple[str, str, list[str], str, str]] = {
+    "tensorflow-distributed": ("tensorflow", "", ["node"], "tensorflow/tensorflow:2.21.0", "python"),
+    "horovod-distributed": ("horovod", "mpi", ["node", "launcher"], "horovod/horovod:0.28.1", "mpirun"),
+}
+EXPECTED.update(OURS)
 MODEL_URIS = {
     "torchtune-llama3.2-1b": "hf://meta-llama/Llama-3.2-1B-Instruct",
     "torchtune-llama3.2-3b": "hf://meta-llama/Llama-3.2-3B-Instruct",
@@ -107,7 +115,7 @@ def pod_specs(jobset: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 # --- the set ---------------------------------------------------------------------------------------------
 
-def test_the_upstream_set_is_complete() -> None:
+def test_the_upstream_set_and_ours_are_complete() -> None:
     assert set(RUNTIMES) == set(EXPECTED)
 
 
@@ -119,7 +127,7 @@ def test_shape_matches_upstream(name: str) -> None:
     assert obj["kind"] == "ClusterTrainingRuntime"
     assert obj["metadata"]["labels"] == {FRAMEWORK_LABEL: framework}
     ml = obj["spec"]["mlPolicy"]
-    assert ml["numNodes"] == 1 and policy in ml
+    assert ml == {"numNodes": 1} if not policy else (ml["numNodes"] == 1 and policy in ml)
     rjobs = obj["spec"]["template"]["spec"]["replicatedJobs"]
     assert [rj["name"] for rj in rjobs] == jobs
     trainer = [rj for rj in rjobs if (rj["template"].get("metadata") or {}).get("labels", {}).get(
@@ -184,6 +192,8 @@ def test_a_sample_trainjob_renders(name: str) -> None:
         assert {"JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "JAX_COORDINATOR_ADDRESS"} <= env
     elif policy == "xgboost":
         assert {"DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"} <= env
+    elif EXPECTED[name][0] == "tensorflow":
+        assert {"TF_TASK_INDEX", "TF_CONFIG"} <= env
     else:
         assert "OMPI_MCA_orte_default_hostfile" in env
         assert len(by_kind(objects, "Secret")) == 1 and len(by_kind(objects, "ConfigMap")) >= 1
@@ -276,7 +286,7 @@ def test_the_sdk_reads_the_runtime_like_upstreams(name: str, sdk_runtimes: dict[
                                   "python": constants.DEFAULT_COMMAND, "tune": constants.TORCH_TUNE_COMMAND}[command]
     if framework == "torchtune":
         assert (rt.trainer.device, rt.trainer.device_count) == ("gpu", "2")  # "2" (string) x numNodes 1
-    elif framework in ("deepspeed", "mlx"):
+    elif framework in ("deepspeed", "mlx", "horovod"):
         assert rt.trainer.device_count == "1"  # mpi.numProcPerNode x numNodes
     else:
         assert (rt.trainer.device, rt.trainer.device_count) == ("Unknown", "Unknown")  # no limits, as upstream

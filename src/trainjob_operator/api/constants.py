@@ -102,6 +102,14 @@ XGBOOST_RESERVED_ENVS: Final = (
     XGBOOST_ENV_NUM_WORKER,
 )
 
+# TensorFlow (ours: v2.3 has no mlPolicy.tensorflow; a runtime opts in with FRAMEWORK_LABEL = TENSORFLOW_FRAMEWORK
+# and no other framework policy). TF_CONFIG expands $(TF_TASK_INDEX), so TF_TASK_INDEX must come first in env.
+TENSORFLOW_FRAMEWORK: Final = "tensorflow"
+TF_ENV_CONFIG: Final = "TF_CONFIG"
+TF_ENV_TASK_INDEX: Final = "TF_TASK_INDEX"
+TF_RESERVED_ENVS: Final = (TF_ENV_TASK_INDEX, TF_ENV_CONFIG)
+TF_WORKER: Final = "worker"
+
 # Conditions (TrainJob status).
 CONDITION_SUSPENDED: Final = "Suspended"
 CONDITION_COMPLETE: Final = "Complete"

@@ -13,6 +13,7 @@ from .plugins.jax import JAX
 from .plugins.jobset import JobSetPlugin
 from .plugins.mpi import MPI
 from .plugins.plainml import PlainML
+from .plugins.tensorflow import TensorFlow
 from .plugins.torch import Torch
 from .plugins.trainjobstatus import TrainJobStatus
 from .plugins.volcano import Volcano
@@ -27,6 +28,7 @@ PLUGINS: Final[dict[str, Factory]] = {
     JAX.name: JAX,
     XGBoost.name: XGBoost,
     Flux.name: Flux,
+    TensorFlow.name: TensorFlow,
     CoScheduling.name: CoScheduling,
     Volcano.name: Volcano,
     TrainJobStatus.name: TrainJobStatus,

@@ -3,7 +3,7 @@
 from ...api import constants as c
 from ...api.core import EnvVar, ResourceRequirements
 from ...api.trainjob import TrainJob
-from ..info import RuntimeInfo
+from ..info import PodSet, RuntimeInfo
 
 COMPLETION_INDEX_ENV_SOURCE = {"fieldRef": {"fieldPath": c.JOB_COMPLETION_INDEX_FIELD}}
 
@@ -15,6 +15,14 @@ def completion_index_env(name: str) -> EnvVar:
 def first_pod_address(job: TrainJob) -> str:
     """The DNS name of the first trainer pod; always `<tj>-node-0-0.<tj>` upstream (quirk 3)."""
     return f"{job.name}-{c.NODE}-0-0.{job.name}"
+
+
+def pod_hosts(info: RuntimeInfo, job: TrainJob, pod_set: PodSet) -> list[str]:
+    """The stable DNS name of every pod of `pod_set`, in (job index, completion index) order: JobSet names pod
+    `<jobset>-<replicated job>-<job index>-<pod index>` under the `<subdomain>` headless Service (default: its name)."""
+    subdomain = info.subdomain or job.name
+    return [f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain}"
+            for replica in range(pod_set.replicas) for pod in range(pod_set.count)]
 
 
 def decision_resources(info: RuntimeInfo, job: TrainJob) -> ResourceRequirements | None:

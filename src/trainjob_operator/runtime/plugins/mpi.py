@@ -15,7 +15,7 @@ from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
 from ..sshkey import generate_ssh_key
-from .common import decision_resources
+from .common import decision_resources, pod_hosts
 
 OPEN_MPI = "OpenMPI"
 
@@ -140,13 +140,10 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
 
 def hostfile(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> str:
     """One `<endpoint> slots=N` line per pod of `node` (and `launcher` with runLauncherAsNode), template order."""
-    subdomain = info.subdomain or job.name
     per_node = slots(info, job, policy)
     lines = []
     for pod_set in info.pod_sets:
         if pod_set.name != c.NODE and not (pod_set.name == c.LAUNCHER and policy.run_launcher_as_node):
             continue
-        for replica in range(pod_set.replicas):
-            for pod in range(pod_set.count):
-                lines.append(f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain} slots={per_node}\n")
+        lines += [f"{host} slots={per_node}\n" for host in pod_hosts(info, job, pod_set)]
     return "".join(lines)

@@ -1,0 +1,71 @@
+"""TensorFlow (ours, not upstream's): `TF_CONFIG` for MultiWorkerMirroredStrategy on every trainer pod.
+
+Kubeflow Trainer v2.3 has no `mlPolicy.tensorflow`, and the wire format stays v2.3's: a runtime opts in with the
+label `trainer.kubeflow.org/framework: tensorflow` (the label the SDK already reads) and an ML policy without a
+framework source (only `numNodes`). The trainer `node` container then gets, in this order:
+
+- `TF_TASK_INDEX`: the pod's Job completion index (downward API), which is its index in the worker list;
+- `TF_CONFIG`: `{"cluster":{"worker":["<pod host>:29500",...]},"task":{"type":"worker","index":$(TF_TASK_INDEX)}}`.
+
+Kubernetes expands `$(TF_TASK_INDEX)` itself (dependent environment variables: a variable defined earlier in the
+same list), so each pod reads its own index without a wrapper script. Pod hosts are JobSet's stable names
+`<trainjob>-<replicated job>-<job index>-<pod index>.<subdomain>`.
+"""
+
+import json
+from typing import ClassVar
+
+from ...api import constants as c
+from ...api.core import ContainerPort, EnvVar
+from ...api.trainjob import TrainJob
+from ..apply import upsert_env, upsert_port
+from ..errors import Validation, forbidden
+from ..framework import CustomValidation, EnforceMLPolicy
+from ..info import RuntimeInfo
+from ..observed import Observed
+from .common import completion_index_env, pod_hosts
+
+INDEX_PLACEHOLDER = "__TF_TASK_INDEX__"
+
+
+def is_tensorflow(info: RuntimeInfo) -> bool:
+    """The runtime is labelled `tensorflow` and no other framework policy claims the trainer."""
+    if info.runtime.labels.get(c.FRAMEWORK_LABEL) != c.TENSORFLOW_FRAMEWORK:
+        return False
+    policy = info.ml_policy
+    return policy is None or not (policy.torch or policy.mpi or policy.jax or policy.xgboost or policy.flux)
+
+
+def tf_config(workers: list[str], index: str) -> str:
+    """TF_CONFIG as compact JSON; `index` is written as is (a number, or `$(TF_TASK_INDEX)` for Kubernetes)."""
+    doc = {"cluster": {c.TF_WORKER: workers}, "task": {"type": c.TF_WORKER, "index": INDEX_PLACEHOLDER}}
+    return json.dumps(doc, separators=(",", ":")).replace(f'"{INDEX_PLACEHOLDER}"', index)
+
+
+class TensorFlow(EnforceMLPolicy, CustomValidation):
+    name: ClassVar[str] = "TensorFlow"
+
+    def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
+        if not is_tensorflow(info):
+            return
+        trainer = info.ancestor(c.ANCESTOR_TRAINER)
+        node = trainer.container(c.NODE) if trainer is not None else None
+        if trainer is None or node is None:
+            return
+        workers = [f"{host}:{c.CONTAINER_TRAINER_PORT}" for host in pod_hosts(info, job, trainer)]
+        # Dependent env only sees variables defined earlier: drop any earlier copies, then the index, then the config.
+        node.env = [e for e in node.env or [] if e.name not in c.TF_RESERVED_ENVS]
+        upsert_env(node, [
+            completion_index_env(c.TF_ENV_TASK_INDEX),
+            EnvVar(name=c.TF_ENV_CONFIG, value=tf_config(workers, f"$({c.TF_ENV_TASK_INDEX})")),
+        ])
+        upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
+
+    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
+        if not is_tensorflow(info) or new.spec.trainer is None:
+            return Validation()
+        return Validation(tuple(
+            forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the TensorFlow runtime")
+            for i, env in enumerate(new.spec.trainer.env or [])
+            if env.name in c.TF_RESERVED_ENVS
+        ))
