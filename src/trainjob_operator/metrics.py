@@ -34,6 +34,12 @@ class Metrics:
         self.api_requests = Counter("trainjob_operator_api_requests_total",
                                     "Requests of the reconciler and webhooks to the API server, by verb and resource",
                                     ["verb", "resource"], registry=self.registry)
+        self.ttl_deletions = Counter("trainjob_operator_ttl_deletions_total",
+                                     "TrainJobs deleted because their ttlSecondsAfterFinished expired",
+                                     registry=self.registry)
+        self.startup_failures = Counter("trainjob_operator_startup_deadline_failures_total",
+                                        "TrainJobs failed because a pod could not start within the startup deadline",
+                                        ["reason"], registry=self.registry)
         self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
                             registry=self.registry)
         for state in STATES:

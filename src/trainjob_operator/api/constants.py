@@ -113,6 +113,7 @@ REASON_RUNTIME_NOT_SUPPORTED: Final = "TrainingRuntimeNotSupported"
 MESSAGE_SUSPENDED: Final = "TrainJob is suspended"
 MESSAGE_RESUMED: Final = "TrainJob is resumed"
 MESSAGE_DEADLINE_EXCEEDED: Final = "TrainJob exceeded its active deadline"
+REASON_STARTUP_DEADLINE_EXCEEDED: Final = "StartupDeadlineExceeded"
 JOBSET_CONDITION_COMPLETED: Final = "Completed"
 JOBSET_CONDITION_FAILED: Final = "Failed"
 
@@ -134,3 +135,9 @@ STATE_RUNNING: Final = "Running"
 STATE_COMPLETE: Final = "Complete"
 STATE_FAILED: Final = "Failed"
 STATE_ERROR: Final = "Error"
+
+# Beyond upstream (issue 13): the restarts a TrainJob had before its current JobSet was created, recorded on that
+# JobSet so the count and the remaining maxRestarts budget survive a re-created JobSet and an operator restart.
+RESTARTS_BEFORE_ANNOTATION: Final = "trainer.kubeflow.org/restarts-before"
+# The label JobSet puts on the pods of a JobSet (the startup deadline lists them).
+JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
