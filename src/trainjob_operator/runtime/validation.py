@@ -186,7 +186,8 @@ def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy")
+IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy",
+                         "startupDeadlineSeconds")
 IMMUTABLE_POD_PATCH_FIELDS = ("serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets",
                               "securityContext", "terminationGracePeriodSeconds")
 
