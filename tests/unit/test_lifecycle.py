@@ -275,3 +275,75 @@ def test_ttl_is_mutable_and_the_startup_deadline_is_not() -> None:
     assert check_trainjob(old.set("spec.ttlSecondsAfterFinished", 5).raw(), old.raw())[1].errors == ()
     _, validation = check_trainjob(old.set("spec.startupDeadlineSeconds", 5).raw(), old.raw())
     assert [str(e) for e in validation.errors] == ["spec.startupDeadlineSeconds: Invalid value: 5: field is immutable"]
+
+
+# --- offline render and validate ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliCase:
+    args: list[str]
+    """`validate`/`render` and flags; `{tj}`, `{old}`, `{rt}` stand for the written files."""
+    new: TrainJobBuilder
+    old: TrainJobBuilder | None
+    runtime: RuntimeBuilder
+    code: int
+    err: str
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(CliCase(["validate", "-f", "{tj}", "-r", "{rt}", "--old", "{old}"],
+                         TJ.suspend().trainer(numNodes=4), TJ.suspend().trainer(numNodes=2), RT, 0,
+                         "valid: 1 TrainJob(s), 1 runtime(s)\n"),
+                 id="validate --old: a resize of a suspended TrainJob is valid"),
+    pytest.param(CliCase(["validate", "-f", "{tj}", "-r", "{rt}", "--old", "{old}"],
+                         TJ.trainer(numNodes=4), TJ.trainer(numNodes=2), RT, 1,
+                         "spec.trainer: Invalid value: field is immutable\n"
+                         "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
+                 id="validate --old: a resize of a running TrainJob is refused with the CRD's message"),
+    pytest.param(CliCase(["validate", "-f", "{tj}", "-r", "{rt}"], TJ.set("spec.ttlSecondsAfterFinished", 60), None,
+                         RT.set("spec.runPolicy", {"activeDeadlineSeconds": 3600, "ttlSecondsAfterFinished": 600}), 0,
+                         "run policy of TrainJob default/test-job: activeDeadlineSeconds=3600, "
+                         "ttlSecondsAfterFinished=60\nvalid: 1 TrainJob(s), 1 runtime(s)\n"),
+                 id="validate prints the effective run policy (the TrainJob's TTL over the runtime's)"),
+    pytest.param(CliCase(["validate", "-f", "{tj}", "-r", "{rt}"], TJ.set("spec.startupDeadlineSeconds", 0), None,
+                         RT, 1, "spec.startupDeadlineSeconds: Invalid value: 0: spec.startupDeadlineSeconds in body "
+                                "should be greater than or equal to 1\n"
+                                "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
+                 id="validate refuses a startup deadline below 1s"),
+    pytest.param(CliCase(["validate", "-f", "{tj}", "-r", "{rt}"], TJ, None,
+                         RT.set("spec.runPolicy", {"ttlSecondsAfterFinished": 1})
+                         .set("spec.template.spec.ttlSecondsAfterFinished", 5), 1,
+                         "spec.template.spec.ttlSecondsAfterFinished: Invalid value: 5: must not be set when "
+                         "spec.runPolicy is set: use spec.runPolicy.ttlSecondsAfterFinished, which deletes the "
+                         "TrainJob with its JobSet\ninvalid: TrainingRuntime default/test-runtime ({rt}#1): "
+                         "1 error(s)\n"),
+                 id="validate refuses a runtime with a runPolicy and a JobSet TTL"),
+])
+def test_cli(case: CliCase, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from trainjob_operator.cli import main
+
+    files = {"tj": case.new.raw(), "rt": case.runtime.raw(), "old": case.old.raw() if case.old else None}
+    paths = {}
+    for name, doc in files.items():
+        if doc is not None:
+            paths[name] = str(tmp_path / f"{name}.yaml")
+            (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+    code = main([a.format(**paths) for a in case.args])
+    assert (code, capsys.readouterr().err) == (case.code, case.err.format(**paths))
+
+
+def test_render_gives_a_recreated_jobset_the_remaining_budget(tmp_path: Any,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from trainjob_operator.cli import main
+
+    (tmp_path / "tj.yaml").write_text(yaml.safe_dump(TJ.set("status", {"restarts": 2}).raw()))
+    (tmp_path / "rt.yaml").write_text(yaml.safe_dump(RT_RESTARTS.raw()))
+    assert main(["render", "-f", str(tmp_path / "tj.yaml"), "-r", str(tmp_path / "rt.yaml")]) == 0
+    rendered = jobset_of(list(yaml.safe_load_all(capsys.readouterr().out)))
+    assert (rendered["metadata"]["annotations"], rendered["spec"]["failurePolicy"]["maxRestarts"]) == (
+        {c.RESTARTS_BEFORE_ANNOTATION: "2"}, 3)

@@ -232,15 +232,13 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
 
 
 def _validate_resize(old: TrainJob | None, new: TrainJob, observed: Observed) -> list[FieldError]:
-    """Resize while suspended (issue 13): the CRD rule admits it only when the stored TrainJob is suspended; the
-    webhook also waits until the suspended JobSet's pods are gone, as for runtime patches."""
-    if old is None:
+    """Resize while suspended (issue 13): the CRD rule (rules.RESIZE_WHILE_SUSPENDED) admits it only when the stored
+    TrainJob is suspended; the webhook also waits until the suspended JobSet's pods are gone, as for runtime
+    patches."""
+    if old is None or not old.spec.suspend:
         return []
     errors: list[FieldError] = []
     for path in lifecycle.resize_fields_changed(old, new):
-        if not old.spec.suspend:
-            errors.append(forbidden(path, "can only be changed while the TrainJob is suspended"))
-            continue
         for status in ((observed.jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []:
             if status.get("active", 0) > 0:
                 errors.append(forbidden(path, f"cannot be changed while the JobSet's ReplicatedJob "
