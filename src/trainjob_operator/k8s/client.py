@@ -83,6 +83,7 @@ KNOWN: dict[tuple[str, str], Resource] = {
     ("v1", "ConfigMap"): Resource("v1", "configmaps"),
     ("v1", "Secret"): Resource("v1", "secrets"),
     ("v1", "Event"): Resource("v1", "events"),
+    ("v1", "Pod"): Resource("v1", "pods"),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): Resource("scheduling.x-k8s.io/v1alpha1", "podgroups"),
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): Resource("scheduling.volcano.sh/v1beta1", "podgroups"),
