@@ -222,7 +222,7 @@ def test_a_trainjob_is_accepted_and_defaulted(crds: Any, namespace: str) -> None
     }
     assert created["spec"]["suspend"] is False
     assert created["spec"]["managedBy"] == c.DEFAULT_MANAGED_BY
-    assert list(printed(crds, "trainjob", "job-ok", namespace)) == ["NAME", "STATE", "NODES", "AGE"]
+    assert list(printed(crds, "trainjob", "job-ok", namespace)) == ["NAME", "STATE", "NODES", "RESTARTS", "AGE"]
 
 
 @pytest.mark.parametrize(

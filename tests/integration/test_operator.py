@@ -90,7 +90,7 @@ def test_torch_trainjob_runs_to_complete_with_upstreams_status(kube: Kube, opera
     assert job["status"]["jobsStatus"][0]["name"] == "node"
     assert not any(k.startswith("kopf.zalando.org") for k in job["metadata"].get("annotations", {}))
     table = kube.run("get", "trainjobs", "-n", namespace).stdout.split()
-    assert table[:3] == ["NAME", "STATE", "NODES"] and table[4:7] == ["torch-job", "Complete", "2"]
+    assert table[:4] == ["NAME", "STATE", "NODES", "RESTARTS"] and table[5:9] == ["torch-job", "Complete", "2", "0"]
 
 
 def test_failing_pod_fails_the_trainjob(kube: Kube, operator: OperatorProcess, namespace: str) -> None:

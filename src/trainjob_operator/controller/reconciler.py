@@ -363,7 +363,8 @@ class Reconciler:
         after = status.to_wire()
         if before == after:
             return
-        if not before and set(after) <= {"state", "nodes"} and after.get("state") == c.STATE_PENDING:
+        if not before and set(after) <= {"state", "nodes", "startTime", "restarts"} and \
+                after.get("state") == c.STATE_PENDING and not after.get("restarts"):
             # Nothing to report yet: the first real change (the JobSet's own status) carries the state, so a
             # never-suspended TrainJob costs no more writes than upstream's.
             return

@@ -184,7 +184,7 @@ def total_restarts(previous: int | None, jobset: dict[str, Any] | None) -> int |
     if jobset is None:
         return previous
     count = restarts_before(jobset) + int((jobset.get("status") or {}).get("restarts") or 0)
-    return max(count, previous or 0) if (count or previous) else previous
+    return max(count, previous or 0)
 
 
 def remaining_restarts(max_restarts: int | None, spent: int) -> int | None:
