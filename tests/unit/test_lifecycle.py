@@ -347,3 +347,27 @@ def test_render_gives_a_recreated_jobset_the_remaining_budget(tmp_path: Any,
     rendered = jobset_of(list(yaml.safe_load_all(capsys.readouterr().out)))
     assert (rendered["metadata"]["annotations"], rendered["spec"]["failurePolicy"]["maxRestarts"]) == (
         {c.RESTARTS_BEFORE_ANNOTATION: "2"}, 3)
+
+
+# --- fields older clients drop (Kueue v0.19 PUTs TrainJobs with Trainer v2.2.1 types) ---------------------------
+
+
+@pytest.mark.parametrize(("new", "old", "full_update", "want"), [
+    pytest.param({"spec": {"suspend": False}}, {"spec": {"suspend": True, "ttlSecondsAfterFinished": 60}}, True,
+                 [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": 60}],
+                 id="a PUT that leaves the TTL out (Kueue's admission) keeps it"),
+    pytest.param({"spec": {}}, {"spec": {"startupDeadlineSeconds": 30, "ttlSecondsAfterFinished": 0}}, True,
+                 [{"op": "add", "path": "/spec/ttlSecondsAfterFinished", "value": 0},
+                  {"op": "add", "path": "/spec/startupDeadlineSeconds", "value": 30}],
+                 id="both newer fields, a zero TTL included"),
+    pytest.param({"spec": {}}, {"spec": {"ttlSecondsAfterFinished": 60}}, False, [],
+                 id="a patch that removes the TTL removes it"),
+    pytest.param({"spec": {"ttlSecondsAfterFinished": 5}}, {"spec": {"ttlSecondsAfterFinished": 60}}, True, [],
+                 id="a PUT that changes the TTL changes it"),
+    pytest.param({"spec": {}}, None, True, [], id="a create has nothing to keep"),
+])
+def test_keep_newer_fields(new: dict[str, Any], old: dict[str, Any] | None, full_update: bool,
+                           want: list[dict[str, Any]]) -> None:
+    from trainjob_operator.runtime.defaulting import keep_newer_fields
+
+    assert keep_newer_fields(new, old, full_update) == want
