@@ -47,10 +47,10 @@ SETTLE_TIMEOUT = 150.0
 ALLOWED: list[tuple[str, str]] = [
     (r": status\.(state|nodes)$", "D1 status.state and status.nodes (printer columns)"),
     (r": status\.conditions$", "D2 ReconcileFailed condition on build/apply errors"),
-    (r": status\.conditions$", "D12 no Suspended=False condition once resumed (the SDK reports Running)"),
-    (r": status\.(startTime|completionTime|restarts)$", "D13 lifecycle status fields beyond v2.3 (issue 13)"),
+    (r": status\.conditions$", "D18 no Suspended=False condition once resumed (the SDK reports Running)"),
+    (r": status\.(startTime|completionTime|restarts)$", "D19 lifecycle status fields beyond v2.3 (issue 13)"),
     (r": metadata\.annotations\.trainer\.kubeflow\.org/restarts-before$",
-     "D13 restarts before a re-created JobSet (issue 13)"),
+     "D19 restarts before a re-created JobSet (issue 13)"),
     (r"^gen-flux: ", "D3 no Flux plugin (out of scope: mlPolicy.flux is accepted, not applied)"),
     (r"^adm-patch-unknown-(job|container): admission$",
      "D10 runtime patches naming unknown jobs/containers are rejected at admission (upstream admits, then fails)"),
@@ -379,7 +379,7 @@ def only_reconcile_failed(ours: Any, upstream: Any) -> bool:
 
 
 def only_resumed(ours: Any, upstream: Any) -> bool:
-    """The conditions differ only by upstream's Suspended=False kept after a resume (D12), our ReconcileFailed
+    """The conditions differ only by upstream's Suspended=False kept after a resume (D18), our ReconcileFailed
     aside. A side without conditions has them dropped by `status_of`."""
     ours, upstream = ([] if side in (None, "<absent>") else side for side in (ours, upstream))
     if not isinstance(ours, list) or not isinstance(upstream, list):
@@ -389,4 +389,4 @@ def only_resumed(ours: Any, upstream: Any) -> bool:
 
 
 # Entries of ALLOWED whose pattern alone is too broad: the difference must also pass this check.
-CONDITION_GUARDS: dict[str, Any] = {"D2": only_reconcile_failed, "D12": only_resumed}
+CONDITION_GUARDS: dict[str, Any] = {"D2": only_reconcile_failed, "D18": only_resumed}

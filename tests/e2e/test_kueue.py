@@ -41,7 +41,7 @@ def test_quota_admits_two_and_queues_the_third(kube: Kube, namespace: str, local
     wait_condition(kube, namespace, "a", "Complete", timeout=60)
     cond = wait_condition(kube, namespace, "c", "Complete", timeout=90)
     assert (cond["reason"], cond["message"]) == COMPLETE
-    # Resumed by Kueue: no Suspended=False condition is kept (docs/compatibility.md D12), so the SDK sees Running.
+    # Resumed by Kueue: no Suspended=False condition is kept (docs/compatibility.md D18), so the SDK sees Running.
     assert condition(get(kube, "trainjob", "c", namespace), "Suspended") is None
     assert condition(get(kube, "trainjob", "b", namespace), "Complete") is None, "c should not have waited for b"
     wait_condition(kube, namespace, "b", "Complete", timeout=60)

@@ -125,7 +125,7 @@ def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProc
     jobset = eventually(resumed_jobset, "the resumed JobSet")
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"pool": "gpu-a"}
-    # Resumed: the Suspended condition goes (no Suspended=False), so the kubeflow SDK can report Running (D12).
+    # Resumed: the Suspended condition goes (no Suspended=False), so the kubeflow SDK can report Running (D18).
     resumed = eventually(lambda: (job := kube.get("trainjob", "queued", namespace)) and
                          condition(job, "Suspended") is None and job["status"].get("startTime") and job, "resumed")
     assert "conditions" not in resumed["status"]

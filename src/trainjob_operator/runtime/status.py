@@ -26,7 +26,7 @@ class StatusOutcome:
 
 def suspended_condition(job: TrainJob, status: TrainJobStatus, now: datetime) -> None:
     """`Suspended=True` while suspended; removed (not `False`) once resumed, so a running TrainJob carries no
-    condition and the kubeflow SDK 0.5.0 can report it Running (SDK#803; docs/compatibility.md D12)."""
+    condition and the kubeflow SDK 0.5.0 can report it Running (SDK#803; docs/compatibility.md D18)."""
     conditions = list(status.conditions or [])
     if job.spec.suspend:
         set_condition(conditions, Condition(type=c.CONDITION_SUSPENDED, status="True", reason=c.REASON_SUSPENDED,
