@@ -20,9 +20,10 @@ from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
 from .runtime.errors import BuildError, FieldError
 from .runtime.info import RuntimeSource
+from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
 from .runtime.snapshot import build_snapshot
-from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob
+from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
 
 PROG = "trainjob-operator"
 RUNTIME_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
@@ -95,6 +96,8 @@ def load_documents(path: str) -> Iterator[Document]:
 class Inputs:
     trainjobs: list[Document] = field(default_factory=list)
     runtimes: list[Document] = field(default_factory=list)
+    old: dict[tuple[str, str], Document] = field(default_factory=dict)
+    """With `--old`: the stored TrainJobs an update replaces, by (namespace, name)."""
 
 
 def refuse_legacy(doc: Document, path: str) -> None:
@@ -104,7 +107,8 @@ def refuse_legacy(doc: Document, path: str) -> None:
         raise UsageError(f"{doc.label} is {shape}; convert it with `{PROG} convert -f {path}` and use the output")
 
 
-def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str]) -> Inputs:
+def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str],
+                old_files: Sequence[str] = ()) -> Inputs:
     inputs = Inputs()
     for path in trainjob_files:
         for doc in load_documents(path):
@@ -123,7 +127,18 @@ def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str]) -> 
             inputs.runtimes.append(doc)
     if not inputs.trainjobs and trainjob_files:
         raise UsageError(f"{', '.join(trainjob_files)}: no TrainJob found")
+    for path in old_files:
+        for doc in load_documents(path):
+            if doc.raw.get("kind") != c.TRAINJOB_KIND:
+                raise UsageError(f"{doc.source}: expected kind TrainJob, got {doc.raw.get('kind')!r}")
+            inputs.old[_key(doc.raw)] = doc
     return inputs
+
+
+def _key(raw: dict[str, Any]) -> tuple[str, str]:
+    found = raw.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
 
 class RuntimeCatalog:
@@ -170,21 +185,36 @@ def check(inputs: Inputs, framework: Framework) -> Checked:
             errors.append((doc, problems))
     jobs: list[tuple[Document, TrainJob]] = []
     for doc in inputs.trainjobs:
-        job, result = check_trainjob(doc.raw)
+        stored = inputs.old.get(_key(doc.raw))
+        job, result = check_trainjob(doc.raw, stored.raw if stored is not None else None)
         problems = list(result.errors)
+        old_job = parse(TrainJob, stored.raw)[0] if stored is not None else None
         if job is not None:
             ref = job.spec.runtime_ref
             if ref.api_group == c.GROUP and ref.kind in RUNTIME_KINDS and \
                     catalog.lookup(ref.kind or "", job.namespace, ref.name) is None:
                 where = f"{job.namespace}/{ref.name}" if ref.kind == c.TRAINING_RUNTIME_KIND else ref.name
                 raise UsageError(f"{doc.label}: runtime {ref.kind} {where} not found in the -r files")
-            admission = admit_trainjob(framework, None, job, catalog.lookup)
+            admission = admit_trainjob(framework, old_job, job, catalog.lookup)
             problems += admission.errors
             warnings += admission.warnings
             jobs.append((doc, job))
         if problems:
             errors.append((doc, problems))
     return Checked(jobs, catalog, errors, warnings, len(inputs.runtimes))
+
+
+def lifecycle_notes(checked: Checked) -> list[str]:
+    """The effective run policy of each TrainJob that has one (its own fields over its runtime's runPolicy)."""
+    notes = []
+    for _, job in checked.jobs:
+        ref = job.spec.runtime_ref
+        runtime = checked.catalog.lookup(ref.kind or "", job.namespace, ref.name)
+        policy = effective_run_policy(job, runtime.spec.run_policy if runtime is not None else None).to_wire()
+        if policy:
+            settings = ", ".join(f"{k}={v}" for k, v in policy.items())
+            notes.append(f"run policy of TrainJob {job.namespace}/{job.name}: {settings}")
+    return notes
 
 
 def report(checked: Checked, err: TextIO) -> bool:
@@ -194,7 +224,11 @@ def report(checked: Checked, err: TextIO) -> bool:
         for problem in problems:
             print(str(problem), file=err)
         print(f"invalid: {doc.label}: {len(problems)} error(s)", file=err)
-    return not checked.errors
+    if checked.errors:
+        return False
+    for note in lifecycle_notes(checked):
+        print(note, file=err)
+    return True
 
 
 def render(checked: Checked, framework: Framework) -> list[dict[str, Any]]:
@@ -251,6 +285,10 @@ def parser() -> argparse.ArgumentParser:
                          help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable")
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+        else:
+            cmd.add_argument("--old", action="append", default=[], metavar="STORED.yaml",
+                             help="the stored TrainJobs that -f updates (matched by namespace/name): also run the "
+                                  "update rules (immutable fields, resize while suspended); repeatable")
     conv = sub.add_parser("convert", help="rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 "
                                           "TrainJobs and runtimes as trainer.kubeflow.org/v1alpha1; stderr lists "
                                           "what has no home")
@@ -300,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     framework = Framework.from_registry()
     try:
-        checked = check(read_inputs(args.filename, args.runtimes), framework)
+        checked = check(read_inputs(args.filename, args.runtimes, getattr(args, "old", [])), framework)
         if not report(checked, sys.stderr):
             return 1
         if args.command == "validate":

@@ -445,6 +445,8 @@ KINDS: Final = (
             # Beyond upstream (T#3666): a real lifecycle state instead of the type of the last condition.
             {"name": "State", "type": "string", "jsonPath": ".status.state"},
             {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
+            # Beyond upstream (issue 13): restarts summed over every JobSet the TrainJob had.
+            {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ),
     ),

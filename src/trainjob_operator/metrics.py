@@ -42,6 +42,12 @@ class Metrics:
             "trainjob_operator_status_update_duration_seconds",
             "Status server latency, authentication and the status write included",
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5), registry=self.registry)
+        self.ttl_deletions = Counter("trainjob_operator_ttl_deletions_total",
+                                     "TrainJobs deleted because their ttlSecondsAfterFinished expired",
+                                     registry=self.registry)
+        self.startup_failures = Counter("trainjob_operator_startup_deadline_failures_total",
+                                        "TrainJobs failed because a pod could not start within the startup deadline",
+                                        ["reason"], registry=self.registry)
         self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
                             registry=self.registry)
         for state in STATES:

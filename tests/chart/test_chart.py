@@ -316,8 +316,10 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
     assert granted == {
         *{("trainer.kubeflow.org", r, v) for r in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
           for v in ("get", "list", "watch")},
+        ("trainer.kubeflow.org", "trainjobs", "delete"),  # ttlSecondsAfterFinished (issue 13)
         ("trainer.kubeflow.org", "trainjobs/status", "patch"),
         ("trainer.kubeflow.org", "trainjobs/finalizers", "update"),
+        ("", "pods", "list"),  # the startup deadline (issue 13)
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
         *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch")},
         *{(g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from e2e_support import (  # noqa: F401  (fixtures, hooks)
     default_runtimes,
+    local_queue,
     pytest_configure,
     pytest_runtest_logreport,
     pytest_sessionstart,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,45 @@ def env_of(ctr: dict[str, Any]) -> dict[str, Any]:
 
 def rjob(jobset: dict[str, Any], name: str) -> dict[str, Any]:
     return next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == name)
+
+
+KUEUE_MANAGER = "kueue.x-k8s.io/manager"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+FLAVOR_LABELS = {"nvidia.com/gpu.product": "Fake-GPU"}
+
+
+@pytest.fixture
+def local_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_runtimes: list[str]) -> Iterator[str]:
+    """ResourceFlavor (with node labels) + ClusterQueue (8 GPUs) + LocalQueue in the test namespace."""
+    suffix = uuid.uuid4().hex[:6]
+    flavor, cq = f"e2e-gpu-{suffix}", f"e2e-cq-{suffix}"
+    kube.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor},
+         "spec": {"nodeLabels": FLAVOR_LABELS}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+         "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                  "queueingStrategy": "BestEffortFIFO",
+                  "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                      {"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}})
+    kube.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "team"},
+                "spec": {"clusterQueue": cq}}, namespace=namespace)
+    eventually(lambda: (q := kube.get("clusterqueue", cq)) and condition(q, "Active")
+               and condition(q, "Active")["status"] == "True", "the ClusterQueue active", timeout=30)
+    try:
+        yield "team"
+    finally:
+        kube.run("delete", "trainjobs", "--all", "-n", namespace, "--wait=true", "--timeout=60s", check=False)
+        kube.run("delete", "localqueue", "team", "-n", namespace, "--wait=true", "--timeout=30s", check=False)
+        kube.delete("clusterqueue", cq)
+        kube.delete("resourceflavor", flavor)
+
+
+def queued_job(name: str, queue: str, run_for: str) -> dict[str, Any]:
+    return trainjob(name, "torch-distributed", labels={QUEUE_LABEL: queue}, trainer={
+        "numNodes": 1, "command": ["torchrun", "train.py"], "resourcesPerNode": {"limits": {"nvidia.com/gpu": "4"}}},
+        runtimePatches=[kwok_patch({"node": {RUN_FOR: run_for}})])
+
+
 
 
 # ---------------------------------------------------------------------------------------------------------------

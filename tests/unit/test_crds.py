@@ -227,6 +227,7 @@ def test_trainjob_has_status_subresource_and_printer_columns(crds: dict[str, dic
     assert version["additionalPrinterColumns"] == [
         {"name": "State", "type": "string", "jsonPath": ".status.state"},
         {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
+        {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 
@@ -296,8 +297,13 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
             "suspend",
             "activeDeadlineSeconds",
             "managedBy",
+            "ttlSecondsAfterFinished",
+            "startupDeadlineSeconds",
         ]
     )
+    assert at(tj, "spec.ttlSecondsAfterFinished") == {"type": "integer", "format": "int32", "minimum": 0}
+    startup = at(tj, "spec.startupDeadlineSeconds")
+    assert (startup["minimum"], startup["format"], messages(startup)) == (1, "int64", ["field is immutable"])
     ref = at(tj, "spec.runtimeRef")
     assert ref["required"] == ["name"]
     assert ref["properties"]["name"] == {"type": "string", "minLength": 1, "maxLength": 253}
@@ -327,7 +333,8 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
     [
         ("spec.runtimeRef", ["field is immutable"]),
         ("spec.initializer", ["field is immutable"]),
-        ("spec.trainer", ["field is immutable"]),
+        ("spec", ["field is immutable"]),
+        ("spec.trainer", []),
         ("spec.activeDeadlineSeconds", ["field is immutable"]),
         (
             "spec.managedBy",
@@ -351,6 +358,31 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
 )
 def test_trainjob_cel_messages_verbatim(crds: dict[str, dict[str, Any]], path: str, expected: list[str]) -> None:
     assert messages(at(crds[TRAINJOB], path)) == expected
+
+
+def test_trainer_rule_is_relaxed_for_a_resize_while_suspended(crds: dict[str, dict[str, Any]]) -> None:
+    [rule] = at(crds[TRAINJOB], "spec")["x-kubernetes-validations"]
+    assert (rule["fieldPath"], rule["message"]) == (".trainer", "field is immutable")
+    assert rule["rule"].startswith("!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
+                                   "(has(oldSelf.suspend) && oldSelf.suspend && ")
+    for fixed in ("image", "command", "args", "env", "numProcPerNode"):
+        assert f"self.trainer.{fixed} == oldSelf.trainer.{fixed}" in rule["rule"]
+    for resizable in ("numNodes", "resourcesPerNode"):
+        assert resizable not in rule["rule"]
+
+
+def test_lifecycle_status_and_run_policy_fields(crds: dict[str, dict[str, Any]]) -> None:
+    tj = crds[TRAINJOB]
+    for name in ("startTime", "completionTime"):
+        assert at(tj, f"status.{name}") == {"type": "string", "format": "date-time"}
+    assert at(tj, "status.restarts") == {"type": "integer", "format": "int32", "minimum": 0}
+    for runtime in RUNTIMES:
+        policy = at(crds[runtime], "spec.runPolicy")
+        assert policy["properties"] == {
+            "activeDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 1},
+            "ttlSecondsAfterFinished": {"type": "integer", "format": "int32", "minimum": 0},
+            "startupDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 1},
+        }
 
 
 def test_storage_uri_rule_is_verbatim(crds: dict[str, dict[str, Any]]) -> None:

@@ -121,6 +121,7 @@ REASON_RUNTIME_NOT_SUPPORTED: Final = "TrainingRuntimeNotSupported"
 MESSAGE_SUSPENDED: Final = "TrainJob is suspended"
 MESSAGE_RESUMED: Final = "TrainJob is resumed"
 MESSAGE_DEADLINE_EXCEEDED: Final = "TrainJob exceeded its active deadline"
+REASON_STARTUP_DEADLINE_EXCEEDED: Final = "StartupDeadlineExceeded"
 JOBSET_CONDITION_COMPLETED: Final = "Completed"
 JOBSET_CONDITION_FAILED: Final = "Failed"
 
@@ -160,3 +161,6 @@ STATUS_MAX_BODY_BYTES: Final = 1 << 16
 # Pod labels JobSet sets on every pod it creates.
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+# Beyond upstream (issue 13): the restarts a TrainJob had before its current JobSet was created, recorded on that
+# JobSet so the count and the remaining maxRestarts budget survive a re-created JobSet and an operator restart.
+RESTARTS_BEFORE_ANNOTATION: Final = "trainer.kubeflow.org/restarts-before"

@@ -8,9 +8,14 @@ from typing import Any, Final
 class CelRule:
     rule: str
     message: str
+    field_path: str | None = None
+    """Where the API server reports a failure of a rule set on an enclosing object (e.g. `.trainer`)."""
 
     def wire(self) -> dict[str, str]:
-        return {"rule": self.rule, "message": self.message}
+        wired = {"rule": self.rule, "message": self.message}
+        if self.field_path is not None:
+            wired["fieldPath"] = self.field_path
+        return wired
 
 
 def x_validations(*rules: CelRule) -> dict[str, Any]:
@@ -19,6 +24,24 @@ def x_validations(*rules: CelRule) -> dict[str, Any]:
 
 
 IMMUTABLE: Final = CelRule("self == oldSelf", "field is immutable")
+# `spec.trainer` is immutable, as upstream's, except `numNodes` and `resourcesPerNode` when the stored TrainJob is
+# suspended (upstream T#3995): the rule sits on the spec because it reads `suspend`, and reports on `.trainer` with
+# the message of the plain rule. Only evaluated, like upstream's, when both the old and the new spec have a trainer.
+RESIZABLE_TRAINER_FIELDS: Final = ("numNodes", "resourcesPerNode")
+FIXED_TRAINER_FIELDS: Final = ("image", "command", "args", "env", "numProcPerNode")
+
+
+def _same(field: str) -> str:
+    new, old = f"self.trainer.{field}", f"oldSelf.trainer.{field}"
+    return f"(has({new}) == has({old}) && (!has({new}) || {new} == {old}))"
+
+
+RESIZE_WHILE_SUSPENDED: Final = CelRule(
+    "!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
+    "(has(oldSelf.suspend) && oldSelf.suspend && " + " && ".join(_same(f) for f in FIXED_TRAINER_FIELDS) + ")",
+    IMMUTABLE.message,
+    ".trainer",
+)
 NAME_RFC1035: Final = CelRule(
     "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
     "metadata.name must match RFC 1035 DNS label format",

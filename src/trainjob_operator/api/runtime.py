@@ -90,11 +90,22 @@ class PodGroupPolicy(ApiModel):
     volcano: VolcanoPodGroupPolicySource | None = None
 
 
+class RunPolicy(ApiModel):
+    """Upstream's proposal (KEP-2899 update, T#3824/T#4052): lifecycle defaults for every TrainJob of the runtime;
+    a TrainJob's own field overrides each."""
+
+    active_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    startup_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
+    """Beyond upstream: see TrainJobSpec.startupDeadlineSeconds."""
+
+
 class TrainingRuntimeSpec(ApiModel):
     model_config = {"json_schema_extra": {"minProperties": 1}}
 
     ml_policy: MLPolicy | None = None
     pod_group_policy: PodGroupPolicy | None = None
+    run_policy: RunPolicy | None = None
     template: JobSetTemplateSpec = Field(json_schema_extra={"minProperties": 1})
 
 

@@ -20,6 +20,7 @@ from .rules import (
     NAME_MAX_63,
     NAME_RFC1035,
     NUM_PROC_PER_NODE,
+    RESIZE_WHILE_SUSPENDED,
     STORAGE_URI,
     TRAINER_STATUS_TIME,
     x_validations,
@@ -164,9 +165,12 @@ class RuntimePatch(ApiModel):
 
 
 class TrainJobSpec(ApiModel):
+    model_config = {"json_schema_extra": x_validations(RESIZE_WHILE_SUSPENDED)}
+
     runtime_ref: RuntimeRef = Field(json_schema_extra=x_validations(IMMUTABLE))
     initializer: Initializer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
-    trainer: Trainer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
+    trainer: Trainer | None = None
+    """Immutable, except `numNodes` and `resourcesPerNode` while the TrainJob is suspended (the rule is on the spec)."""
     runtime_patches: list[RuntimePatch] | None = Field(
         default=None,
         max_length=16,
@@ -179,6 +183,14 @@ class TrainJobSpec(ApiModel):
     managed_by: str | None = Field(
         default=c.DEFAULT_MANAGED_BY, max_length=253, json_schema_extra=x_validations(MANAGED_BY, IMMUTABLE)
     )
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    """Upstream's proposal (T#4052): the TrainJob is deleted this long after it finished (mutable). Overrides the
+    runtime's `runPolicy.ttlSecondsAfterFinished`."""
+    startup_deadline_seconds: int | None = Field(
+        default=None, ge=1, json_schema_extra={"format": "int64", **x_validations(IMMUTABLE)}
+    )
+    """Beyond upstream: fail the TrainJob when a pod is still unschedulable or cannot pull its image this long after
+    the TrainJob started. Overrides the runtime's `runPolicy.startupDeadlineSeconds`."""
 
 
 class Condition(K8sModel):
@@ -231,6 +243,15 @@ class TrainJobStatus(ApiModel):
     """Beyond upstream: the lifecycle state for `kubectl get` (the kubeflow SDK ignores it)."""
     nodes: int | None = Field(default=None, ge=0)
     """Beyond upstream: the number of trainer nodes the JobSet was built with."""
+    start_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """Upstream's proposal (T#4052, JobSet's meaning): when the TrainJob last started running (set when it is
+    created or resumed unsuspended, cleared while it is suspended)."""
+    completion_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """Upstream's proposal (T#4052): when the operator saw the TrainJob finish (Complete or Failed); the TTL
+    counts from it."""
+    restarts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    """Beyond upstream: how often the training restarted (JobSet restarts), summed over every JobSet the TrainJob
+    had."""
 
 
 class TrainJob(ApiModel):

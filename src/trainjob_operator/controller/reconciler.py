@@ -6,13 +6,13 @@ No kopf here: the handlers feed the store and the queue, the queue calls `Reconc
 import datetime as dt
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..api import constants as c
-from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime
 from ..api.trainjob import TrainJob, TrainJobStatus
 from ..k8s.client import ApiError, Client
 from ..logs import get
@@ -20,10 +20,11 @@ from ..metrics import Metrics
 from ..runtime.conditions import is_finished
 from ..runtime.errors import BuildError
 from ..runtime.info import RuntimeSource
+from ..runtime.lifecycle import STARTUP_RECHECK_SECONDS, check_startup, effective_run_policy, needs_rebuild
 from ..runtime.observed import Observed, StatusServer
 from ..runtime.pipeline import Framework
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
-from ..runtime.status import StatusOutcome, trainjob_state, with_reconcile_error
+from ..runtime.status import StatusOutcome, startup_failed, trainjob_state, with_reconcile_error
 from .store import Key, Store
 
 log = get("trainjob_operator.reconciler")
@@ -129,10 +130,13 @@ class Reconciler:
         nodes: int | None = job.status.nodes if job.status is not None else None
         outcome: StatusOutcome
         current = job.status or TrainJobStatus()
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()  # being deleted (by its TTL, or by a user): nothing to build, no status to write
+        policy = await self._run_policy(job)
         if is_finished(current.conditions):
             # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
             # still follows the JobSet while that exists (jobsStatus), as upstream's does.
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
+            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy)
         elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
             outcome = self._unsupported(job, now)
         else:
@@ -154,18 +158,74 @@ class Reconciler:
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
                 bound.warning("reconcile failed", reason=err.reason, error=err.message)
                 await self._event(job, err)
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
+            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy)
+            if outcome.check_startup:
+                outcome = await self._check_startup(job, outcome, policy, now)
             if outcome.delete_jobset:
-                bound.info("active deadline exceeded; deleting the JobSet")
+                bound.info("deadline exceeded; deleting the JobSet")
                 await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name,
                                                                job.namespace))
                 self.store.jobsets.remove(key)
+        if outcome.delete_trainjob:
+            # ttlSecondsAfterFinished: the TrainJob itself goes, its children by garbage collection. Only this
+            # incarnation (uid precondition): a TrainJob re-created under the same name is not touched.
+            bound.info("TTL after finished expired; deleting the TrainJob",
+                       completion_time=outcome.status.completion_time,
+                       ttl_seconds_after_finished=policy.ttl_seconds_after_finished)
+            await self._write("delete", self.client.delete(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace,
+                                                           uid=job.metadata.uid))
+            self.metrics.ttl_deletions.inc()
+            return Result()
         status = with_reconcile_error(outcome.status, (error.reason, error.message) if error else None, now)
         status.state = trainjob_state(job, status)  # type: ignore[assignment]
         if nodes is not None:
             status.nodes = nodes
         await self._write_status(job, status)
         return Result(requeue_after=outcome.requeue_after, error=error is not None)
+
+    async def _run_policy(self, job: TrainJob) -> RunPolicy:
+        """The effective run policy: the TrainJob's fields over its runtime's `runPolicy` defaults. The runtime is
+        the snapshot in force when known, else the live one (watch cache, read through), else the snapshot read
+        back (the runtime was deleted); an unreadable runtime contributes no defaults."""
+        source = self.store.known.snapshots.get(job.metadata.uid or "")
+        ref = job.spec.runtime_ref
+        if source is None and ref.api_group == c.GROUP and ref.kind in SUPPORTED_KINDS:
+            try:
+                source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace,
+                                                   ref.name)
+                if source is None:
+                    configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
+                    source = runtime_from_snapshot(job, configmap) if configmap is not None else None
+            except (ApiError, ValidationError, BuildError) as err:
+                log.warning("cannot read the runtime's run policy", namespace=job.namespace, name=job.name,
+                            error=str(err))
+        return effective_run_policy(job, source.spec.run_policy if source is not None else None)
+
+    async def _check_startup(self, job: TrainJob, outcome: StatusOutcome, policy: RunPolicy,
+                             now: dt.datetime) -> StatusOutcome:
+        """The startup deadline passed: fail the TrainJob if one of its pods still cannot start."""
+        uid = job.metadata.uid or ""
+        if uid in self.store.known.started:
+            return outcome
+        try:
+            pods = await self.client.list("v1", "Pod", job.namespace,
+                                          label_selector=f"{c.JOBSET_NAME_LABEL}={job.name}")
+        except ApiError as err:
+            log.warning("cannot list pods for the startup deadline", namespace=job.namespace, name=job.name,
+                        error=str(err))
+            return replace(outcome, requeue_after=STARTUP_RECHECK_SECONDS)
+        check = check_startup(pods)
+        if check.stuck is not None:
+            log.info("startup deadline exceeded", namespace=job.namespace, name=job.name, pod=check.stuck.name,
+                     reason=check.stuck.reason)
+            self.metrics.startup_failures.labels(reason=check.stuck.reason).inc()
+            failed = startup_failed(outcome.status, check.stuck, policy.startup_deadline_seconds or 0, now)
+            return replace(outcome, status=failed, delete_jobset=True, requeue_after=None, check_startup=False)
+        if check.started:
+            self.store.known.started.add(uid)
+            return outcome
+        wait = outcome.requeue_after
+        return replace(outcome, requeue_after=min(wait, STARTUP_RECHECK_SECONDS) if wait else STARTUP_RECHECK_SECONDS)
 
     def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:
         from ..api.trainjob import Condition
@@ -256,6 +316,18 @@ class Reconciler:
             raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err
         trainer = info.ancestor(c.ANCESTOR_TRAINER)
         for obj in objects:
+            if obj["kind"] == c.JOBSET_KIND and observed.jobset is not None:
+                if (observed.jobset.get("metadata") or {}).get("deletionTimestamp"):
+                    continue  # being deleted for a rebuild: its DELETED event brings the TrainJob back
+                if needs_rebuild(obj, observed.jobset):
+                    # Resized while suspended: JobSet keeps replicatedJobs immutable, so the JobSet is deleted
+                    # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built
+                    # again at the new size once it is gone. Secrets and the snapshot stay.
+                    log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
+                    await self._write("delete", self.client.delete(
+                        c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, propagation="Foreground",
+                        uid=(observed.jobset.get("metadata") or {}).get("uid")))
+                    continue
             applied = await self._apply(obj)
             kind, uid = obj["kind"], job.metadata.uid or ""
             if kind == c.JOBSET_KIND:
@@ -296,7 +368,8 @@ class Reconciler:
         after = status.to_wire()
         if before == after:
             return
-        if not before and set(after) <= {"state", "nodes"} and after.get("state") == c.STATE_PENDING:
+        if not before and set(after) <= {"state", "nodes", "startTime", "restarts"} and \
+                after.get("state") == c.STATE_PENDING and not after.get("restarts"):
             # Nothing to report yet: the first real change (the JobSet's own status) carries the state, so a
             # never-suspended TrainJob costs no more writes than upstream's.
             return

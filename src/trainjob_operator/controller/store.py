@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runtime.info import RuntimeSource
+from ..runtime.lifecycle import size_view
 
 Key = tuple[str, str]
 """(namespace, name)."""
@@ -31,6 +32,8 @@ def slim(obj: dict[str, Any], keep_spec: tuple[str, ...] | None = None) -> dict[
     if keep_spec is not None:
         spec = obj.get("spec") or {}
         slimmed["spec"] = {k: spec[k] for k in keep_spec if k in spec}
+        if "replicatedJobs" in keep_spec and "replicatedJobs" in spec:  # only the sizes (resize while suspended)
+            slimmed["spec"]["replicatedJobs"] = size_view(spec["replicatedJobs"])
     return slimmed
 
 
@@ -85,9 +88,12 @@ class Known:
     last_error: dict[str, str] = field(default_factory=dict)
     created_seen: set[str] = field(default_factory=set)
     nodes: dict[str, int] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)
+    """TrainJobs whose pods all started after their startup deadline was due: no more pod listings."""
 
     def forget(self, uid: str) -> None:
         self.nodes.pop(uid, None)
+        self.started.discard(uid)
         self.snapshots.pop(uid, None)
         self.mpi_secrets.discard(uid)
         self.pod_groups.discard(uid)
@@ -98,7 +104,8 @@ class Known:
 @dataclass
 class Store:
     trainjobs: ObjectCache = field(default_factory=ObjectCache)
-    jobsets: ObjectCache = field(default_factory=lambda: ObjectCache(keep_spec=("suspend", "volumeClaimPolicies")))
+    jobsets: ObjectCache = field(default_factory=lambda: ObjectCache(keep_spec=("suspend", "volumeClaimPolicies",
+                                                                                      "replicatedJobs")))
     runtimes: ObjectCache = field(default_factory=ObjectCache)
     cluster_runtimes: ObjectCache = field(default_factory=ObjectCache)
     known: Known = field(default_factory=Known)

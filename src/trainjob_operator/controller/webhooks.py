@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
-from ..runtime.defaulting import stamp_patch_times
+from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
 from ..runtime.errors import aggregate
 from ..runtime.info import RuntimeSource
 from ..runtime.observed import Observed
@@ -41,11 +41,13 @@ class Webhooks:
 
     async def mutate_trainjob(self, review: dict[str, Any]) -> Verdict:
         new, old = review.get("object") or {}, review.get("oldObject")
-        stamped = stamp_patch_times(new, old if review.get("operation") == "UPDATE" else None,
-                                    self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
-        if stamped is None:
-            return Verdict()
-        return Verdict(patch=[{"op": "replace", "path": "/spec/runtimePatches", "value": stamped}])
+        update = review.get("operation") == "UPDATE"
+        stamped = stamp_patch_times(new, old if update else None, self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        ops = keep_newer_fields(new, old if update else None,
+                                full_update=(review.get("options") or {}).get("kind") == "UpdateOptions")
+        if stamped is not None:
+            ops.append({"op": "replace", "path": "/spec/runtimePatches", "value": stamped})
+        return Verdict(patch=ops) if ops else Verdict()
 
     async def validate_trainjob(self, review: dict[str, Any]) -> Verdict:
         if review.get("operation") not in ("CREATE", "UPDATE"):

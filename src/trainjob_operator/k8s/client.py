@@ -217,13 +217,17 @@ class Client:
         return await self.request("PATCH", path, body=patch, content_type=MERGE)
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background") -> bool:
+                     propagation: str = "Background", uid: str | None = None) -> bool:
+        """Delete; with `uid`, only that incarnation of the object (a precondition: a conflict means it was
+        replaced, and counts as not found)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+        if uid:
+            options["preconditions"] = {"uid": uid}
         try:
-            await self.request("DELETE", resource_of(api_version, kind).path(namespace, name),
-                               body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation})
+            await self.request("DELETE", resource_of(api_version, kind).path(namespace, name), body=options)
             return True
         except ApiError as err:
-            if err.not_found:
+            if err.not_found or (uid and err.conflict):
                 return False
             raise
 

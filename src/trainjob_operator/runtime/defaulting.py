@@ -35,3 +35,20 @@ def stamp_patch_times(new: dict[str, Any], old: dict[str, Any] | None, now: str)
             time = now
         stamped.append({**patch, "time": time})
     return stamped if stamped != patches else None
+
+
+# Spec fields newer than v2.2's API (issue 13). Clients built against older Trainer types drop them when they PUT
+# the whole object back; Kueue v0.19 (it vendors Trainer v2.2.1) does exactly that when it admits or stops a job.
+FIELDS_OLD_CLIENTS_DROP = ("ttlSecondsAfterFinished", "startupDeadlineSeconds")
+
+
+def keep_newer_fields(new: dict[str, Any], old: dict[str, Any] | None, full_update: bool) -> list[dict[str, Any]]:
+    """JSON patch ops restoring the spec fields an UPDATE (a PUT, `full_update`) omitted but the stored TrainJob
+    has. A field is removed with a patch (`kubectl patch`/`apply`), never by leaving it out of a PUT."""
+    if not full_update or old is None:
+        return []
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec")
+    if not isinstance(new_spec, dict):
+        return []
+    return [{"op": "add", "path": f"/spec/{name}", "value": old_spec[name]}
+            for name in FIELDS_OLD_CLIENTS_DROP if name in old_spec and name not in new_spec]

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation
 from .framework import (
@@ -84,11 +85,13 @@ class Framework:
             result += validator.validate(info, old, new, observed)
         return result
 
-    def status(self, job: TrainJob, observed: Observed, now: datetime) -> StatusOutcome:
-        """PostExecution: the status plugin's view, then the Suspended condition and the deadline."""
+    def status(self, job: TrainJob, observed: Observed, now: datetime,
+               policy: RunPolicy | None = None) -> StatusOutcome:
+        """PostExecution: the status plugin's view, then the Suspended condition, the timers of the effective run
+        `policy` (None: the TrainJob's own fields only) and the lifecycle times."""
         if self.status_plugin is None:
             raise ValueError("no TrainJobStatus plugin is registered")
-        return desired_status(job, self.status_plugin.status(job, observed, now), now)
+        return desired_status(job, self.status_plugin.status(job, observed, now), now, policy)
 
     def watches(self) -> list[WatchSpec]:
         seen: dict[tuple[str, str], WatchSpec] = {}

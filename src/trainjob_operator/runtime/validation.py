@@ -186,7 +186,8 @@ def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy")
+IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy",
+                         "startupDeadlineSeconds")
 IMMUTABLE_POD_PATCH_FIELDS = ("serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets",
                               "securityContext", "terminationGracePeriodSeconds")
 
@@ -200,6 +201,15 @@ def _immutable(path: str, before: Any, after: Any) -> list[FieldError]:
     return [invalid(path, after, rules.IMMUTABLE.message)]
 
 
+def _resize_while_suspended(old_spec: dict[str, Any], new_spec: dict[str, Any]) -> bool:
+    """rules.RESIZE_WHILE_SUSPENDED: the stored TrainJob is suspended and only the resizable trainer fields
+    changed."""
+    old_trainer, new_trainer = old_spec.get("trainer"), new_spec.get("trainer")
+    if old_spec.get("suspend") is not True or not isinstance(old_trainer, dict) or not isinstance(new_trainer, dict):
+        return False
+    return all(old_trainer.get(f) == new_trainer.get(f) for f in rules.FIXED_TRAINER_FIELDS)
+
+
 def _by_key(items: Any, key: str) -> dict[Any, tuple[int, dict[str, Any]]]:
     return {item.get(key): (i, item) for i, item in enumerate(items if isinstance(items, list) else [])
             if isinstance(item, dict)}
@@ -210,6 +220,8 @@ def trainjob_transition(old_raw: dict[str, Any], new_raw: dict[str, Any]) -> lis
     errors: list[FieldError] = []
     old_spec, new_spec = _get(old_raw, "spec") or {}, _get(new_raw, "spec") or {}
     for name in IMMUTABLE_SPEC_FIELDS:
+        if name == "trainer" and _resize_while_suspended(old_spec, new_spec):
+            continue
         errors += _immutable(f"spec.{name}", old_spec.get(name), new_spec.get(name))
     old_patches = _by_key(old_spec.get("runtimePatches"), "manager")
     for i, patch in _by_key(new_spec.get("runtimePatches"), "manager").values():
@@ -260,6 +272,17 @@ def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lo
     return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed)
 
 
+def run_policy_errors(runtime: TrainingRuntime | ClusterTrainingRuntime) -> list[FieldError]:
+    """With a `runPolicy`, cleanup belongs to the TrainJob (upstream T#4052): the JobSet template must not carry its
+    own TTL, which would delete the JobSet under a TrainJob that is kept."""
+    policy, template = runtime.spec.run_policy, runtime.spec.template.spec
+    if policy is None or template.ttl_seconds_after_finished is None:
+        return []
+    return [invalid("spec.template.spec.ttlSecondsAfterFinished", template.ttl_seconds_after_finished,
+                    "must not be set when spec.runPolicy is set: use spec.runPolicy.ttlSecondsAfterFinished, which "
+                    "deletes the TrainJob with its JobSet")]
+
+
 def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validation:
     """The runtime validating webhooks (§7.3): ancestor jobs have one replica and the required container."""
     errors: list[FieldError] = []
@@ -277,6 +300,7 @@ def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validati
             errors.append(invalid(f"{path}.template.spec.template.spec.containers",
                                   [names.go_container(ct) for ct in containers],
                                   f"must contain the required container for the ancestor: {ancestor}"))
+    errors += run_policy_errors(runtime)
     warnings: tuple[str, ...] = ()
     if runtime.kind == c.CLUSTER_TRAINING_RUNTIME_KIND and \
             (runtime.metadata.labels or {}).get(c.SUPPORT_LABEL) == c.SUPPORT_DEPRECATED:

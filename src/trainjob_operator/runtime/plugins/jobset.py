@@ -7,7 +7,7 @@ from ...api import constants as c
 from ...api.core import EnvVar, ObjectMeta
 from ...api.jobset import ReplicatedJob
 from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, TrainJobStatus
-from .. import names
+from .. import lifecycle, names
 from ..apply import upsert_env
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
@@ -27,7 +27,7 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
         # A running JobSet is never mutated: only apply when absent or when either side is suspended (§5.4).
         if observed.jobset is not None and not job.spec.suspend and not observed.jobset_suspended:
             return []
-        jobset = build_jobset(info, job)
+        jobset = build_jobset(info, job, restarts_spent(job, observed))
         stored = ((observed.jobset or {}).get("spec") or {}).get("volumeClaimPolicies")
         if stored is not None and "volumeClaimPolicies" in jobset["spec"]:
             # Immutable in JobSet, and JobSet's webhook completes it at creation (retentionPolicy, status): a
@@ -36,7 +36,8 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
         return [jobset]
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
-        return Validation(tuple(_validate_initializers(info, new) + _validate_patches(info, old, new, observed)))
+        return Validation(tuple(_validate_initializers(info, new) + _validate_patches(info, old, new, observed)
+                                + _validate_resize(old, new, observed)))
 
     def status(self, job: TrainJob, observed: Observed, now: datetime) -> TrainJobStatus:
         return jobset_status(job, observed.jobset, now)
@@ -64,8 +65,17 @@ def _apply_initializer(rjob: ReplicatedJob, container_name: str, source: Initial
             container.env_from = [*(container.env_from or []), {"secretRef": {"name": source.secret_ref.name}}]
 
 
-def build_jobset(info: RuntimeInfo, job: TrainJob) -> Manifest:
-    """The JobSet of spec §5.3 from an Info that every other plugin has already enforced."""
+def restarts_spent(job: TrainJob, observed: Observed) -> int:
+    """Restarts used before the JobSet being built: as recorded on the existing JobSet (re-applies send the same
+    value), or the TrainJob's count when a JobSet is created (again)."""
+    if observed.jobset is not None:
+        return lifecycle.restarts_before(observed.jobset)
+    return (job.status.restarts if job.status is not None else None) or 0
+
+
+def build_jobset(info: RuntimeInfo, job: TrainJob, restarts_before: int = 0) -> Manifest:
+    """The JobSet of spec §5.3 from an Info that every other plugin has already enforced. A JobSet created after
+    `restarts_before` restarts gets only the rest of the runtime's `maxRestarts` budget (issue 13)."""
     trainer = job.spec.trainer
     initializer = job.spec.initializer
     launcher_as_node = bool(info.ml_policy and info.ml_policy.mpi and info.ml_policy.mpi.run_launcher_as_node)
@@ -104,11 +114,17 @@ def build_jobset(info: RuntimeInfo, job: TrainJob) -> Manifest:
                 meta.annotations = {**(meta.annotations or {}), **info.scheduler.pod_annotations}
             template.metadata = meta
     info.template.suspend = bool(job.spec.suspend)
+    annotations = dict(info.annotations)
+    policy = info.template.failure_policy
+    if restarts_before > 0:
+        annotations[c.RESTARTS_BEFORE_ANNOTATION] = str(restarts_before)
+        if policy is not None and policy.max_restarts is not None:
+            policy.max_restarts = lifecycle.remaining_restarts(policy.max_restarts, restarts_before)
     metadata: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
     if info.labels:
         metadata["labels"] = dict(info.labels)
-    if info.annotations:
-        metadata["annotations"] = dict(info.annotations)
+    if annotations:
+        metadata["annotations"] = annotations
     metadata["ownerReferences"] = [owner_reference(job)]
     return {
         "apiVersion": c.JOBSET_API_VERSION,
@@ -215,6 +231,21 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
     return errors
 
 
+def _validate_resize(old: TrainJob | None, new: TrainJob, observed: Observed) -> list[FieldError]:
+    """Resize while suspended (issue 13): the CRD rule (rules.RESIZE_WHILE_SUSPENDED) admits it only when the stored
+    TrainJob is suspended; the webhook also waits until the suspended JobSet's pods are gone, as for runtime
+    patches."""
+    if old is None or not old.spec.suspend:
+        return []
+    errors: list[FieldError] = []
+    for path in lifecycle.resize_fields_changed(old, new):
+        for status in ((observed.jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []:
+            if status.get("active", 0) > 0:
+                errors.append(forbidden(path, f"cannot be changed while the JobSet's ReplicatedJob "
+                                              f"{status.get('name')} is still active"))
+    return errors
+
+
 def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -> TrainJobStatus:
     """Complete/Failed copied from the JobSet (type renamed), jobsStatus mirrored (spec §6.2–6.3)."""
     status = job.status.model_copy(deep=True) if job.status is not None else TrainJobStatus()
@@ -230,6 +261,7 @@ def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -
             continue
         set_condition(conditions, Condition.model_validate({**condition, "type": renamed}), now)
     status.conditions = conditions or None
+    status.restarts = lifecycle.total_restarts(status.restarts, jobset)
     replicated = (jobset.get("status") or {}).get("replicatedJobsStatus")
     status.jobs_status = [
         JobStatus(name=r["name"], ready=r.get("ready", 0), succeeded=r.get("succeeded", 0),

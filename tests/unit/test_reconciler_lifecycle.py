@@ -1,0 +1,197 @@
+"""The reconciler executes the lifecycle decisions (issue 13): TTL deletion of the TrainJob itself (this
+incarnation only), the startup deadline's pod check, the JobSet rebuild after a resize, the runtime's run policy.
+An in-memory client stands in for the API server; the clock is fixed."""
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from builders import RuntimeBuilder, TrainJobBuilder
+from trainjob_operator.api import constants as c
+from trainjob_operator.controller.reconciler import Reconciler
+from trainjob_operator.controller.store import Store
+from trainjob_operator.k8s.client import ApiError
+from trainjob_operator.metrics import Metrics
+from trainjob_operator.runtime.pipeline import Framework
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
+EARLIER = "2026-11-22T11:00:00Z"
+KEY = ("default", "test-job")
+RT = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={})
+COMPLETE = {"type": "Complete", "status": "True", "reason": "AllJobsCompleted", "message": "done",
+            "lastTransitionTime": EARLIER}
+
+
+@dataclass
+class FakeClient:
+    """Records every call; answers from `objects` (by kind, namespace, name) and `pods`; a status patch is merged
+    into `trainjob`."""
+
+    objects: dict[tuple[str, str | None, str], dict[str, Any]] = field(default_factory=dict)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+    trainjob: dict[str, Any] = field(default_factory=dict)
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Any:
+        self.calls.append(("get", kind, name))
+        return self.objects.get((kind, namespace, name))
+
+    async def list(self, api_version: str, kind: str, namespace: str | None = None,
+                   label_selector: str | None = None) -> list[dict[str, Any]]:
+        self.calls.append(("list", kind, namespace, label_selector))
+        return self.pods
+
+    async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = True) -> dict[str, Any]:
+        self.calls.append(("apply", obj["kind"], obj["metadata"]["name"]))
+        return {**obj, "metadata": {**obj["metadata"], "uid": f"{obj['kind']}-uid", "resourceVersion": "1"}}
+
+    async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
+        self.calls.append(("create", obj["kind"], obj["metadata"].get("name")))
+        if obj["kind"] == "ConfigMap" and ("ConfigMap", obj["metadata"]["namespace"], obj["metadata"]["name"]) \
+                in self.objects:
+            raise ApiError(409, "AlreadyExists", "exists", {})
+        return obj
+
+    async def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None,
+                          patch: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        self.calls.append(("patch", kind, name, patch))
+        status = {**(self.trainjob.get("status") or {}), **patch["status"]}
+        self.trainjob = {**self.trainjob, "status": {k: v for k, v in status.items() if v is not None}}
+        return self.trainjob
+
+    async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+                     propagation: str = "Background", uid: str | None = None) -> bool:
+        self.calls.append(("delete", kind, name, propagation, uid))
+        return True
+
+
+def reconciler(client: FakeClient, job: TrainJobBuilder, jobset: dict[str, Any] | None = None) -> Reconciler:
+    store = Store()
+    store.trainjobs.put(job.raw())
+    client.trainjob = job.raw()
+    store.runtimes.put(RT.raw())
+    if jobset is not None:
+        store.jobsets.put(jobset)
+    return Reconciler(client, store, Framework.from_registry(), Metrics(), clock=lambda: NOW)  # type: ignore[arg-type]
+
+
+def writes(client: FakeClient) -> list[tuple[Any, ...]]:
+    return [call for call in client.calls if call[0] in ("delete", "apply", "patch")]
+
+
+JOB = TrainJobBuilder.make().set("metadata.creationTimestamp", EARLIER)
+
+
+def test_an_expired_ttl_deletes_this_trainjob_and_writes_nothing_else() -> None:
+    job = JOB.set("spec.ttlSecondsAfterFinished", 60).set("status", {
+        "conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER})
+    client = FakeClient()
+    result = asyncio.run(reconciler(client, job).reconcile(KEY))
+    assert writes(client) == [("delete", c.TRAINJOB_KIND, "test-job", "Background", "uid")]
+    assert (result.requeue_after, result.error) == (None, False)
+
+
+def test_a_pending_ttl_requeues_at_expiry() -> None:
+    job = JOB.set("spec.ttlSecondsAfterFinished", 600).set("status", {
+        "conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER,
+        "state": "Complete"})
+    client = FakeClient()
+    result = asyncio.run(reconciler(client, job).reconcile(KEY))
+    assert writes(client) == []
+    assert result.requeue_after == 480.0
+
+
+def test_the_runtimes_ttl_applies_when_the_trainjob_sets_none() -> None:
+    runtime_ttl = RT.set("spec.runPolicy", {"ttlSecondsAfterFinished": 30})
+    job = JOB.set("status", {"conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z",
+                             "startTime": EARLIER})
+    client = FakeClient()
+    rec = reconciler(client, job)
+    rec.store.runtimes.put(runtime_ttl.raw())
+    asyncio.run(rec.reconcile(KEY))
+    assert writes(client) == [("delete", c.TRAINJOB_KIND, "test-job", "Background", "uid")]
+
+
+def test_a_trainjob_being_deleted_is_left_alone() -> None:
+    job = JOB.set("metadata.deletionTimestamp", EARLIER).set("spec.ttlSecondsAfterFinished", 0).set(
+        "status", {"conditions": [COMPLETE], "completionTime": EARLIER})
+    client = FakeClient()
+    asyncio.run(reconciler(client, job).reconcile(KEY))
+    assert client.calls == []
+
+
+RUNNING_JOBSET = {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET_KIND,
+                  "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1"},
+                  "spec": {"suspend": False}, "status": {}}
+UNSCHEDULABLE_POD = {"metadata": {"name": "test-job-node-0-1"}, "status": {"phase": "Pending", "conditions": [
+    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}
+
+
+def test_a_pod_stuck_after_the_startup_deadline_fails_the_trainjob() -> None:
+    job = JOB.set("spec.startupDeadlineSeconds", 60).set("status", {"startTime": EARLIER})
+    client = FakeClient(pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}},
+                              UNSCHEDULABLE_POD])
+    asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
+    assert ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job") in client.calls
+    [status_patch] = [call[3]["status"] for call in client.calls if call[0] == "patch"]
+    assert status_patch["conditions"] == [{
+        "type": "Failed", "status": "True", "reason": "StartupDeadlineExceeded",
+        "message": "pod test-job-node-0-1 did not start within the startup deadline of 60s (Unschedulable: 0/1 "
+                   "nodes are available)", "lastTransitionTime": "2026-11-22T12:00:00Z"}]
+    assert (status_patch["state"], status_patch["completionTime"]) == ("Failed", "2026-11-22T12:00:00Z")
+    assert ("delete", c.JOBSET_KIND, "test-job", "Background", None) in client.calls
+
+
+def test_started_pods_end_the_startup_checks() -> None:
+    job = JOB.set("spec.startupDeadlineSeconds", 60).set("status", {"startTime": EARLIER})
+    client = FakeClient(pods=[{"metadata": {"name": "p"}, "status": {"phase": "Running"}}])
+    rec = reconciler(client, job, RUNNING_JOBSET)
+    assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
+    assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
+    assert [call for call in client.calls if call[0] == "list"] == [
+        ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job")]
+
+
+def test_pods_still_starting_are_checked_again_soon() -> None:
+    job = JOB.set("spec.startupDeadlineSeconds", 60).set("status", {"startTime": EARLIER})
+    client = FakeClient(pods=[{"metadata": {"name": "p"}, "status": {"phase": "Pending"}}])
+    assert asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY)).requeue_after == 10.0
+    assert not any(call[0] == "delete" for call in client.calls)
+
+
+def test_a_resized_suspended_trainjob_gets_its_jobset_rebuilt() -> None:
+    job = JOB.suspend().trainer(numNodes=2)
+    client = FakeClient()
+    rec = reconciler(client, job)
+    asyncio.run(rec.reconcile(KEY))  # builds the JobSet for 2 nodes (the fake apply answers it back)
+    assert ("apply", c.JOBSET_KIND, "test-job") in client.calls
+    client.calls.clear()
+    client.trainjob = {**job.trainer(numNodes=3).raw(), "status": client.trainjob.get("status")}
+    rec.store.trainjobs.put(client.trainjob)
+    asyncio.run(rec.reconcile(KEY))
+    jobset_writes = [call for call in client.calls if call[1] == c.JOBSET_KIND and call[0] in ("apply", "delete")]
+    assert jobset_writes == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "JobSet-uid")]
+    client.calls.clear()
+    stored = rec.store.jobsets.get(KEY)
+    assert stored is not None
+    rec.store.jobsets.put({**stored, "metadata": {**stored["metadata"], "deletionTimestamp": EARLIER,
+                                                  "resourceVersion": "2"}})
+    asyncio.run(rec.reconcile(KEY))
+    assert [call for call in client.calls if call[1] == c.JOBSET_KIND] == [], "waits while the old one goes"
+    rec.store.jobsets.remove(KEY)
+    asyncio.run(rec.reconcile(KEY))
+    assert ("apply", c.JOBSET_KIND, "test-job") in client.calls
+    rebuilt = rec.store.jobsets.get(KEY)
+    assert rebuilt is not None
+    node = next(rj for rj in rebuilt["spec"]["replicatedJobs"] if rj["name"] == c.NODE)
+    assert node["template"]["spec"]["parallelism"] == 3
+
+
+def test_an_unchanged_suspended_trainjob_is_not_rebuilt() -> None:
+    job = JOB.suspend().trainer(numNodes=2)
+    client = FakeClient()
+    rec = reconciler(client, job)
+    asyncio.run(rec.reconcile(KEY))
+    asyncio.run(rec.reconcile(KEY))
+    assert not any(call[0] == "delete" for call in client.calls)
