@@ -14,8 +14,8 @@ from trainjob_operator.k8s import config as k8s_config
 from trainjob_operator.k8s.client import Client, resource_of
 
 
-def connect(kubeconfig: str) -> Client:
-    return Client(k8s_config.from_kubeconfig(kubeconfig), qps=0, burst=0, timeout=300)
+async def connect(kubeconfig: str) -> Client:
+    return Client(await k8s_config.from_kubeconfig(kubeconfig), qps=0, burst=0, timeout=300)
 
 
 async def watch(client: Client, api_version: str, kind: str, namespace: str,
@@ -32,9 +32,9 @@ async def watch(client: Client, api_version: str, kind: str, namespace: str,
         url = (f"{client.connection.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
                "&timeoutSeconds=600")
         headers = {"Accept": "application/json"}
-        token = client.connection.bearer()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = client.connection.header()
+        if authorization:
+            headers["Authorization"] = authorization
         async with client._http().get(url, headers=headers,
                                       timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
             async for line in resp.content:
