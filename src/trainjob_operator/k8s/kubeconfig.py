@@ -56,7 +56,8 @@ def resolve(kubeconfig: str | None, context: str | None) -> dict[str, Any]:
         raise SystemExit(_fail(f"kubeconfig {path}: {type(err).__name__}: {err}")) from None
     current = loader.current_context
     user = current.get("context", {}).get("user")
-    authorization = cfg.api_key.get("authorization")
+    # kubectl trims a token file's content; the Python client keeps its newline, which no header may carry.
+    authorization = (cfg.api_key.get("authorization") or "").strip() or None
     raw_user = loader._user.value if loader._user is not None else {}
     if "exec" in raw_user and not authorization and not cfg.cert_file:
         detail = "; ".join(errors.lines) or "no token or client certificate in its output"
