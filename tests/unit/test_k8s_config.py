@@ -121,7 +121,8 @@ def test_socks_proxies_are_refused_by_name() -> None:
     with pytest.raises(ConfigError) as err:
         k8s_config.from_resolved({"server": "https://k", "proxy_url": "socks5://p:1080", "source": "context a of /k"},
                                  "/k", None, 0.0)
-    assert str(err.value) == "context a of /k: proxy-url socks5://p:1080: only http:// and https:// proxies are supported"
+    assert str(err.value) == ("context a of /k: proxy-url socks5://p:1080: only http:// and https:// proxies are "
+                              "supported")
 
 
 def test_an_expiring_token_and_the_authorization_header() -> None:

@@ -55,7 +55,8 @@ DECISIONS = [
     ("operator namespace missing and the user may not create it: say so, with both fixes", PLAN,
      facts(namespace="missing"),
      Decision(fatal=f"operator namespace kubeflow-system does not exist and {USER} may not create it: "
-                    "`kubectl create namespace kubeflow-system`, or pass --operator-namespace <an existing namespace>")),
+                    "`kubectl create namespace kubeflow-system`, or pass --operator-namespace "
+                    "<an existing namespace>")),
     ("no webhooks and no leader election: nothing lives in the operator namespace",
      Plan("gone", webhooks=False, leader_election=False), facts(namespace="missing"), Decision()),
     ("a verb it needs is denied: names verb and resource, and how to grant it", PLAN, facts(denied=(LIST_TRAINJOBS,)),
