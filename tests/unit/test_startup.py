@@ -133,12 +133,12 @@ def test_every_rule_of_the_shipped_rbac_is_checked() -> None:
 
 def test_backoff_doubles_to_a_cap_and_gives_up_within_the_deadline() -> None:
     delays = [startup.backoff(n) for n in range(7)]
-    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0]
     waited, attempts = 0.0, 0
     while waited + startup.backoff(attempts) <= startup.CONNECT_DEADLINE:
         waited += startup.backoff(attempts)
         attempts += 1
-    assert (attempts, waited) == (6, 23.5)  # six retries, and the whole start stays under 30 s
+    assert (attempts, waited) == (6, 17.5)  # six retries, and the whole start stays under 30 s
 
 
 def test_error_lines_name_the_server_the_context_and_the_fix() -> None:

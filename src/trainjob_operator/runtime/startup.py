@@ -188,12 +188,13 @@ def decide(plan: Plan, facts: Facts) -> Decision:
 
 # --- reaching the API server --------------------------------------------------------------------------------------
 
-CONNECT_DEADLINE = 25.0
-"""Seconds of retrying an API server that does not answer before giving up (the whole start stays under 30 s)."""
+CONNECT_DEADLINE = 20.0
+"""Seconds of retrying an API server that does not answer before giving up: with the interpreter's start and the
+kubeconfig resolved, the whole run stays under 30 s."""
 
 
-def backoff(attempt: int, base: float = 0.5, cap: float = 8.0) -> float:
-    """Seconds to wait after failed attempt number `attempt` (0-based): 0.5, 1, 2, 4, 8, 8, ..."""
+def backoff(attempt: int, base: float = 0.5, cap: float = 5.0) -> float:
+    """Seconds to wait after failed attempt number `attempt` (0-based): 0.5, 1, 2, 4, 5, 5, ..."""
     return float(min(cap, base * 2 ** max(attempt, 0)))
 
 
