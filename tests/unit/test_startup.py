@@ -178,7 +178,7 @@ def test_readiness(state: Readiness, want: tuple[bool, str]) -> None:
 # --- caches synced --------------------------------------------------------------------------------------------------
 
 def sync_after(steps: list[tuple[str, str, Any]]) -> tuple[str, ...]:
-    sync = CacheSync()
+    sync = CacheSync(resources=tuple(dict.fromkeys(resource for _, resource, _ in steps)))
     for step, resource, value in steps:
         if step == "expect":
             sync.expect(resource, value)
@@ -199,6 +199,7 @@ SYNC = [
                                                       ("seen", "jobsets", True)], ()),
     ("each resource on its own", [("expect", "trainjobs", 1), ("expect", "jobsets", 1), ("seen", "trainjobs", True)],
      ("jobsets",)),
+    ("not counted yet: pending, however many arrived", [("seen", "trainjobs", True)], ("trainjobs",)),
 ]
 
 

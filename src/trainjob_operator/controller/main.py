@@ -51,6 +51,7 @@ class Manager:
 
     def __post_init__(self) -> None:
         self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics)
+        self.sync.resources = tuple(cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces))
 
     # --- events from kopf's watches -----------------------------------------------------------------
 

@@ -180,7 +180,7 @@ class Client:
         if self.on_request is not None:
             self.on_request(method, resource)
         if self.connection.expiring(dt.datetime.now(dt.UTC)):
-            await self.refresh()
+            await self.refresh(min_age=10.0)  # a plugin handing out nearly expired tokens is not asked per request
         data = json.dumps(body) if body is not None else None
         query = f"?{urlencode(params)}" if params else ""
         try:

@@ -254,6 +254,8 @@ class CacheSync:
     arrived from the initial listing, or once a live watch event arrived (the listing is over). A lower count seen
     later (objects deleted meanwhile) lowers the expectation."""
 
+    resources: tuple[str, ...] = ()
+    """Every watched collection; one not counted yet is pending."""
     expected: dict[str, int] = field(default_factory=dict)
     listed: dict[str, int] = field(default_factory=dict)
     live: set[str] = field(default_factory=set)
@@ -269,5 +271,5 @@ class CacheSync:
             self.live.add(resource)
 
     def pending(self) -> tuple[str, ...]:
-        return tuple(sorted(r for r, n in self.expected.items()
-                            if r not in self.live and self.listed.get(r, 0) < n))
+        return tuple(sorted(r for r in {*self.resources, *self.expected} if r not in self.live and
+                            (r not in self.expected or self.listed.get(r, 0) < self.expected[r])))
