@@ -244,6 +244,28 @@ def test_a_verb_it_needs_is_denied(bare: Bare, tmp_path: Path) -> None:
     assert took < START_LIMIT
 
 
+def test_webhooks_the_api_server_cannot_call_are_named_and_taken_away(bare: Bare, tmp_path: Path) -> None:
+    """Webhook configurations pointing where the API server cannot connect would refuse every TrainJob write: the
+    operator finds out with a dry-run TrainJob, removes them and exits with the line saying what to set."""
+    crds(bare, trainer=True, jobset=True)
+    bare.kube.run("create", "namespace", "kubeflow-system", check=False)
+    port = free_port()
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"webhook": {"port": port, "url_host": "127.0.0.2",
+                                                  "validating_name": "probe-validator.example.com",
+                                                  "mutating_name": "probe-defaulter.example.com"},
+                                      "leader_election": {"enabled": False}}))
+    code, took, lines = run_operator(bare.kubeconfig, tmp_path, "--config", str(config))
+    line = error_line(lines)
+    assert code == 3 and took < START_LIMIT
+    assert line.startswith(f"the API server cannot call the operator's webhooks at https://127.0.0.2:{port} "
+                           '(Internal error occurred: failed calling webhook "'), line
+    assert line.endswith("); set webhook.host and webhook.url_host in --config to an address of this machine the "
+                         "API server reaches, or run with --no-webhooks")
+    assert bare.kube.get("validatingwebhookconfiguration", "probe-validator.example.com") is None
+    assert bare.kube.get("mutatingwebhookconfiguration", "probe-defaulter.example.com") is None
+
+
 def start(kubeconfig: Path, tmp: Path, name: str, **config: Any) -> OperatorProcess:
     process = OperatorProcess(str(kubeconfig), name, config)
     process.start(tmp)

@@ -150,6 +150,27 @@ def test_error_lines_name_the_server_the_context_and_the_fix() -> None:
         "the user's credentials in the kubeconfig, or pass another --context")
 
 
+# --- the API server reaches the webhooks ---------------------------------------------------------------------------
+
+PROBES = [
+    ("our webhook refused the probe: reachable", 403, 'admission webhook "validator.trainjob.trainer.kubeflow.org" '
+     'denied the request: spec.runtimeRef: Invalid value: "trainjob-operator-webhook-probe": ...', "reachable"),
+    ("the API server could not call it: unreachable", 500, 'Internal error occurred: failed calling webhook '
+     '"defaulter.trainjob.trainer.kubeflow.org": Post "https://127.0.0.1:9443/...": connect: connection refused',
+     "unreachable"),
+    ("RBAC: may not create TrainJobs, cannot tell", 403, 'trainjobs.trainer.kubeflow.org is forbidden: User "x" '
+     'cannot create resource "trainjobs"', "unknown"),
+    ("admitted: the configurations are not loaded yet, ask again", 201, "", "again"),
+    ("another webhook refused it: ask again", 400, 'admission webhook "other.example.com" denied the request: no',
+     "again"),
+]
+
+
+@pytest.mark.parametrize(("status", "message", "want"), [p[1:] for p in PROBES], ids=[p[0] for p in PROBES])
+def test_webhook_probe(status: int, message: str, want: str) -> None:
+    assert startup.webhook_probe(status, message) == want
+
+
 # --- readiness ------------------------------------------------------------------------------------------------------
 
 READY = Readiness(preflight_done=True, webhooks_registered=True, leader=True)

@@ -21,6 +21,7 @@ from ..config import Webhook
 from ..k8s.client import ApiError, Client
 from ..logs import get
 from ..metrics import Metrics
+from ..runtime import startup
 
 log = get("trainjob_operator.admission")
 
@@ -205,11 +206,42 @@ def webhook_configurations(cfg: Webhook, namespace: str, ca: bytes) -> list[dict
     ]
 
 
+def webhook_url(cfg: Webhook, namespace: str) -> str:
+    if cfg.service_name:
+        return f"https://{cfg.service_name}.{namespace}.svc:{cfg.service_port}"
+    return f"https://{cfg.url_host or cfg.host}:{cfg.port}"
+
+
+async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, interval: float = 0.5) -> str | None:
+    """Does the API server reach our webhooks? A dry-run TrainJob naming a runtime that never exists: our webhook
+    refuses it, or the API server says it failed calling it. The failure's words, or None (reachable, or this user
+    may not create TrainJobs to find out)."""
+    body = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND,
+            "metadata": {"generateName": "webhook-probe-", "namespace": namespace},
+            "spec": {"runtimeRef": {"name": startup.PROBE_RUNTIME, "kind": c.CLUSTER_TRAINING_RUNTIME_KIND}}}
+    for _ in range(attempts):
+        try:
+            await client.request("POST", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs", body=body,
+                                 params={"dryRun": "All"})
+            verdict, message = startup.webhook_probe(201, ""), ""
+        except ApiError as err:
+            verdict, message = startup.webhook_probe(err.status, err.message), err.message
+        if verdict == "unreachable":
+            return message
+        if verdict in ("reachable", "unknown"):
+            log.info("webhook probe", result=verdict)
+            return None
+        await asyncio.sleep(interval)  # the API server loads new configurations within a second or so
+    return None
+
+
 async def keep_webhooks_current(client: Client, server: AdmissionServer, cfg: Webhook, namespace: str,
                                 clock: Callable[[], dt.datetime], ready: asyncio.Event,
-                                interval: float = 300) -> None:
-    """Load the certificate, publish the configurations, then re-check periodically (rotation, other replicas)."""
+                                interval: float = 300, fatal: Callable[[str], None] | None = None) -> None:
+    """Load the certificate, publish the configurations, check once that the API server reaches them (`fatal` is
+    told when not), then re-check periodically (rotation, other replicas)."""
     current: bytes | None = None
+    probed = fatal is None
     while True:
         try:
             bundle = await ensure_certificate(client, cfg, namespace, clock())
@@ -220,7 +252,13 @@ async def keep_webhooks_current(client: Client, server: AdmissionServer, cfg: We
                 for obj in webhook_configurations(cfg, namespace, bundle.ca_cert):
                     await client.apply(obj, "trainjob-operator", force=True)
                 current = bundle.cert
-                ready.set()
+            if not probed:
+                failure = await probe_webhooks(client, namespace)
+                probed = True
+                if failure is not None and fatal is not None:
+                    fatal(startup.webhooks_unreachable(webhook_url(cfg, namespace), failure))
+                    return
+            ready.set()
         except (ApiError, OSError) as err:
             log.warning("cannot settle webhook certificate or configurations", error=str(err))
             await asyncio.sleep(5)

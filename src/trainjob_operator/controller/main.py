@@ -47,6 +47,9 @@ class Manager:
     kopf_ready: asyncio.Event = field(default_factory=asyncio.Event)
     states: dict[Key, str] = field(default_factory=dict)
     preflight_done: bool = False
+    fatal: str | None = None
+    """Why the operator stops after starting (the API server cannot reach its webhooks)."""
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
     sync: startup.CacheSync = field(default_factory=startup.CacheSync)
 
     def __post_init__(self) -> None:
@@ -282,8 +285,12 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         if cfg.webhook.enabled:
             webhooks = Webhooks(manager.framework, manager.reconciler, utcnow)
             admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
+            def fatal(line: str) -> None:
+                manager.fatal = line
+                manager.stop.set()
+
             tasks.append(asyncio.create_task(keep_webhooks_current(
-                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready)))
+                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready, fatal=fatal)))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
             manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
@@ -306,7 +313,8 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
-                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag)
+                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag,
+                                stop_flag=manager.stop)
         finally:
             for task in tasks:
                 task.cancel()
@@ -318,6 +326,20 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             if admission is not None:
                 await admission.stop()
             await health.stop()
+            if manager.fatal is not None:
+                await remove_webhook_configurations(client, cfg)
+        if manager.fatal is not None:
+            raise StartupError(manager.fatal)
+
+
+async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
+    """Configurations the API server cannot call refuse every TrainJob write (failurePolicy Fail): take them away."""
+    for kind, name in (("ValidatingWebhookConfiguration", cfg.webhook.validating_name),
+                       ("MutatingWebhookConfiguration", cfg.webhook.mutating_name)):
+        try:
+            await client.delete("admissionregistration.k8s.io/v1", kind, name)
+        except (ApiError, OSError) as err:
+            log.warning("cannot remove the webhook configuration", kind=kind, name=name, error=str(err))
 
 
 def parser() -> argparse.ArgumentParser:

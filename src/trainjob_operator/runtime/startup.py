@@ -214,6 +214,32 @@ def untrusted(server: str, source: str, error: str) -> str:
             f"kubeconfig (insecure-skip-tls-verify: true only for throw-away clusters)")
 
 
+# --- the API server reaches the webhooks ---------------------------------------------------------------------------
+
+WebhookProbe = Literal["reachable", "unreachable", "unknown", "again"]
+PROBE_RUNTIME = "trainjob-operator-webhook-probe"
+"""A runtime that never exists: the dry-run TrainJob that names it is refused by our webhook, if it is called."""
+
+
+def webhook_probe(status: int, message: str) -> WebhookProbe:
+    """The answer to a dry-run create of a TrainJob naming a missing runtime: our webhook refused it (so the API
+    server reaches it), the API server could not call it, we may not ask (RBAC), or not decided yet (the API server
+    has not loaded the new configurations: ask again)."""
+    if "failed calling webhook" in message:
+        return "unreachable"
+    if "denied the request" in message and PROBE_RUNTIME in message:
+        return "reachable"
+    if status == 403:
+        return "unknown"
+    return "again"
+
+
+def webhooks_unreachable(url: str, detail: str) -> str:
+    return (f"the API server cannot call the operator's webhooks at {url} ({detail}); set webhook.host and "
+            f"webhook.url_host in --config to an address of this machine the API server reaches, or run with "
+            f"--no-webhooks")
+
+
 # --- readiness ----------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
