@@ -3,7 +3,8 @@ new user meets it: it starts and serves, or exits within 30 s with one line nami
 Credentials as kubectl takes them: the admin's client certificate, a ServiceAccount token, an exec plugin.
 
 The bare cluster is this module's own (kwokctl without controller-manager and scheduler), next to the session
-cluster, so CRDs can come and go without disturbing other tests."""
+cluster, so CRDs can come and go without disturbing other tests. Without a namespace controller nothing here can
+delete a namespace: only the README test uses kubeflow-system, the others `default`."""
 
 from __future__ import annotations
 
@@ -55,7 +56,13 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bare]:
     tmp = tmp_path_factory.mktemp("bare")
     name = f"{cluster_lib.cluster_name()}-bare"
     config = tmp / "kwokctl.yaml"
-    config.write_text(cluster_lib._kwokctl_config(bin_dir))
+    config.write_text(json.dumps({
+        "kind": "KwokctlConfiguration", "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "options": {"runtime": "binary", "bindAddress": "127.0.0.1", "kubeBinaryPrefix": str(bin_dir),
+                    "kubectlBinary": str(bin_dir / "kubectl"), "etcdBinary": str(bin_dir / "etcd"),
+                    "kwokControllerBinary": str(bin_dir / "kwok"), "kubeAuthorization": True,
+                    "kubeVersion": cluster_lib._version_of(bin_dir, "kubernetes"),
+                    "etcdVersion": cluster_lib._version_of(bin_dir, "etcd")}}))
     env = {**os.environ, "KWOK_WORKDIR": str(tmp / "kwok"), "KWOK_KUBECTL_BINARY": str(bin_dir / "kubectl")}
     info = Bare(name, tmp / "kubeconfig", bin_dir / "kubectl", env, bin_dir / "kwokctl", config)
     created = subprocess.run([str(info.kwokctl), "--name", name, "--config", str(config), "create", "cluster",
@@ -235,10 +242,9 @@ def test_operator_namespace_missing_and_not_creatable(bare: Bare, tmp_path: Path
 
 def test_a_verb_it_needs_is_denied(bare: Bare, tmp_path: Path) -> None:
     crds(bare, trainer=True, jobset=True)
-    bare.kube.run("create", "namespace", "kubeflow-system", check=False)
     token = service_account(bare, "no-jobset-watch", operator_rules(drop=("watch", "jobsets")))
     kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"token": token})
-    code, took, lines = run_operator(kubeconfig, tmp_path)
+    code, took, lines = run_operator(kubeconfig, tmp_path, "--operator-namespace", "default")
     assert (code, error_line(lines)) == (3, "RBAC: system:serviceaccount:default:no-jobset-watch may not watch "
                                             f"jobsets.jobset.x-k8s.io cluster-wide; {startup.RBAC_FIX}")
     assert took < START_LIMIT
@@ -248,18 +254,17 @@ def test_webhooks_the_api_server_cannot_call_are_named_and_taken_away(bare: Bare
     """Webhook configurations pointing where the API server cannot connect would refuse every TrainJob write: the
     operator finds out with a dry-run TrainJob, removes them and exits with the line saying what to set."""
     crds(bare, trainer=True, jobset=True)
-    bare.kube.run("create", "namespace", "kubeflow-system", check=False)
-    port = free_port()
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"webhook": {"port": port, "url_host": "127.0.0.2",
+    config.write_text(yaml.safe_dump({"webhook": {"url_host": "127.0.0.2",
                                                   "validating_name": "probe-validator.example.com",
                                                   "mutating_name": "probe-defaulter.example.com"},
                                       "leader_election": {"enabled": False}}))
-    code, took, lines = run_operator(bare.kubeconfig, tmp_path, "--config", str(config))
+    code, took, lines = run_operator(bare.kubeconfig, tmp_path, "--config", str(config), "--operator-namespace",
+                                     "default")
     line = error_line(lines)
     assert code == 3 and took < START_LIMIT
-    assert line.startswith(f"the API server cannot call the operator's webhooks at https://127.0.0.2:{port} "
-                           '(Internal error occurred: failed calling webhook "'), line
+    assert re.match(r"the API server cannot call the operator's webhooks at https://127\.0\.0\.2:\d+ \(Internal error "
+                    r'occurred: failed calling webhook "', line), line
     assert line.endswith("); set webhook.host and webhook.url_host in --config to an address of this machine the "
                          "API server reaches, or run with --no-webhooks")
     assert bare.kube.get("validatingwebhookconfiguration", "probe-validator.example.com") is None
@@ -289,8 +294,7 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
     rejects an invalid one; a second replica stands by, ready, and says so."""
     kube = bare.kube
     crds(bare, trainer=True, jobset=True)
-    kube.run("delete", "namespace", "kubeflow-system", "--ignore-not-found", "--wait=false")
-    wait_for(lambda: kube.get("namespace", "kubeflow-system") is None, timeout=60, what="no kubeflow-system")
+    assert kube.get("namespace", "kubeflow-system") is None  # (no namespace controller here to delete one)
     first = start(bare.kubeconfig, tmp_path, "first", operator_namespace="kubeflow-system")
     second: OperatorProcess | None = None
     try:
@@ -301,7 +305,7 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         assert kube.get("namespace", "kubeflow-system") is not None
         assert '"created the operator namespace"' in full_log(first)
         wait_for(lambda: readyz(first)[1] == "ok: leader, reconciling; serving webhooks", timeout=30,
-                 what="leadership")
+                 what=f"leadership ({readyz(first)[1]}); log:\n{first.log()}")
 
         ns = fresh_namespace(kube)
         kube.apply(runtime(ns), trainjob(ns, "valid", numNodes=2))
@@ -324,13 +328,14 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         for process in (second, first):
             if process is not None:
                 process.stop()
+        kube.delete("validatingwebhookconfiguration", "validator.trainer.kubeflow.org")
+        kube.delete("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")
 
 
 def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
     """A kubeconfig whose user is an exec plugin (as EKS, GKE and OIDC set up) printing an ExecCredential with a
     ServiceAccount token: the operator starts under that identity and reconciles."""
     crds(bare, trainer=True, jobset=True)
-    bare.kube.run("create", "namespace", "kubeflow-system", check=False)
     token = service_account(bare, "by-exec", operator_rules())
     plugin = tmp_path / "credential-plugin.py"
     calls = tmp_path / "calls"
@@ -344,7 +349,7 @@ def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
     kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}})
     ns = fresh_namespace(bare.kube)
-    process = start(kubeconfig, tmp_path, "exec", operator_namespace="kubeflow-system", namespaces=[ns],
+    process = start(kubeconfig, tmp_path, "exec", operator_namespace="default", namespaces=[ns],
                     webhook={"enabled": False}, leader_election={"enabled": False})
     try:
         wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
