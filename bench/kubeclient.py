@@ -14,8 +14,8 @@ from trainjob_operator.k8s import config as k8s_config
 from trainjob_operator.k8s.client import Client, resource_of
 
 
-async def connect(kubeconfig: str) -> Client:
-    return Client(await k8s_config.from_kubeconfig(kubeconfig), qps=0, burst=0, timeout=300)
+def connect(kubeconfig: str) -> Client:
+    return Client(k8s_config.from_kubeconfig(kubeconfig), qps=0, burst=0, timeout=300)
 
 
 async def watch(client: Client, api_version: str, kind: str, namespace: str,

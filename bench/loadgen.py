@@ -56,7 +56,7 @@ async def create_all(client: Client, objects: list[dict[str, Any]]) -> dict[str,
 
 
 async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
-    client = await connect(args.kubeconfig)
+    client = connect(args.kubeconfig)
     seen: dict[str, float] = {}
     ready = asyncio.Event()
     done = asyncio.Event()
@@ -86,7 +86,7 @@ async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def jobsets(args: argparse.Namespace) -> dict[str, Any]:
-    client = await connect(args.kubeconfig)
+    client = connect(args.kubeconfig)
     start = time.monotonic()
     await create_all(client, [jobset(args.namespace, f"js-{i:05d}") for i in range(args.n)])
     elapsed = time.monotonic() - start
@@ -96,7 +96,7 @@ async def jobsets(args: argparse.Namespace) -> dict[str, Any]:
 
 async def complete(args: argparse.Namespace) -> dict[str, Any]:
     """Mark every JobSet Completed at once (as the JobSet controller would) and time each TrainJob's Complete."""
-    client = await connect(args.kubeconfig)
+    client = connect(args.kubeconfig)
     items = await client.list(c.JOBSET_API_VERSION, c.JOBSET_KIND, args.namespace)
     names = [i["metadata"]["name"] for i in items]
     seen: dict[str, float] = {}

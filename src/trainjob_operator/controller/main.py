@@ -264,7 +264,7 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
 
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> None:
-    connection = await k8s_config.load(kubeconfig, context)
+    connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)

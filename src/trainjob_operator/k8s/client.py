@@ -157,8 +157,7 @@ class Client:
         one younger than `min_age` seconds is reused."""
         stale = self.connection
         async with self._refreshing:
-            loop = asyncio.get_running_loop()
-            if self.connection is not stale or loop.time() - self.connection.resolved_at < min_age:
+            if self.connection is not stale or time.monotonic() - self.connection.resolved_at < min_age:
                 return self.connection
             fresh = await k8s_config.refresh(stale)
             if (fresh.cert_pem, fresh.key_pem, fresh.ca_pem, fresh.proxy_url) != \

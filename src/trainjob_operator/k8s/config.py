@@ -13,8 +13,10 @@ import datetime as dt
 import json
 import os
 import ssl
+import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ class Connection:
     kubeconfig: str | None = None
     context: str | None = None
     resolved_at: float = field(default=0.0, compare=False)
+    """time.monotonic() when resolved."""
 
     def header(self) -> str | None:
         if self.token_file is not None:
@@ -123,8 +126,30 @@ def _resolver_args(kubeconfig: str | None, context: str | None) -> list[str]:
     return args
 
 
-async def from_kubeconfig(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+def _timed_out(kubeconfig: str | None) -> ConfigError:
+    return ConfigError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: no credentials "
+                       f"within {RESOLVE_TIMEOUT:.0f} s (does its exec credential plugin wait for input?)")
+
+
+def _connection(code: int | None, out: bytes, err: bytes, kubeconfig: str | None, context: str | None) -> Connection:
+    if code != 0:
+        lines = err.decode(errors="replace").strip().splitlines()
+        raise ConfigError(lines[-1] if lines else f"kubeconfig resolver exited with {code}")
+    return from_resolved(json.loads(out), kubeconfig, context, time.monotonic())
+
+
+def from_kubeconfig(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """Resolve the kubeconfig (`kubeconfig`, else $KUBECONFIG, else ~/.kube/config) in the helper process."""
+    try:
+        proc = subprocess.run(_resolver_args(kubeconfig, context), stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=RESOLVE_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise _timed_out(kubeconfig) from None
+    return _connection(proc.returncode, proc.stdout, proc.stderr, kubeconfig, context)
+
+
+async def from_kubeconfig_async(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+    """`from_kubeconfig` without blocking the event loop (refreshes while the operator runs)."""
     proc = await asyncio.create_subprocess_exec(*_resolver_args(kubeconfig, context), stdin=asyncio.subprocess.DEVNULL,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
@@ -133,13 +158,8 @@ async def from_kubeconfig(kubeconfig: str | None = None, context: str | None = N
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
-        raise ConfigError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: no "
-                          f"credentials within {RESOLVE_TIMEOUT:.0f} s (does its exec credential plugin wait for "
-                          f"input?)") from None
-    if proc.returncode != 0:
-        lines = err.decode(errors="replace").strip().splitlines()
-        raise ConfigError(lines[-1] if lines else f"kubeconfig resolver exited with {proc.returncode}")
-    return from_resolved(json.loads(out), kubeconfig, context, asyncio.get_running_loop().time())
+        raise _timed_out(kubeconfig) from None
+    return _connection(proc.returncode, out, err, kubeconfig, context)
 
 
 def in_cluster() -> Connection:
@@ -166,14 +186,14 @@ def use_in_cluster(kubeconfig: str | None, context: str | None) -> bool:
         bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
-async def load(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+def load(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     if use_in_cluster(kubeconfig, context):
         return in_cluster()
-    return await from_kubeconfig(kubeconfig, context)
+    return from_kubeconfig(kubeconfig, context)
 
 
 async def refresh(connection: Connection) -> Connection:
     """The same kubeconfig context resolved again (new exec-plugin token, rotated token file)."""
     if connection.token_file is not None:
         return connection  # read on every use
-    return await from_kubeconfig(connection.kubeconfig, connection.context)
+    return await from_kubeconfig_async(connection.kubeconfig, connection.context)
