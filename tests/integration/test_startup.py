@@ -334,28 +334,34 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
 
 def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
     """A kubeconfig whose user is an exec plugin (as EKS, GKE and OIDC set up) printing an ExecCredential with a
-    ServiceAccount token: the operator starts under that identity and reconciles."""
+    ServiceAccount token that expires in 61 s: the operator starts under that identity, asks the plugin again as the
+    token nears its expiry (every 10 s at most), and reconciles with the fresh tokens."""
     crds(bare, trainer=True, jobset=True)
     token = service_account(bare, "by-exec", operator_rules())
     plugin = tmp_path / "credential-plugin.py"
     calls = tmp_path / "calls"
     plugin.write_text(
-        f"#!{sys.executable}\nimport json, os\n"
+        f"#!{sys.executable}\nimport datetime, json, os\n"
         f"assert json.loads(os.environ['KUBERNETES_EXEC_INFO'])['kind'] == 'ExecCredential'\n"
         f"open({str(calls)!r}, 'a').write('x')\n"
+        "expiry = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=61)\n"
         "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
-        f"'status': {{'token': {token!r}, 'expirationTimestamp': '2099-01-01T00:00:00Z'}}}}))\n")
+        f"'status': {{'token': {token!r}, 'expirationTimestamp': expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}}}}))\n")
     plugin.chmod(0o755)
     kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}})
     ns = fresh_namespace(bare.kube)
     process = start(kubeconfig, tmp_path, "exec", operator_namespace="default", namespaces=[ns],
-                    webhook={"enabled": False}, leader_election={"enabled": False})
+                    webhook={"enabled": False},
+                    leader_election={"lease_duration_seconds": 4,
+                                     "renew_deadline_seconds": 3, "retry_period_seconds": 1})
     try:
         wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
         assert '"user": "system:serviceaccount:default:by-exec"' in full_log(process)
+        # The Lease is renewed every second: each request past the 10 s floor finds the token near its expiry.
+        wait_for(lambda: calls.exists() and len(calls.read_text()) >= 3, timeout=60, what="the plugin asked again")
         bare.kube.apply(runtime(ns), trainjob(ns, "by-exec", numNodes=1))
         wait_for(lambda: bare.kube.get("jobset", "by-exec", ns), timeout=60, what="the JobSet")
+        assert readyz(process) == (200, "ok: leader, reconciling; webhooks disabled")
     finally:
         process.stop()
-    assert calls.read_text() == "x"  # resolved once: the token does not expire before 2099
