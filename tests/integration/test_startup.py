@@ -8,12 +8,14 @@ delete a namespace: only the README test uses kubeflow-system, the others `defau
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -365,3 +367,69 @@ def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
         assert readyz(process) == (200, "ok: leader, reconciling; webhooks disabled")
     finally:
         process.stop()
+
+
+class ConnectProxy:
+    """An HTTP CONNECT proxy (what corporate proxies and `kubectl proxy`-less setups offer) on its own thread;
+    counts the tunnels it opened."""
+
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        server = asyncio.run_coroutine_threadsafe(asyncio.start_server(self._handle, "127.0.0.1", 0), self.loop)
+        self.server = server.result(timeout=10)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        method, target, _ = (await reader.readline()).decode().split()
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        if method != "CONNECT":
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            writer.close()
+            return
+        host, port = target.rsplit(":", 1)
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        self.tunnels.append(target)
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            finally:
+                sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True)
+
+    def close(self) -> None:
+        self.server.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+def test_through_the_kubeconfigs_proxy(bare: Bare, tmp_path: Path) -> None:
+    """`proxy-url` in the kubeconfig's cluster: the operator's client and kopf's watches both tunnel through it."""
+    crds(bare, trainer=True, jobset=True)
+    proxy = ConnectProxy()
+    admin = yaml.safe_load(bare.kubeconfig.read_text())
+    for cluster in admin["clusters"]:
+        cluster["cluster"]["proxy-url"] = proxy.url
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(admin))
+    ns = fresh_namespace(bare.kube)
+    process = start(kubeconfig, tmp_path, "proxied", operator_namespace="default", namespaces=[ns],
+                    webhook={"enabled": False}, leader_election={"enabled": False})
+    try:
+        wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
+        bare.kube.apply(runtime(ns), trainjob(ns, "proxied", numNodes=1))
+        wait_for(lambda: bare.kube.get("jobset", "proxied", ns), timeout=60, what="the JobSet")
+        server = admin["clusters"][0]["cluster"]["server"].removeprefix("https://")
+        assert len(proxy.tunnels) >= 2 and set(proxy.tunnels) == {server}  # ours and kopf's sessions, nothing else
+    finally:
+        process.stop()
+        proxy.close()
