@@ -355,15 +355,16 @@ def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
     ns = fresh_namespace(bare.kube)
     process = start(kubeconfig, tmp_path, "exec", operator_namespace="default", namespaces=[ns],
                     webhook={"enabled": False},
-                    leader_election={"lease_duration_seconds": 4,
-                                     "renew_deadline_seconds": 3, "retry_period_seconds": 1})
+                    leader_election={"lease_duration_seconds": 8, "renew_deadline_seconds": 6,
+                                     "retry_period_seconds": 1})
     try:
         wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
         assert '"user": "system:serviceaccount:default:by-exec"' in full_log(process)
         # The Lease is renewed every second: each request past the 10 s floor finds the token near its expiry.
         wait_for(lambda: calls.exists() and len(calls.read_text()) >= 3, timeout=60, what="the plugin asked again")
         bare.kube.apply(runtime(ns), trainjob(ns, "by-exec", numNodes=1))
-        wait_for(lambda: bare.kube.get("jobset", "by-exec", ns), timeout=60, what="the JobSet")
+        wait_for(lambda: bare.kube.get("jobset", "by-exec", ns), timeout=60,
+                 what=f"the JobSet; operator log:\n{full_log(process)[-4000:]}")
         assert readyz(process) == (200, "ok: leader, reconciling; webhooks disabled")
     finally:
         process.stop()

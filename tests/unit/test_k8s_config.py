@@ -138,14 +138,14 @@ def test_an_expiring_token_and_the_authorization_header() -> None:
 class FakeApiServer:
     """Accepts one token at a time; what the client sent is recorded."""
 
-    def __init__(self) -> None:
-        self.accepted = "new"
+    def __init__(self, *accepted: str) -> None:
+        self.accepted = accepted or ("new",)
         self.seen: list[str] = []
 
     async def handle(self, request: web.Request) -> web.Response:
         token = request.headers.get("Authorization", "")
         self.seen.append(token)
-        if token != f"Bearer {self.accepted}":
+        if token not in [f"Bearer {a}" for a in self.accepted]:
             return web.json_response({"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"},
                                      status=401)
         return web.json_response({"gitVersion": "v1.36.3"})
@@ -201,3 +201,24 @@ def test_static_credentials_that_are_rejected_are_not_retried() -> None:
 
     assert asyncio.run(with_server(fake, body)) == 401
     assert fake.seen == ["Bearer old"]
+
+
+def test_credentials_near_their_expiry_are_renewed_in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Still valid for 30 s: the request goes out with them at once while fresh ones are resolved."""
+    fake = FakeApiServer("old", "new")
+
+    async def body(server: str) -> Any:
+        async def fresh(stale: Connection) -> Connection:
+            return connection(server, "new")
+
+        monkeypatch.setattr(k8s_config, "refresh", fresh)
+        soon = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+        async with Client(connection(server, "old", expiry=soon)) as client:
+            await client.request("GET", "/version")
+            assert client._ahead is not None
+            await client._ahead
+            await client.request("GET", "/version")
+            return client.connection.authorization
+
+    assert asyncio.run(with_server(fake, body)) == "Bearer new"
+    assert fake.seen == ["Bearer old", "Bearer new"]

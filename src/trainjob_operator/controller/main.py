@@ -265,6 +265,9 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> None:
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
+    if connection.tls_server_name:
+        log.warning("kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
+                    tls_server_name=connection.tls_server_name, server=connection.server)
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)

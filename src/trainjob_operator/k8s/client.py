@@ -4,6 +4,7 @@ Server-side apply always uses one field manager and force (spec §5.1); status u
 """
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import time
@@ -130,6 +131,7 @@ class Client:
         self._session: aiohttp.ClientSession | None = None
         self._retired: list[aiohttp.ClientSession] = []
         self._refreshing = asyncio.Lock()
+        self._ahead: asyncio.Task[Connection] | None = None
 
     async def __aenter__(self) -> "Client":
         return self
@@ -138,6 +140,10 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._ahead
         for session in [*self._retired, self._session]:
             if session is not None:
                 await session.close()
@@ -178,8 +184,9 @@ class Client:
         self.requests[method] = self.requests.get(method, 0) + 1
         if self.on_request is not None:
             self.on_request(method, resource)
-        if self.connection.expiring(dt.datetime.now(dt.UTC)):
-            await self.refresh(min_age=10.0)  # a plugin handing out nearly expired tokens is not asked per request
+        self._refresh_if_expiring(dt.datetime.now(dt.UTC))
+        if self.connection.expiry is not None and dt.datetime.now(dt.UTC) >= self.connection.expiry:
+            await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
         data = json.dumps(body) if body is not None else None
         query = f"?{urlencode(params)}" if params else ""
         try:
@@ -189,6 +196,15 @@ class Client:
                 raise
         await self.refresh(min_age=1.0)  # a rotated token file, an exec token revoked early: once more
         return await self._send(method, path + query, data, content_type)
+
+    def _refresh_if_expiring(self, now: dt.datetime) -> None:
+        """Shortly before the credentials expire, resolve them again in the background: requests go on with the
+        still valid ones meanwhile (a plugin handing out short-lived tokens is asked at most every 10 s)."""
+        if not self.connection.expiring(now) or (self._ahead is not None and not self._ahead.done()):
+            return
+        if time.monotonic() - self.connection.resolved_at >= 10.0:
+            self._ahead = asyncio.create_task(self.refresh(min_age=10.0))
+            self._ahead.add_done_callback(lambda task: task.cancelled() or task.exception())  # errors: retried later
 
     async def _send(self, method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
         connection = self.connection
