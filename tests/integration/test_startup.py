@@ -307,7 +307,7 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         assert kube.get("namespace", "kubeflow-system") is not None
         assert '"created the operator namespace"' in full_log(first)
         wait_for(lambda: readyz(first)[1] == "ok: leader, reconciling; serving webhooks", timeout=30,
-                 what=f"leadership ({readyz(first)[1]}); log:\n{first.log()}")
+                 what="leadership")
 
         ns = fresh_namespace(kube)
         kube.apply(runtime(ns), trainjob(ns, "valid", numNodes=2))
@@ -326,6 +326,8 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
                                 timeout=60, what="the standby's readiness")
         assert status == 200 and body.endswith("); serving webhooks; not reconciling"), body
         assert '"standing by: another replica holds the Lease; serving webhooks, not reconciling"' in full_log(second)
+    except BaseException as err:
+        raise AssertionError(f"{err}\n--- operator log (tail) ---\n{full_log(first)[-4000:]}") from err
     finally:
         for process in (second, first):
             if process is not None:
@@ -363,9 +365,10 @@ def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
         # The Lease is renewed every second: each request past the 10 s floor finds the token near its expiry.
         wait_for(lambda: calls.exists() and len(calls.read_text()) >= 3, timeout=60, what="the plugin asked again")
         bare.kube.apply(runtime(ns), trainjob(ns, "by-exec", numNodes=1))
-        wait_for(lambda: bare.kube.get("jobset", "by-exec", ns), timeout=60,
-                 what=f"the JobSet; operator log:\n{full_log(process)[-4000:]}")
+        wait_for(lambda: bare.kube.get("jobset", "by-exec", ns), timeout=60, what="the JobSet")
         assert readyz(process) == (200, "ok: leader, reconciling; webhooks disabled")
+    except BaseException as err:
+        raise AssertionError(f"{err}\n--- operator log (tail) ---\n{full_log(process)[-4000:]}") from err
     finally:
         process.stop()
 
