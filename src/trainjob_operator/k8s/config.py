@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-RESOLVE_TIMEOUT = 20.0
-"""Seconds an exec credential plugin may take."""
+RESOLVE_TIMEOUT = 90.0
+"""A last resort: the helper itself gives an exec plugin 20 s (k8s/kubeconfig.py); this also covers its start on a
+busy machine."""
 EXPIRY_MARGIN = dt.timedelta(seconds=60)
 
 
@@ -127,8 +128,8 @@ def _resolver_args(kubeconfig: str | None, context: str | None) -> list[str]:
 
 
 def _timed_out(kubeconfig: str | None) -> ConfigError:
-    return ConfigError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: no credentials "
-                       f"within {RESOLVE_TIMEOUT:.0f} s (does its exec credential plugin wait for input?)")
+    return ConfigError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: the helper "
+                       f"that reads it did not finish within {RESOLVE_TIMEOUT:.0f} s")
 
 
 def _connection(code: int | None, out: bytes, err: bytes, kubeconfig: str | None, context: str | None) -> Connection:

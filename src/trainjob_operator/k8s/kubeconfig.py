@@ -11,9 +11,13 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
+
+PLUGIN_TIMEOUT = 20
+"""Seconds an exec credential plugin (or auth provider) may take."""
 
 
 def _read(path: str | None) -> str | None:
@@ -49,7 +53,15 @@ def resolve(kubeconfig: str | None, context: str | None) -> dict[str, Any]:
                                        f"pass one of them to --context"))
         loader = kube_config._get_kube_config_loader(filename=path, active_context=context, persist_config=False)
         cfg = Configuration()
+
+        def too_slow(*_: object) -> None:
+            raise SystemExit(_fail(f"kubeconfig {path}: no credentials within {PLUGIN_TIMEOUT} s (does its exec "
+                                   f"credential plugin wait for input?)"))
+
+        signal.signal(signal.SIGALRM, too_slow)
+        signal.alarm(PLUGIN_TIMEOUT)  # counted from here: a slow import on a busy machine is not the plugin's fault
         loader.load_and_set(cfg)
+        signal.alarm(0)
     except ConfigException as err:
         raise SystemExit(_fail(f"kubeconfig {path}: {err}")) from None
     except (OSError, ValueError, KeyError, TypeError) as err:
