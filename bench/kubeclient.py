@@ -32,9 +32,9 @@ async def watch(client: Client, api_version: str, kind: str, namespace: str,
         url = (f"{client.connection.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
                "&timeoutSeconds=600")
         headers = {"Accept": "application/json"}
-        token = client.connection.bearer()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        authorization = client.connection.header()
+        if authorization:
+            headers["Authorization"] = authorization
         async with client._http().get(url, headers=headers,
                                       timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
             async for line in resp.content:

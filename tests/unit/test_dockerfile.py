@@ -109,7 +109,7 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     assert "run" in helped.stdout
     run_help = run(venv / "bin" / "trainjob-operator", "run", "--help")
     assert run_help.returncode == 0, run_help.stderr
-    for flag in ("--kubeconfig", "--config", "--health-port", "--webhook-port", "--operator-namespace"):
+    for flag in ("--kubeconfig", "--context", "--config", "--health-port", "--webhook-port", "--operator-namespace"):
         assert flag in run_help.stdout
 
     # only the runtime dependencies (pyproject [project].dependencies and theirs), none of the dev tools
@@ -118,7 +118,7 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     for requirement in declared["dependencies"]:
         assert re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-") in names
-    dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubernetes", "kubeflow", "import-linter"}
+    dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubeflow", "import-linter"}
     assert names & dev_only == set()
     # the package data the operator needs at run time is in the wheel
     shown = run(venv / "bin" / "python", "-c", "import trainjob_operator, pathlib; "

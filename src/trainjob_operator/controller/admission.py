@@ -21,6 +21,7 @@ from ..config import Webhook
 from ..k8s.client import ApiError, Client
 from ..logs import get
 from ..metrics import Metrics
+from ..runtime import startup
 
 log = get("trainjob_operator.admission")
 
@@ -220,16 +221,48 @@ class TLSServer(Protocol):
     async def start(self) -> None: ...
 
 
+def webhook_url(cfg: Webhook, namespace: str) -> str:
+    if cfg.service_name:
+        return f"https://{cfg.service_name}.{namespace}.svc:{cfg.service_port}"
+    return f"https://{cfg.url_host or cfg.host}:{cfg.port}"
+
+
+async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, interval: float = 0.5) -> str | None:
+    """Does the API server reach our webhooks? A dry-run TrainJob naming a runtime that never exists: our webhook
+    refuses it, or the API server says it failed calling it. The failure's words, or None (reachable, or this user
+    may not create TrainJobs to find out)."""
+    body = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND,
+            "metadata": {"generateName": "webhook-probe-", "namespace": namespace},
+            "spec": {"runtimeRef": {"name": startup.PROBE_RUNTIME, "kind": c.CLUSTER_TRAINING_RUNTIME_KIND}}}
+    for _ in range(attempts):
+        try:
+            await client.request("POST", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs", body=body,
+                                 params={"dryRun": "All"})
+            verdict, message = startup.webhook_probe(201, ""), ""
+        except ApiError as err:
+            verdict, message = startup.webhook_probe(err.status, err.message), err.message
+        if verdict == "unreachable":
+            return message
+        if verdict in ("reachable", "unknown"):
+            log.info("webhook probe", result=verdict)
+            return None
+        await asyncio.sleep(interval)  # the API server loads new configurations within a second or so
+    return None
+
+
 async def keep_webhooks_current(client: Client, server: TLSServer | None, cfg: Webhook, namespace: str,
                                 clock: Callable[[], dt.datetime], ready: asyncio.Event,
                                 interval: float = 300, also: Sequence[TLSServer] = (),
                                 extra_hosts: Sequence[str] = (),
-                                on_bundle: Callable[[certs.Bundle], None] | None = None) -> None:
-    """Load the certificate, publish the configurations, then re-check periodically (rotation, other replicas).
+                                on_bundle: Callable[[certs.Bundle], None] | None = None,
+                                fatal: Callable[[str], None] | None = None) -> None:
+    """Load the certificate, publish the configurations, check once that the API server reaches them (`fatal` is
+    told when not), then re-check periodically (rotation, other replicas).
 
     `server` is the webhook server (None: webhooks off, nothing published); `also` are other servers sharing the
     certificate (the status server), `extra_hosts` their host names, `on_bundle` learns each new bundle."""
     current: bytes | None = None
+    probed = fatal is None or server is None
     while True:
         try:
             bundle = await ensure_certificate(client, cfg, namespace, clock(), extra_hosts)
@@ -244,7 +277,13 @@ async def keep_webhooks_current(client: Client, server: TLSServer | None, cfg: W
                 if on_bundle is not None:
                     on_bundle(bundle)
                 current = bundle.cert
-                ready.set()
+            if not probed:
+                failure = await probe_webhooks(client, namespace)
+                probed = True
+                if failure is not None and fatal is not None:
+                    fatal(startup.webhooks_unreachable(webhook_url(cfg, namespace), failure))
+                    return
+            ready.set()
         except (ApiError, OSError) as err:
             log.warning("cannot settle webhook certificate or configurations", error=str(err))
             await asyncio.sleep(5)

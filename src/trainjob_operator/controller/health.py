@@ -20,8 +20,8 @@ class HealthServer:
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        ok, why = self.ready()
-        return web.Response(text="ok" if ok else why, status=200 if ok else 503)
+        ok, why = self.ready()  # the body says what it waits for, or how it serves (leader or standing by)
+        return web.Response(text=why, status=200 if ok else 503)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.metrics.registry),

@@ -35,6 +35,8 @@ class LeaderElector:
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.is_leader = False
+        self.holder: str | None = None
+        """Who holds the Lease, as last seen."""
         self._on_change = on_change
         self._last_renew = 0.0
 
@@ -71,6 +73,10 @@ class LeaderElector:
         duration = spec.get("leaseDurationSeconds") or self.lease_duration
         if holder and holder != self.identity and renewed is not None and \
                 renewed + dt.timedelta(seconds=duration) > now:
+            if holder != self.holder:
+                log.info("standing by: another replica holds the Lease; serving webhooks, not reconciling",
+                         holder=holder, lease=f"{self.namespace}/{self.name}", identity=self.identity)
+            self.holder = holder
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
         body = self._lease(now, transitions, spec.get("acquireTime") if holder == self.identity else None)
@@ -93,6 +99,7 @@ class LeaderElector:
                 ok = False
             if ok:
                 self._last_renew = loop.time()
+                self.holder = self.identity
                 self._set(True)
             elif self.is_leader and loop.time() - self._last_renew > self.renew_deadline:
                 self._set(False)

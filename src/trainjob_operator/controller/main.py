@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import datetime as dt
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,9 @@ from ..api import constants as c
 from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
-from ..k8s.client import Client
+from ..k8s.client import ApiError, Client
 from ..metrics import Metrics
+from ..runtime import startup
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
 from .admission import AdmissionServer, keep_webhooks_current
@@ -28,6 +30,7 @@ from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import Reconciler, utcnow
+from .startup import StartupError, count, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
 from .webhooks import Webhooks
@@ -49,10 +52,16 @@ class Manager:
     states: dict[Key, str] = field(default_factory=dict)
     status_ca: str | None = None
     """The CA of the status server's certificate once settled (what trainer pods trust)."""
+    preflight_done: bool = False
+    fatal: str | None = None
+    """Why the operator stops after starting (the API server cannot reach its webhooks)."""
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    sync: startup.CacheSync = field(default_factory=startup.CacheSync)
 
     def __post_init__(self) -> None:
         self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics,
                                      status_server=self.status_endpoint)
+        self.sync.resources = tuple(cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces))
 
     def status_endpoint(self) -> StatusEndpoint | None:
         if not self.cfg.status_server.enabled:
@@ -66,9 +75,14 @@ class Manager:
 
     # --- events from kopf's watches -----------------------------------------------------------------
 
+    def _seen(self, plural: str, event: dict[str, Any], key: Key) -> None:
+        """kopf marks the objects of its initial listing with type None; live watch events carry a type."""
+        self.sync.seen(cache_name(plural, key[0] if self.cfg.namespaces else None), event.get("type") is None)
+
     def on_trainjob(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
         key = key_of(obj)
+        self._seen("trainjobs", event, key)
         if event.get("type") == "DELETED":
             self.store.trainjobs.remove(key)
             self.states.pop(key, None)
@@ -81,6 +95,7 @@ class Manager:
     def on_jobset(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
         key = key_of(obj)
+        self._seen("jobsets", event, key)
         if event.get("type") == "DELETED":
             self.store.jobsets.remove(key)
         else:
@@ -92,6 +107,8 @@ class Manager:
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}
         cache = self.store.cluster_runtimes if cluster else self.store.runtimes
+        self._seen("clustertrainingruntimes" if cluster else "trainingruntimes", event,
+                   ("", "") if cluster else key_of(obj))
         if event.get("type") == "DELETED":
             cache.remove(key_of(obj))
         else:
@@ -127,11 +144,32 @@ class Manager:
             self.queue.add_after(key, result.requeue_after)
 
     def readiness(self) -> tuple[bool, str]:
-        if not self.kopf_ready.is_set():
-            return False, "watches are not started"
-        if (self.cfg.webhook.enabled or self.cfg.status_server.enabled) and not self.webhooks_ready.is_set():
-            return False, "certificates are not ready"
-        return True, "ok"
+        pending = self.sync.pending() if self.kopf_ready.is_set() else ("watches not started",)
+        elector = self.elector
+        return startup.readiness(startup.Readiness(
+            preflight_done=self.preflight_done, pending_caches=pending,
+            webhooks_enabled=self.cfg.webhook.enabled or self.cfg.status_server.enabled,
+            webhooks_registered=self.webhooks_ready.is_set(),
+            leader_election=elector is not None, leader=elector is not None and elector.is_leader,
+            holder=elector.holder if elector is not None else None,
+            lease=f"{self.cfg.operator_namespace}/{self.cfg.leader_election.lease_name}"))
+
+    async def expect_caches(self, interval: float = 2.0) -> None:
+        """How many objects each watch's initial listing brings (one-item LISTs), counted again while a cache is
+        still short of it (objects deleted in between)."""
+        while True:
+            for plural, namespace in watched_collections(self.cfg.namespaces):
+                name = cache_name(plural, namespace)
+                if name in self.sync.expected and name not in self.sync.pending():
+                    continue
+                try:
+                    self.sync.expect(name, await count(self.client, collection_path(plural, namespace)))
+                except (ApiError, OSError, TimeoutError) as err:
+                    log.warning("cannot count objects to sync", resource=name, error=str(err))
+            if not self.sync.pending():
+                log.info("caches synced", resources=sorted(self.sync.expected))
+                return
+            await asyncio.sleep(interval)
 
     async def count_states(self, interval: float = 10) -> None:
         """The TrainJobs-by-state gauge; also hands memory freed since the last pass back to the system (the
@@ -147,6 +185,32 @@ class Manager:
                 trim()
             passes += 1
             await asyncio.sleep(interval)
+
+
+WATCHED = (("trainjobs", True), ("jobsets", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))
+
+
+def watched_collections(namespaces: Sequence[str]) -> list[tuple[str, str | None]]:
+    """(plural, namespace or None for cluster-wide) of every watch kopf runs."""
+    return [(plural, ns) for plural, namespaced in WATCHED for ns in (namespaces if namespaced and namespaces else
+                                                                         [None])]
+
+
+def cache_name(plural: str, namespace: str | None) -> str:
+    return f"{plural} in {namespace}" if namespace and plural != "clustertrainingruntimes" else plural
+
+
+def collection_path(plural: str, namespace: str | None) -> str:
+    version = c.JOBSET_API_VERSION if plural == "jobsets" else c.API_VERSION
+    return f"/apis/{version}/" + (f"namespaces/{namespace}/" if namespace else "") + plural
+
+
+def plan_of(cfg: OperatorConfig) -> startup.Plan:
+    return startup.Plan(
+        operator_namespace=cfg.operator_namespace, namespaces=tuple(cfg.namespaces), webhooks=cfg.webhook.enabled,
+        leader_election=cfg.leader_election.enabled, lease_name=cfg.leader_election.lease_name,
+        cert_secret_name=cfg.webhook.cert_secret_name,
+        webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name))
 
 
 def _malloc_trim() -> Callable[[], None]:
@@ -174,7 +238,6 @@ class NoDiffBase(kopf.DiffBaseStorage):
 def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used."""
     registry = kopf.OperatorRegistry()
-    connection = manager.client.connection
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -185,13 +248,23 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         settings.scanning.disabled = True
         settings.persistence.diffbase_storage = NoDiffBase()
 
+    logins = 0
+
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    async def login(**_: Any) -> kopf.ConnectionInfo:
+        # kopf logs in again when the credentials expire or the API server answers 401: resolve them again then.
+        nonlocal logins
+        connection = manager.client.connection
+        if logins and connection.token_file is None:
+            connection = await manager.client.refresh(min_age=5.0)
+        logins += 1
+        scheme, token = connection.scheme_and_token()
         return kopf.ConnectionInfo(
-            server=connection.server, ca_path=connection.ca_path, insecure=connection.insecure or None,
-            scheme="Bearer" if connection.bearer() else None, token=connection.bearer(),
-            certificate_path=connection.cert_path, private_key_path=connection.key_path,
-            default_namespace=connection.default_namespace)
+            server=connection.server, ca_path=connection.ca_path, ca_data=connection.ca_pem,
+            insecure=connection.insecure or None, scheme=scheme, token=token,
+            certificate_data=connection.cert_pem, private_key_data=connection.key_pem,
+            default_namespace=connection.default_namespace, proxy_url=connection.proxy_url,
+            trust_env=not connection.proxy_url, expiration=connection.expiry)
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
     async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -212,14 +285,27 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     return registry
 
 
-async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
-    connection = k8s_config.load(kubeconfig)
+async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> None:
+    connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
+    if connection.tls_server_name:
+        log.warning("kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
+                    tls_server_name=connection.tls_server_name, server=connection.server)
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)
         tasks: list[asyncio.Task[Any]] = []
         health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
-        await health.start()
+        try:
+            await health.start()
+        except OSError as err:
+            raise StartupError(f"cannot serve /healthz and /readyz on {cfg.health.host}:{cfg.health.port}: "
+                               f"{err.strerror or err}; pass another --health-port") from err
+        try:
+            await preflight(client, plan_of(cfg))
+        except BaseException:
+            await health.stop()
+            raise
+        manager.preflight_done = True
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:
@@ -230,11 +316,16 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
             status_client = Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request)
             status = StatusServer(cfg.status_server, status_client, manager.store, manager.metrics)
         if admission is not None or status is not None:
+            def fatal(line: str) -> None:
+                manager.fatal = line
+                manager.stop.set()
+
             endpoint = manager.status_endpoint()
             hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
             tasks.append(asyncio.create_task(keep_webhooks_current(
                 client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
-                also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle)))
+                also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle,
+                fatal=fatal)))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
             manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
@@ -245,6 +336,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
             manager.metrics.leader.set(1)
         tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)))
         tasks.append(asyncio.create_task(manager.count_states()))
+        tasks.append(asyncio.create_task(manager.expect_caches()))
         ready_flag: asyncio.Event = asyncio.Event()
 
         async def mark_ready() -> None:
@@ -257,7 +349,8 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
-                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag)
+                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag,
+                                stop_flag=manager.stop)
         finally:
             for task in tasks:
                 task.cancel()
@@ -272,11 +365,26 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
                 await status.stop()
                 await status.client.close()
             await health.stop()
+            if manager.fatal is not None:
+                await remove_webhook_configurations(client, cfg)
+        if manager.fatal is not None:
+            raise StartupError(manager.fatal)
+
+
+async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
+    """Configurations the API server cannot call refuse every TrainJob write (failurePolicy Fail): take them away."""
+    for kind, name in (("ValidatingWebhookConfiguration", cfg.webhook.validating_name),
+                       ("MutatingWebhookConfiguration", cfg.webhook.mutating_name)):
+        try:
+            await client.delete("admissionregistration.k8s.io/v1", kind, name)
+        except (ApiError, OSError) as err:
+            log.warning("cannot remove the webhook configuration", kind=kind, name=name, error=str(err))
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainjob-operator run", description="run the TrainJob operator")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
     p.add_argument("--namespace", action="append", default=None, help="namespace to watch; repeatable")
     p.add_argument("--config", help="operator config file (YAML)")
     p.add_argument("--log-format", choices=("json", "console"))
@@ -331,17 +439,23 @@ def run(argv: Sequence[str]) -> int:
     try:
         cfg = settings_from(args)
     except config_module.ConfigFileError as err:
-        print(f"trainjob-operator: error: {err}")
-        return 2
+        return _exit(str(err), 2)
     logs.configure(cfg.log_format, cfg.log_level)
     try:
-        asyncio.run(serve(cfg, args.kubeconfig))
+        asyncio.run(serve(cfg, args.kubeconfig, args.context))
     except k8s_config.ConfigError as err:
-        log.error("cannot connect", error=str(err))
-        return 2
+        return _exit(str(err), 2)
+    except StartupError as err:
+        return _exit(str(err), 3)
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _exit(line: str, code: int) -> int:
+    """The one line that says why the operator cannot start (exit 2: flags, config or kubeconfig; 3: the cluster)."""
+    print(f"trainjob-operator: error: {line}", file=sys.stderr, flush=True)
+    return code
 
 
 __all__ = ["Manager", "dt", "registry_for", "run", "serve"]

@@ -4,6 +4,8 @@ Server-side apply always uses one field manager and force (spec §5.1); status u
 """
 
 import asyncio
+import contextlib
+import datetime as dt
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -13,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
+from . import config as k8s_config
 from .config import Connection
 
 APPLY = "application/apply-patch+yaml"
@@ -129,6 +132,9 @@ class Client:
         self.requests: dict[str, int] = {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._retired: list[aiohttp.ClientSession] = []
+        self._refreshing = asyncio.Lock()
+        self._ahead: asyncio.Task[Connection] | None = None
 
     async def __aenter__(self) -> "Client":
         return self
@@ -137,15 +143,38 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._ahead is not None:
+            self._ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._ahead
+        for session in [*self._retired, self._session]:
+            if session is not None:
+                await session.close()
+        self._session, self._retired = None, []
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.connection.ssl_context, limit=64)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+            # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY.
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
+                                                  proxy=self.connection.proxy_url,
+                                                  trust_env=not self.connection.proxy_url)
         return self._session
+
+    async def refresh(self, min_age: float = 0.0) -> Connection:
+        """Resolve the credentials again (exec plugin token expiring, 401); concurrent callers share one refresh, and
+        one younger than `min_age` seconds is reused."""
+        stale = self.connection
+        async with self._refreshing:
+            if self.connection is not stale or time.monotonic() - self.connection.resolved_at < min_age:
+                return self.connection
+            fresh = await k8s_config.refresh(stale)
+            if (fresh.cert_pem, fresh.key_pem, fresh.ca_pem, fresh.proxy_url) != \
+                    (stale.cert_pem, stale.key_pem, stale.ca_pem, stale.proxy_url) and self._session is not None:
+                self._retired.append(self._session)  # in-flight requests finish on it; closed with the client
+                self._session = None
+            self.connection = fresh
+            return fresh
 
     async def request(self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
                       params: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -158,16 +187,38 @@ class Client:
         self.requests[method] = self.requests.get(method, 0) + 1
         if self.on_request is not None:
             self.on_request(method, resource)
+        self._refresh_if_expiring(dt.datetime.now(dt.UTC))
+        if self.connection.expiry is not None and dt.datetime.now(dt.UTC) >= self.connection.expiry:
+            await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
+        data = json.dumps(body) if body is not None else None
+        query = f"?{urlencode(params)}" if params else ""
+        try:
+            return await self._send(method, path + query, data, content_type)
+        except ApiError as err:
+            if err.status != 401 or not self.connection.refreshable:
+                raise
+        await self.refresh(min_age=1.0)  # a rotated token file, an exec token revoked early: once more
+        return await self._send(method, path + query, data, content_type)
+
+    def _refresh_if_expiring(self, now: dt.datetime) -> None:
+        """Shortly before the credentials expire, resolve them again in the background: requests go on with the
+        still valid ones meanwhile (a plugin handing out short-lived tokens is asked at most every 10 s)."""
+        if not self.connection.expiring(now) or (self._ahead is not None and not self._ahead.done()):
+            return
+        if time.monotonic() - self.connection.resolved_at >= 10.0:
+            self._ahead = asyncio.create_task(self.refresh(min_age=10.0))
+            self._ahead.add_done_callback(lambda task: task.cancelled() or task.exception())  # errors: retried later
+
+    async def _send(self, method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
+        connection = self.connection
         headers = {"Accept": "application/json"}
-        token = self.connection.bearer()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        data = None
-        if body is not None:
+        authorization = connection.header()
+        if authorization:
+            headers["Authorization"] = authorization
+        if data is not None:
             headers["Content-Type"] = content_type
-            data = json.dumps(body)
-        url = self.connection.server + path + (f"?{urlencode(params)}" if params else "")
-        async with self._http().request(method, url, data=data, headers=headers) as response:
+        async with self._http().request(method, connection.server + path, data=data, headers=headers,
+                                        server_hostname=connection.tls_server_name) as response:
             text = await response.text()
             payload: dict[str, Any] = json.loads(text) if text and text.lstrip().startswith("{") else {}
             if response.status >= 400:
@@ -241,13 +292,16 @@ class Client:
         if limiter is None:
             limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
         await limiter.acquire()
+        self._refresh_if_expiring(dt.datetime.now(dt.UTC))
+        connection = self.connection
         headers = {"Accept": "application/json"}
-        token = self.connection.bearer()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        url = self.connection.server + path + (f"?{urlencode(params)}" if params else "")
+        authorization = connection.header()
+        if authorization:
+            headers["Authorization"] = authorization
+        url = connection.server + path + (f"?{urlencode(params)}" if params else "")
         timeout = aiohttp.ClientTimeout(total=None, sock_read=read_timeout)
-        async with self._http().get(url, headers=headers, timeout=timeout) as response:
+        async with self._http().get(url, headers=headers, timeout=timeout,
+                                    server_hostname=connection.tls_server_name) as response:
             if response.status >= 400:
                 text = await response.text()
                 payload = json.loads(text) if text.lstrip().startswith("{") else {}

@@ -5,11 +5,9 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import webbrowser
 from collections.abc import AsyncIterator, Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -330,9 +328,7 @@ class UI:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    connection = (k8s_config.from_kubeconfig(args.kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-                                             or Path.home() / ".kube" / "config", args.context)
-                  if args.context else k8s_config.load(args.kubeconfig))
+    connection = k8s_config.load(args.kubeconfig, args.context)
     async with Client(connection, qps=20, burst=40) as client:
         hosts = [f"{h}:{args.port}" for h in ("127.0.0.1", "localhost", "[::1]", args.address)]
         ui = UI(client, args.namespace, allowed_hosts=() if args.any_host else hosts)

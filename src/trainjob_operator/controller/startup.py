@@ -1,0 +1,176 @@
+"""The start-up checks' executor: asks the API server the questions `runtime/startup.py` decides on, creates the
+operator namespace when that is the decision, and raises `StartupError` with the one line to print otherwise."""
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from ..k8s.client import ApiError, Client
+from ..logs import get
+from ..runtime import startup
+from ..runtime.startup import Facts, NamespaceState, Need, Plan
+
+log = get("trainjob_operator.startup")
+
+ATTEMPT_TIMEOUT = 5.0
+
+
+class StartupError(Exception):
+    """The operator cannot start; the message is the one line for the user."""
+
+
+def _gv_path(group_version: str) -> str:
+    return "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+
+
+def _tls_failure(err: BaseException) -> str | None:
+    if isinstance(err, aiohttp.ClientConnectorCertificateError):
+        return str(err.certificate_error)
+    if isinstance(err, aiohttp.ClientSSLError | ssl.SSLError):
+        return str(err)
+    return None
+
+
+async def connect(client: Client, deadline: float = startup.CONNECT_DEADLINE,
+                  sleep: Callable[[float], Any] = asyncio.sleep) -> dict[str, Any]:
+    """GET /version until it answers, backing off; the server's version. Credentials or TLS that will never work
+    fail at once; an API server that does not answer fails after `deadline` seconds."""
+    connection = client.connection
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    attempt = 0
+    while True:
+        remaining = deadline - (loop.time() - started)
+        try:
+            version: dict[str, Any] = await asyncio.wait_for(client.request("GET", "/version"),
+                                                             max(0.5, min(ATTEMPT_TIMEOUT, remaining)))
+            return version
+        except ApiError as err:
+            if err.status in (401, 403):
+                raise StartupError(startup.unauthorized(connection.server, connection.source, err.status,
+                                                        err.message)) from err
+            if err.status < 500 and err.status != 429:
+                raise StartupError(f"the API server {connection.server} ({connection.source}) answered GET /version "
+                                   f"with {err}; is it a Kubernetes API server?") from err
+            error = str(err)
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            tls = _tls_failure(err)
+            if tls is not None:
+                raise StartupError(startup.untrusted(connection.server, connection.source, tls)) from err
+            error = str(err) or type(err).__name__
+        delay = startup.backoff(attempt)
+        waited = loop.time() - started
+        if waited + delay > deadline:
+            raise StartupError(startup.unreachable(connection.server, connection.source, error, waited))
+        log.warning("API server not reachable yet; retrying", server=connection.server, error=error,
+                    retry_in=delay, attempt=attempt + 1)
+        attempt += 1
+        await sleep(delay)
+
+
+async def served(client: Client, group_versions: list[str]) -> dict[str, frozenset[str] | None]:
+    """Discovery: the resources each group/version serves (None when it is not served at all)."""
+
+    async def one(group_version: str) -> frozenset[str] | None:
+        try:
+            listing = await client.request("GET", _gv_path(group_version))
+        except ApiError as err:
+            if err.status in (404, 503):
+                return None
+            raise
+        return frozenset(str(r.get("name")) for r in listing.get("resources") or [])
+
+    found = await asyncio.gather(*(one(gv) for gv in group_versions))
+    return dict(zip(group_versions, found, strict=True))
+
+
+async def who_am_i(client: Client) -> str:
+    try:
+        review = await client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                      body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    except ApiError:
+        return "this user"
+    return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "this user")
+
+
+async def allowed(client: Client, need: Need) -> bool:
+    plural, _, sub = need.resource.partition("/")
+    attributes = {"verb": need.verb, "group": need.group, "resource": plural, "subresource": sub,
+                  "namespace": need.namespace or "", "name": need.name or ""}
+    review = await client.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body={
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes}})
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+async def namespace_state(client: Client, name: str) -> NamespaceState:
+    try:
+        await client.request("GET", f"/api/v1/namespaces/{name}")
+    except ApiError as err:
+        if err.status == 404:
+            return "missing"
+        if err.status == 403:
+            return "unknown"
+        raise
+    return "exists"
+
+
+async def gather_facts(client: Client, plan: Plan) -> Facts:
+    group_versions = list(dict.fromkeys(api.group_version for api in startup.REQUIRED_APIS))
+    apis = await served(client, group_versions)
+    if startup.missing_apis(apis):
+        return Facts(served=apis)
+    needs = startup.permissions(plan)
+    user, state, can_create, verdicts = await asyncio.gather(
+        who_am_i(client),
+        namespace_state(client, plan.operator_namespace) if plan.needs_namespace else _exists(),
+        allowed(client, Need("create", "", "namespaces")),
+        asyncio.gather(*(allowed(client, need) for need in needs)))
+    denied = tuple(need for need, ok in zip(needs, verdicts, strict=True) if not ok)
+    return Facts(served=apis, namespace=state, can_create_namespace=can_create, denied=denied, user=user)
+
+
+async def _exists() -> NamespaceState:
+    return "exists"
+
+
+async def create_namespace(client: Client, name: str) -> None:
+    try:
+        await client.request("POST", "/api/v1/namespaces", body={
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"}}})
+    except ApiError as err:
+        if err.status != 409:
+            raise
+    log.info("created the operator namespace", namespace=name)
+
+
+async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNECT_DEADLINE) -> Facts:
+    """Reach the API server, check CRDs, the operator namespace and RBAC; create the namespace when missing and
+    allowed. Raises StartupError with the one line to print."""
+    version = await connect(client, deadline)
+    try:
+        facts = await gather_facts(client, plan)
+    except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as err:
+        raise StartupError(f"checking the cluster at {client.connection.server} failed: {err}") from err
+    decision = startup.decide(plan, facts)
+    for warning in decision.warnings:
+        log.warning(warning)
+    if decision.fatal is not None:
+        raise StartupError(decision.fatal)
+    if decision.create_namespace:
+        await create_namespace(client, plan.operator_namespace)
+    log.info("cluster checked", server=client.connection.server, source=client.connection.source,
+             kubernetes=version.get("gitVersion"), user=facts.user, operator_namespace=plan.operator_namespace,
+             namespace_created=decision.create_namespace)
+    return facts
+
+
+async def count(client: Client, path: str) -> int:
+    """How many objects a collection holds now: a one-item LIST (remainingItemCount), no full listing."""
+    listing = await client.request("GET", path, params={"limit": "1"})
+    remaining = (listing.get("metadata") or {}).get("remainingItemCount") or 0
+    return len(listing.get("items") or []) + int(remaining)

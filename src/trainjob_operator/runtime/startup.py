@@ -1,0 +1,301 @@
+"""Start-up decisions, pure: what the operator needs of a cluster, what to do about what is missing, and the one
+line that tells the user why it cannot start. The executor (`controller/startup.py`) gathers the facts."""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..api import constants as c
+
+JOBSET_VERSION = "v0.12.0"
+TRAINER_CRDS_FIX = "install them: `kubectl apply --server-side -f crds/` (in this repository)"
+JOBSET_FIX = (f"install JobSet {JOBSET_VERSION}: `kubectl apply --server-side -f "
+              f"https://github.com/kubernetes-sigs/jobset/releases/download/{JOBSET_VERSION}/manifests.yaml`")
+RBAC_FIX = ("grant it the rules of charts/trainjob-operator/templates/rbac.yaml (what `helm install` binds to the "
+            "operator's ServiceAccount), or pass a --context/--kubeconfig whose user may")
+
+
+# --- what the operator needs --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Api:
+    """A resource the operator watches or writes, served by a CRD."""
+
+    group_version: str
+    plural: str
+    crd: str
+    fix: str
+
+
+REQUIRED_APIS: tuple[Api, ...] = (
+    Api(c.API_VERSION, "trainjobs", f"trainjobs.{c.GROUP}", TRAINER_CRDS_FIX),
+    Api(c.API_VERSION, "trainingruntimes", f"trainingruntimes.{c.GROUP}", TRAINER_CRDS_FIX),
+    Api(c.API_VERSION, "clustertrainingruntimes", f"clustertrainingruntimes.{c.GROUP}", TRAINER_CRDS_FIX),
+    Api(c.JOBSET_API_VERSION, "jobsets", "jobsets.jobset.x-k8s.io", JOBSET_FIX),
+)
+
+
+@dataclass(frozen=True)
+class Need:
+    """One permission: `verb` on `resource` (maybe `plural/subresource`) of `group`, in `namespace` (None: cluster-wide
+    or cluster-scoped), maybe only for the object `name`."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None = None
+    name: str | None = None
+    fix: str = ""
+    """What else avoids needing it (a flag), besides granting it."""
+    required: bool = True
+    """False: only some runtimes need it; a warning, not a reason to stop."""
+
+    def describe(self) -> str:
+        plural, _, sub = self.resource.partition("/")
+        what = f"{plural}.{self.group}" if self.group else plural
+        if sub:
+            what += f"/{sub}"
+        if self.name:
+            what += f" {self.name!r}"
+        return f"{self.verb} {what} " + (f"in namespace {self.namespace}" if self.namespace else "cluster-wide")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What this run of the operator will do, from its settings."""
+
+    operator_namespace: str
+    namespaces: tuple[str, ...] = ()
+    """Watched namespaces; empty means the whole cluster."""
+    webhooks: bool = True
+    leader_election: bool = True
+    lease_name: str = "trainer.kubeflow.org"
+    cert_secret_name: str = "trainjob-operator-webhook-cert"
+    webhook_configurations: tuple[str, str] = ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org")
+
+    @property
+    def needs_namespace(self) -> bool:
+        return self.webhooks or self.leader_election
+
+
+NO_WEBHOOKS = "or run with --no-webhooks"
+NO_LEADER_ELECTION = "or run with --no-leader-election"
+
+
+def permissions(plan: Plan) -> list[Need]:
+    """Every request the operator makes, as the chart's RBAC grants them (a unit test keeps the two in step)."""
+    scopes: Sequence[str | None] = plan.namespaces or (None,)
+    needs: list[Need] = []
+    for ns in scopes:
+        needs += [Need(verb, c.GROUP, plural, ns) for plural in ("trainjobs", "trainingruntimes")
+                  for verb in ("get", "list", "watch")]
+        needs.append(Need("patch", c.GROUP, "trainjobs/status", ns))
+        needs += [Need(verb, "jobset.x-k8s.io", "jobsets", ns)
+                  for verb in ("get", "list", "watch", "create", "patch", "delete")]
+        needs += [Need(verb, "", plural, ns)
+                  for plural in ("configmaps", "secrets") for verb in ("get", "create", "patch")]
+        needs.append(Need("create", "", "events", ns))
+        # Only with the OwnerReferencesPermissionEnforcement admission plugin, and only gang-scheduling runtimes
+        # make PodGroups: worth a warning, not a refusal to start.
+        needs.append(Need("update", c.GROUP, "trainjobs/finalizers", ns, required=False))
+        needs += [Need(verb, group, "podgroups", ns, required=False)
+                  for group in ("scheduling.x-k8s.io", "scheduling.volcano.sh") for verb in ("get", "create", "patch")]
+    needs += [Need(verb, c.GROUP, "clustertrainingruntimes") for verb in ("get", "list", "watch")]
+    ons = plan.operator_namespace
+    if plan.webhooks:
+        for plural, name in zip(("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
+                                plan.webhook_configurations, strict=True):
+            needs += [Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
+                      for verb in ("get", "create", "patch")]
+        needs += [Need("get", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS),
+                  Need("create", "", "secrets", ons, None, NO_WEBHOOKS),
+                  Need("update", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS)]
+    if plan.leader_election:
+        needs += [Need("create", "coordination.k8s.io", "leases", ons, None, NO_LEADER_ELECTION),
+                  Need("get", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
+                  Need("update", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION)]
+    return list(dict.fromkeys(needs))  # in order, without repeats
+
+
+# --- facts and the decision ---------------------------------------------------------------------------------------
+
+NamespaceState = Literal["exists", "missing", "unknown"]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the executor found out."""
+
+    served: Mapping[str, frozenset[str] | None]
+    """Resources served per group/version (discovery); None when the API server does not serve that group/version."""
+    namespace: NamespaceState = "exists"
+    """The operator namespace; "unknown" when this user may not read namespaces."""
+    can_create_namespace: bool = False
+    denied: tuple[Need, ...] = ()
+    user: str = "this user"
+
+
+@dataclass(frozen=True)
+class Decision:
+    fatal: str | None = None
+    """The one line to print before exiting; None to go on."""
+    create_namespace: bool = False
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.fatal is None
+
+
+def missing_apis(served: Mapping[str, frozenset[str] | None]) -> list[Api]:
+    return [api for api in REQUIRED_APIS if api.plural not in (served.get(api.group_version) or frozenset())]
+
+
+def _names(items: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def decide(plan: Plan, facts: Facts) -> Decision:
+    """Go on (maybe creating the operator namespace first), or the one line that says what is missing and its fix.
+    Missing CRDs come first: without them nothing else can be judged."""
+    missing = missing_apis(facts.served)
+    if missing:
+        fixes = list(dict.fromkeys(api.fix for api in missing))
+        return Decision(fatal=f"CRDs not installed: {_names([api.crd for api in missing])}; " + "; and ".join(fixes))
+    create = False
+    if plan.needs_namespace and facts.namespace == "missing":
+        if not facts.can_create_namespace:
+            ns = plan.operator_namespace
+            return Decision(fatal=f"operator namespace {ns} does not exist and {facts.user} may not create it: "
+                                  f"`kubectl create namespace {ns}`, or pass --operator-namespace <an existing "
+                                  f"namespace>")
+        create = True
+    required = [need for need in facts.denied if need.required]
+    if required:
+        first = required[0]
+        also = f" (and {len(required) - 1} more: {_names([n.describe() for n in required[1:]])})" \
+            if len(required) > 1 else ""
+        hint = ""
+        if facts.namespace == "unknown" and first.namespace == plan.operator_namespace:
+            hint = f" (does namespace {plan.operator_namespace} exist?)"
+        fix = RBAC_FIX + (f", {first.fix}" if first.fix else "")
+        return Decision(fatal=f"RBAC: {facts.user} may not {first.describe()}{hint}{also}; {fix}")
+    warnings = tuple(f"RBAC: {facts.user} may not {need.describe()}; runtimes or clusters that need it will fail"
+                     for need in facts.denied if not need.required)
+    return Decision(create_namespace=create, warnings=warnings)
+
+
+# --- reaching the API server --------------------------------------------------------------------------------------
+
+CONNECT_DEADLINE = 20.0
+"""Seconds of retrying an API server that does not answer before giving up: with the interpreter's start and the
+kubeconfig resolved, the whole run stays under 30 s."""
+
+
+def backoff(attempt: int, base: float = 0.5, cap: float = 5.0) -> float:
+    """Seconds to wait after failed attempt number `attempt` (0-based): 0.5, 1, 2, 4, 5, 5, ..."""
+    return float(min(cap, base * 2 ** max(attempt, 0)))
+
+
+def unreachable(server: str, source: str, error: str, waited: float) -> str:
+    return (f"cannot reach the API server {server} ({source}) after {waited:.0f} s: {error}; is the cluster up and "
+            f"is this the right --kubeconfig/--context? (`kubectl cluster-info` tries the same)")
+
+
+def unauthorized(server: str, source: str, status: int, message: str) -> str:
+    what = "rejected the credentials" if status == 401 else "refused the request"
+    return (f"the API server {server} {what} of {source} ({status}: {message}); refresh or fix the user's credentials "
+            f"in the kubeconfig, or pass another --context")
+
+
+def untrusted(server: str, source: str, error: str) -> str:
+    return (f"TLS to {server} ({source}) failed: {error}; set the cluster's certificate-authority(-data) in the "
+            f"kubeconfig (insecure-skip-tls-verify: true only for throw-away clusters)")
+
+
+# --- the API server reaches the webhooks ---------------------------------------------------------------------------
+
+WebhookProbe = Literal["reachable", "unreachable", "unknown", "again"]
+PROBE_RUNTIME = "trainjob-operator-webhook-probe"
+"""A runtime that never exists: the dry-run TrainJob that names it is refused by our webhook, if it is called."""
+
+
+def webhook_probe(status: int, message: str) -> WebhookProbe:
+    """The answer to a dry-run create of a TrainJob naming a missing runtime: our webhook refused it (so the API
+    server reaches it), the API server could not call it, we may not ask (RBAC), or not decided yet (the API server
+    has not loaded the new configurations: ask again)."""
+    if "failed calling webhook" in message:
+        return "unreachable"
+    if "denied the request" in message and PROBE_RUNTIME in message:
+        return "reachable"
+    if status == 403:
+        return "unknown"
+    return "again"
+
+
+def webhooks_unreachable(url: str, detail: str) -> str:
+    return (f"the API server cannot call the operator's webhooks at {url} ({detail}); set webhook.host and "
+            f"webhook.url_host in --config to an address of this machine the API server reaches, or run with "
+            f"--no-webhooks")
+
+
+# --- readiness ----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Readiness:
+    preflight_done: bool = False
+    pending_caches: tuple[str, ...] = ()
+    webhooks_enabled: bool = True
+    webhooks_registered: bool = False
+    leader_election: bool = True
+    leader: bool = False
+    holder: str | None = None
+    lease: str = ""
+
+
+def readiness(state: Readiness) -> tuple[bool, str]:
+    """/readyz: ready once the operator serves: the cluster checked, caches synced and, with webhooks, the webhook
+    configurations registered. A replica that does not hold the Lease is ready too: it serves webhooks (which a
+    Service routes only to ready replicas) and keeps warm caches; its body says it is standing by."""
+    if not state.preflight_done:
+        return False, "starting: checking the cluster (CRDs, operator namespace, RBAC)"
+    if state.pending_caches:
+        return False, f"starting: waiting for caches to sync: {', '.join(state.pending_caches)}"
+    if state.webhooks_enabled and not state.webhooks_registered:
+        return False, "starting: webhook certificate and configurations not registered yet"
+    serving = "serving webhooks" if state.webhooks_enabled else "webhooks disabled"
+    if state.leader_election and not state.leader:
+        holder = f" held by {state.holder}" if state.holder else ""
+        return True, f"ok: standing by, not the leader (Lease {state.lease}{holder}); {serving}; not reconciling"
+    return True, f"ok: leader, reconciling; {serving}" if state.leader_election else f"ok: reconciling; {serving}"
+
+
+# --- caches synced ------------------------------------------------------------------------------------------------
+
+@dataclass
+class CacheSync:
+    """When kopf's initial listing of a resource has reached our caches (as controller-runtime's WaitForCacheSync).
+    `expect` comes from a one-item LIST (the count of objects then); the resource is synced once as many objects
+    arrived from the initial listing, or once a live watch event arrived (the listing is over). A lower count seen
+    later (objects deleted meanwhile) lowers the expectation."""
+
+    resources: tuple[str, ...] = ()
+    """Every watched collection; one not counted yet is pending."""
+    expected: dict[str, int] = field(default_factory=dict)
+    listed: dict[str, int] = field(default_factory=dict)
+    live: set[str] = field(default_factory=set)
+
+    def expect(self, resource: str, count: int) -> None:
+        current = self.expected.get(resource)
+        self.expected[resource] = count if current is None else min(current, count)
+
+    def seen(self, resource: str, initial: bool) -> None:
+        if initial:
+            self.listed[resource] = self.listed.get(resource, 0) + 1
+        else:
+            self.live.add(resource)
+
+    def pending(self) -> tuple[str, ...]:
+        return tuple(sorted(r for r in {*self.resources, *self.expected} if r not in self.live and
+                            (r not in self.expected or self.listed.get(r, 0) < self.expected[r])))
