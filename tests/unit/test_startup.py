@@ -93,10 +93,13 @@ def test_a_denied_subresource_reads_as_kubectl_would_name_it() -> None:
 def test_watched_namespaces_are_checked_one_by_one_cluster_scoped_runtimes_cluster_wide() -> None:
     needs = startup.permissions(Plan("ops", namespaces=("a", "b"), webhooks=False, leader_election=False))
     lists = [(n.resource, n.namespace) for n in needs if n.verb == "list"]
-    assert lists == [("trainjobs", "a"), ("trainingruntimes", "a"), ("jobsets", "a"),
-                     ("trainjobs", "b"), ("trainingruntimes", "b"), ("jobsets", "b"),
+    assert lists == [("trainjobs", "a"), ("trainingruntimes", "a"), ("jobsets", "a"), ("pods", "a"),
+                     ("trainjobs", "b"), ("trainingruntimes", "b"), ("jobsets", "b"), ("pods", "b"),
                      ("clustertrainingruntimes", None)]
     assert not [n for n in needs if n.resource in ("leases", "validatingwebhookconfigurations")]
+    assert [n.required for n in needs if n.resource == "pods"] == [False, True, False, True]  # list; get (progress)
+    without_progress = startup.permissions(Plan("ops", webhooks=False, leader_election=False, status_server=False))
+    assert not [n for n in without_progress if n.resource == "tokenreviews" or (n.resource, n.verb) == ("pods", "get")]
 
 
 # --- the shipped RBAC grants exactly what the checks ask for --------------------------------------------------------

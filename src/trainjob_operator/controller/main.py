@@ -208,8 +208,8 @@ def collection_path(plural: str, namespace: str | None) -> str:
 def plan_of(cfg: OperatorConfig) -> startup.Plan:
     return startup.Plan(
         operator_namespace=cfg.operator_namespace, namespaces=tuple(cfg.namespaces), webhooks=cfg.webhook.enabled,
-        leader_election=cfg.leader_election.enabled, lease_name=cfg.leader_election.lease_name,
-        cert_secret_name=cfg.webhook.cert_secret_name,
+        leader_election=cfg.leader_election.enabled, status_server=cfg.status_server.enabled,
+        lease_name=cfg.leader_election.lease_name, cert_secret_name=cfg.webhook.cert_secret_name,
         webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name))
 
 

@@ -69,6 +69,7 @@ class Plan:
     """Watched namespaces; empty means the whole cluster."""
     webhooks: bool = True
     leader_election: bool = True
+    status_server: bool = True
     lease_name: str = "trainer.kubeflow.org"
     cert_secret_name: str = "trainjob-operator-webhook-cert"
     webhook_configurations: tuple[str, str] = ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org")
@@ -80,6 +81,7 @@ class Plan:
 
 NO_WEBHOOKS = "or run with --no-webhooks"
 NO_LEADER_ELECTION = "or run with --no-leader-election"
+NO_STATUS_SERVER = "or run with --no-status-server"
 
 
 def permissions(plan: Plan) -> list[Need]:
@@ -100,6 +102,11 @@ def permissions(plan: Plan) -> list[Need]:
         needs.append(Need("update", c.GROUP, "trainjobs/finalizers", ns, required=False))
         needs += [Need(verb, group, "podgroups", ns, required=False)
                   for group in ("scheduling.x-k8s.io", "scheduling.volcano.sh") for verb in ("get", "create", "patch")]
+        # Only TrainJobs with a TTL (delete) or a startup deadline (list their pods) need these: a warning.
+        needs.append(Need("delete", c.GROUP, "trainjobs", ns, required=False))
+        needs.append(Need("list", "", "pods", ns, required=False))
+        if plan.status_server:  # the status server finds the pod a progress report's token is bound to
+            needs.append(Need("get", "", "pods", ns, fix=NO_STATUS_SERVER))
     needs += [Need(verb, c.GROUP, "clustertrainingruntimes") for verb in ("get", "list", "watch")]
     ons = plan.operator_namespace
     if plan.webhooks:
@@ -110,6 +117,8 @@ def permissions(plan: Plan) -> list[Need]:
         needs += [Need("get", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS),
                   Need("create", "", "secrets", ons, None, NO_WEBHOOKS),
                   Need("update", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS)]
+    if plan.status_server:
+        needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_STATUS_SERVER))
     if plan.leader_election:
         needs += [Need("create", "coordination.k8s.io", "leases", ons, None, NO_LEADER_ELECTION),
                   Need("get", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
