@@ -18,8 +18,9 @@ def test_volcano_podgroup_with_queue_and_network_topology_is_applied(kube: Kube,
     volcano_runtime = runtime(namespace, name="volcano")
     volcano_runtime["spec"]["podGroupPolicy"] = {"volcano": {"networkTopology": {"mode": "soft",
                                                                                 "highestTierAllowed": 2}}}
-    job = trainjob(namespace, "gang", runtime_name="volcano", suspend=True, trainer={"numNodes": 2},
-                   annotations={c.VOLCANO_QUEUE_NAME_ANNOTATION: "research"})
+    # The queue comes from the JobSet template's annotations (a runtime's, or a TrainJob's runtime patch).
+    volcano_runtime["spec"]["template"]["metadata"] = {"annotations": {c.VOLCANO_QUEUE_NAME_ANNOTATION: "research"}}
+    job = trainjob(namespace, "gang", runtime_name="volcano", suspend=True, trainer={"numNodes": 2})
     kube.apply(volcano_runtime, job)
 
     pod_group = eventually(lambda: kube.get("podgroups.scheduling.volcano.sh", "gang", namespace),

@@ -148,8 +148,8 @@ class Manager:
         elector = self.elector
         return startup.readiness(startup.Readiness(
             preflight_done=self.preflight_done, pending_caches=pending,
-            webhooks_enabled=self.cfg.webhook.enabled or self.cfg.status_server.enabled,
-            webhooks_registered=self.webhooks_ready.is_set(),
+            webhooks_enabled=self.cfg.webhook.enabled,
+            webhooks_registered=self.webhooks_ready.is_set(), status_server=self.cfg.status_server.enabled,
             leader_election=elector is not None, leader=elector is not None and elector.is_leader,
             holder=elector.holder if elector is not None else None,
             lease=f"{self.cfg.operator_namespace}/{self.cfg.leader_election.lease_name}"))

@@ -257,6 +257,8 @@ class Readiness:
     pending_caches: tuple[str, ...] = ()
     webhooks_enabled: bool = True
     webhooks_registered: bool = False
+    """With webhooks or the status server: the certificate is settled (and the webhook configurations registered)."""
+    status_server: bool = False
     leader_election: bool = True
     leader: bool = False
     holder: str | None = None
@@ -273,6 +275,8 @@ def readiness(state: Readiness) -> tuple[bool, str]:
         return False, f"starting: waiting for caches to sync: {', '.join(state.pending_caches)}"
     if state.webhooks_enabled and not state.webhooks_registered:
         return False, "starting: webhook certificate and configurations not registered yet"
+    if state.status_server and not state.webhooks_registered:
+        return False, "starting: the status server's certificate is not settled yet"
     serving = "serving webhooks" if state.webhooks_enabled else "webhooks disabled"
     if state.leader_election and not state.leader:
         holder = f" held by {state.holder}" if state.holder else ""
