@@ -283,13 +283,15 @@ NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNod
                           'envInjection target podSet "node" container "sidecar" not found in runtime template\n'
                           "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="render refuses a missing envInjection target with exit 1 before building"),
-    pytest.param(ExitCase("validate", [RT.raw()], None, 2,
-                          "{prog}: error: {tj}#1: expected kind TrainJob, got 'TrainingRuntime'\n"),
-                 id="a runtime passed with -f exits 2"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [TJ.raw()], 2,
-                          "{prog}: error: {rt}#1: expected kind TrainingRuntime or ClusterTrainingRuntime, got "
-                          "'TrainJob'\n"),
-                 id="a TrainJob passed with -r exits 2"),
+    pytest.param(ExitCase("validate", [RT.raw()], None, 0, "valid: 0 TrainJob(s), 1 runtime(s)\n"),
+                 id="a runtime passed with -f is validated"),
+    pytest.param(ExitCase("validate", [TJ.raw()], [TJ.set("metadata.name", "other").raw(), RT.raw()], 0,
+                          "valid: 2 TrainJob(s), 1 runtime(s)\n"),
+                 id="a TrainJob passed with -r is validated"),
+    pytest.param(ExitCase("validate", [{**TJ.raw(), "kind": "Pod"}], [RT.raw()], 2,
+                          "{prog}: error: {tj}#1: expected kind TrainJob, TrainingRuntime or ClusterTrainingRuntime, "
+                          "got 'Pod'\n"),
+                 id="another kind exits 2 naming the document"),
     pytest.param(ExitCase("render", "kind: TrainJob\nmetadata:\n  name: x\n  labels: a: b\n", [RT.raw()], 2,
                           "{prog}: error: {tj}: invalid YAML at line 4, column 12: mapping values are not allowed in "
                           "this context\n"),
