@@ -217,7 +217,8 @@ def check(inputs: Inputs, framework: Framework) -> Checked:
         problems = list(result.errors)
         if runtime is not None:
             admission = admit_runtime(runtime)
-            problems += admission.errors
+            # a rule both the CRD and the webhook enforce is reported once, as the API server stops at the CRD
+            problems += [e for e in admission.errors if str(e) not in {str(p) for p in problems}]
             warnings += admission.warnings
             catalog.add(runtime)
         else:
