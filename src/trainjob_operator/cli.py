@@ -188,8 +188,11 @@ def crd_schema(kind: str) -> Schema | None:
     try:  # an installed wheel has no crds/: generate (needs the dev extra's kubernetes-validate)
         from . import crdgen
 
-        model = {c.TRAINJOB_KIND: TrainJob, c.TRAINING_RUNTIME_KIND: TrainingRuntime}.get(
-            kind, ClusterTrainingRuntime)
+        model: type[TrainJob] | type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
+        if kind == c.TRAINJOB_KIND:
+            model = TrainJob
+        elif kind == c.TRAINING_RUNTIME_KIND:
+            model = TrainingRuntime
         return crdgen.root_schema(model)
     except (ImportError, KeyError, FileNotFoundError):
         return None

@@ -426,8 +426,8 @@ def test_a_trainjob_of_an_invalid_runtime_reports_the_runtimes_errors(
     result = run(capsys, "validate", "-f", tj, "-r", rt)
     assert result == Result(1, "", "".join([
         'spec.mlPolicy.mpi.mpiImplementation: Unsupported value: "invalid": supported values: "OpenMPI", ""\n',
-        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the "
-        "existing errors to complete validation\n",
+        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct "
+        "the existing errors to complete validation\n",
         f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 2 error(s)\n",
         'spec.runtimeRef: Invalid value: {"name":"test-runtime","apiGroup":"trainer.kubeflow.org",'
         '"kind":"TrainingRuntime"}: TrainingRuntime default/test-runtime is invalid (its errors are listed above): the '

@@ -85,7 +85,7 @@ def test_every_mpi_env_the_operator_sets_is_reserved(name: str) -> None:
 
 
 def test_reserved_env_names_are_exactly_the_launcher_env() -> None:
-    assert c.OMPI_RESERVED_ENVS == frozenset(ORTE) | frozenset(PRTE)
+    assert frozenset(ORTE) | frozenset(PRTE) == c.OMPI_RESERVED_ENVS
 
 
 def test_several_reserved_prte_envs_are_listed_sorted() -> None:
@@ -233,3 +233,32 @@ def test_prune_as_the_api_server(case: PruneCase) -> None:
 
 def test_unknown_field_warning_is_kubectls() -> None:
     assert unknown_field_warning("spec.template.spec.containers") == 'unknown field "spec.template.spec.containers"'
+
+
+# ------------------------------------------------- resuming a suspended MPI TrainJob built before the upgrade
+
+
+def suspended_jobset(**status: Any) -> dict[str, Any]:
+    return {"spec": {"suspend": True}, "status": status}
+
+
+@pytest.mark.parametrize(("jobset", "want"), [
+    pytest.param(suspended_jobset(), True, id="a suspended JobSet without status never ran: rebuildable"),
+    pytest.param(suspended_jobset(conditions=[{"type": "Suspended", "status": "True"}], replicatedJobsStatus=[
+        {"name": "launcher", "active": 0, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 1}]), True,
+        id="suspended Jobs only, Suspended condition True: rebuildable"),
+    pytest.param(None, False, id="no JobSet: nothing to rebuild"),
+    pytest.param({"spec": {"suspend": False}, "status": {}}, False, id="a running JobSet is never rebuilt"),
+    pytest.param(suspended_jobset(conditions=[{"type": "Suspended", "status": "False"}]), False,
+                 id="a JobSet that was resumed once is not rebuilt"),
+    pytest.param(suspended_jobset(restarts=1), False, id="a restarted JobSet is not rebuilt"),
+    pytest.param(suspended_jobset(replicatedJobsStatus=[{"name": "node", "succeeded": 1}]), False,
+                 id="a JobSet with a succeeded Job is not rebuilt"),
+    pytest.param(suspended_jobset(replicatedJobsStatus=[{"name": "node", "failed": 1}]), False,
+                 id="a JobSet with a failed Job is not rebuilt"),
+    pytest.param(suspended_jobset(terminalState="Failed"), False, id="a finished JobSet is not rebuilt"),
+])
+def test_only_a_never_started_suspended_jobset_is_rebuildable(jobset: dict[str, Any] | None, want: bool) -> None:
+    from trainjob_operator.runtime.plugins.jobset import rebuildable
+
+    assert rebuildable(jobset) is want
