@@ -81,7 +81,7 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
 
     def rebuilt() -> dict[str, Any] | None:
         js = kube.get("jobset", "mpi-old", namespace)
-        return js if js and js["metadata"]["uid"] != old_uid and PRTE <= launcher_env(js) else None
+        return js if js and js["metadata"]["uid"] != old_uid and launcher_env(js) >= PRTE else None
 
     jobset = eventually(rebuilt, "the JobSet rebuilt in the v2.4 shape while suspended")
     assert jobset["spec"]["suspend"] is True
@@ -91,7 +91,7 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
     resumed = eventually(lambda: (js := kube.get("jobset", "mpi-old", namespace)) and not js["spec"].get("suspend")
                          and js, "the JobSet resumed")
     assert resumed["metadata"]["uid"] == jobset["metadata"]["uid"]  # resumed in place, not rebuilt again
-    assert PRTE <= launcher_env(resumed)
+    assert launcher_env(resumed) >= PRTE
     tj = eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and
                     (condition(t, c.CONDITION_SUSPENDED) or {}).get("reason") == c.REASON_RESUMED and t,
                     "the TrainJob Resumed")
