@@ -262,3 +262,58 @@ def test_only_a_never_started_suspended_jobset_is_rebuildable(jobset: dict[str, 
     from trainjob_operator.runtime.plugins.jobset import rebuildable
 
     assert rebuildable(jobset) is want
+
+
+# ---------------------------------------------------------------------------------------- the webhook handlers
+
+
+class _Jobsets:
+    def get(self, key: Any) -> None:
+        return None
+
+
+class _Store:
+    jobsets = _Jobsets()
+
+
+class _Reconciler:
+    """Just what the TrainJob webhook reads: the runtime lookup and the JobSet cache."""
+
+    store = _Store()
+
+    def __init__(self, runtime: RuntimeBuilder) -> None:
+        self.runtime = runtime
+
+    async def lookup_runtime(self, kind: str, namespace: str, name: str) -> Any:
+        return self.runtime.source()
+
+
+def webhooks(runtime: RuntimeBuilder) -> Any:
+    import datetime as dt
+
+    from trainjob_operator.controller.webhooks import Webhooks
+
+    return Webhooks(FRAMEWORK, _Reconciler(runtime), lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", [c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND])
+def test_runtime_webhooks_refuse_a_long_replicated_job_name(kind: str) -> None:
+    import asyncio
+
+    hooks = webhooks(RT)
+    runtime = RuntimeBuilder.make(kind=kind).jobs([replicated_job(NAME_21, None, [container(c.NODE)])]).raw()
+    handler = hooks.validate_training_runtime if kind == c.TRAINING_RUNTIME_KIND else \
+        hooks.validate_cluster_training_runtime
+    verdict = asyncio.run(handler({"operation": "CREATE", "object": runtime}))
+    assert (verdict.allowed, verdict.message) == (
+        False, f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{NAME_21}": {NAME_RULE}')
+
+
+def test_trainjob_webhook_refuses_a_reserved_prte_env() -> None:
+    import asyncio
+
+    job = TJ.trainer(env=[{"name": c.PRTE_ENV_HOSTFILE, "value": "/mine"}]).raw()
+    verdict = asyncio.run(webhooks(mpi_runtime()).validate_trainjob({"operation": "CREATE", "object": job}))
+    assert (verdict.allowed, verdict.message) == (
+        False, 'spec.trainer.env: Invalid value: [{"name":"PRTE_MCA_prte_default_hostfile","value":"/mine"}]: must '
+               "not have reserved envs, invalid envs configured: [PRTE_MCA_prte_default_hostfile]")
