@@ -5,9 +5,9 @@ this project's documented v2.4 differences applied to upstream v2.3.0's expectat
     python hack/upstream_corpus.py [CLI] [--corpus DIR] [-v] [-k SUBSTRING]
 
 The corpus' expectations are what upstream **v2.3.0** builds. Where this operator deliberately follows
-**v2.4** instead (docs/compatibility.md, D12: the Open MPI 5 `PRTE_MCA_*` env beside the ORTE env on the MPI
+**v2.4** instead (docs/compatibility.md, D23: the Open MPI 5 `PRTE_MCA_*` env beside the ORTE env on the MPI
 launcher, upstream #4029; the TrainJob image on the MPI launcher and nodes, #4301), the expected objects of the
-affected cases are rewritten by exactly that delta and the case is marked `deliberate: D12`, so `check.py`
+affected cases are rewritten by exactly that delta and the case is marked `deliberate: D23`, so `check.py`
 reports it as KNOWN when our output is v2.3's plus the delta and nothing else. The corpus itself is read-only:
 the rewrite happens in a temporary copy. Exit status: `check.py`'s (0 only when every case passes).
 """
@@ -31,7 +31,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "upstream-corpus"
 DEFAULT_CLI = REPO / ".venv" / "bin" / "trainjob-operator"
-V24 = "D12"
+V24 = "D23"
 
 ORTE_TO_PRTE = {  # ORTE name -> (PRTE name, value of the PRTE one given the ORTE value)
     "OMPI_MCA_orte_default_hostfile": ("PRTE_MCA_prte_default_hostfile", None),
@@ -51,7 +51,7 @@ def load_check(corpus: Path) -> ModuleType:
 
 def v24_objects(objects: list[dict[str, Any]], trainjobs: list[dict[str, Any]],
                 runtimes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Upstream v2.3.0's objects with the v2.4 MPI delta (D12) applied."""
+    """Upstream v2.3.0's objects with the v2.4 MPI delta (D23) applied."""
     mpi_runtimes = {(r.get("metadata") or {}).get("name") for r in runtimes
                     if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None}
     images = {(t.get("metadata") or {}).get("name"): ((t.get("spec") or {}).get("trainer") or {}).get("image")

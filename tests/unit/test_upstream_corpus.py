@@ -1,5 +1,5 @@
 """Upstream's own inputs (`../shared/upstream-corpus`: runtimes, examples, docs YAML, e2e TrainJobs, unit-test
-tables) replayed through the CLI by the shared `check.py`, with the documented v2.4 delta (D12) applied by
+tables) replayed through the CLI by the shared `check.py`, with the documented v2.4 delta (D23) applied by
 `hack/upstream_corpus.py`. Every case must pass: a failure prints the case and what differs."""
 
 from __future__ import annotations
