@@ -14,7 +14,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
+.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ crds-check: $(STAMP)
 
 test-unit: $(STAMP) ## unit tests: the pure core, no cluster
 	@$(PYTEST) tests/unit -q
+
+test-corpus: $(STAMP) ## upstream's own inputs (../shared/upstream-corpus) through render/validate, v2.4 delta documented
+	@$(PY) hack/upstream_corpus.py $(VENV)/bin/trainjob-operator
 
 test-integration: $(STAMP) tools tools-browser ## integration tests against the local kube-apiserver (builds the tools if needed)
 	@$(PYTEST) tests/integration -q -m cluster

@@ -1,8 +1,13 @@
 """`trainjob-operator`: render and validate TrainJobs offline, exactly as the operator would.
 
 Exit codes: 0 success; 1 invalid input (field errors on stderr as `<field path>: <message>`);
-2 unusable input (unreadable file, bad YAML, unknown kind, older API shape, missing runtime) with one line naming
-it. `convert` rewrites older shapes (proposal-era `kubeflow.org/v2alpha1`, early v1alpha1) into the served one.
+2 unusable input (unreadable file, bad YAML, unknown kind, older API shape, missing runtime) with one line
+naming it. `convert` rewrites older shapes (proposal-era `kubeflow.org/v2alpha1`, early v1alpha1) into the
+served one.
+Every file may hold TrainJobs and runtimes together (`-f` and `-r` accept every kind, as `kubectl apply -f`
+does). A TrainJob whose runtime is missing or cannot be built is reported and the others are still checked
+and rendered; the exit code is the worst seen (2 over 1 over 0). Fields the CRD schema does not know are
+pruned as the API server prunes them, with a `Warning: unknown field` line each (kubectl's strict mode).
 """
 
 import argparse
@@ -10,6 +15,8 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import yaml
@@ -18,10 +25,11 @@ from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime.errors import BuildError, FieldError
+from .runtime.errors import BuildError, FieldError, invalid
 from .runtime.info import RuntimeSource
 from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
+from .runtime.prune import Schema, prune, unknown_field_warning
 from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
 
@@ -109,23 +117,23 @@ def refuse_legacy(doc: Document, path: str) -> None:
 
 def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str],
                 old_files: Sequence[str] = ()) -> Inputs:
+    """Every object of every file, sorted by kind: a file may mix TrainJobs and runtimes (upstream's examples do)."""
     inputs = Inputs()
-    for path in trainjob_files:
+    found_in_f = 0
+    for path, from_f in [(p, True) for p in trainjob_files] + [(p, False) for p in runtime_files]:
         for doc in load_documents(path):
             refuse_legacy(doc, path)
-            if doc.raw.get("kind") != c.TRAINJOB_KIND:
-                raise UsageError(f"{doc.source}: expected kind TrainJob, got {doc.raw.get('kind')!r}")
-            inputs.trainjobs.append(doc)
-    for path in runtime_files:
-        for doc in load_documents(path):
-            refuse_legacy(doc, path)
-            if doc.raw.get("kind") not in RUNTIME_KINDS:
+            kind = doc.raw.get("kind")
+            if kind == c.TRAINJOB_KIND:
+                inputs.trainjobs.append(doc)
+            elif kind in RUNTIME_KINDS:
+                inputs.runtimes.append(doc)
+            else:
                 raise UsageError(
-                    f"{doc.source}: expected kind TrainingRuntime or ClusterTrainingRuntime, got "
-                    f"{doc.raw.get('kind')!r}"
+                    f"{doc.source}: expected kind TrainJob, TrainingRuntime or ClusterTrainingRuntime, got {kind!r}"
                 )
-            inputs.runtimes.append(doc)
-    if not inputs.trainjobs and trainjob_files:
+            found_in_f += from_f
+    if trainjob_files and not found_in_f:
         raise UsageError(f"{', '.join(trainjob_files)}: no TrainJob found")
     for path in old_files:
         for doc in load_documents(path):
@@ -147,61 +155,135 @@ class RuntimeCatalog:
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, str | None, str], RuntimeSource] = {}
+        self._invalid: set[tuple[str, str | None, str]] = set()
 
     def add(self, runtime: TrainingRuntime | ClusterTrainingRuntime) -> None:
         namespace = runtime.metadata.namespace if runtime.kind == c.TRAINING_RUNTIME_KIND else None
         self._by_key[(runtime.kind, namespace, runtime.metadata.name or "")] = RuntimeSource.of(runtime)
+
+    def add_invalid(self, raw: dict[str, Any]) -> None:
+        """A runtime the API server would refuse to store: TrainJobs naming it report that, not "not found"."""
+        kind, meta = raw.get("kind"), raw.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        namespace = meta.get("namespace") if kind == c.TRAINING_RUNTIME_KIND else None
+        self._invalid.add((str(kind), namespace if isinstance(namespace, str) else None, str(meta.get("name", ""))))
 
     def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
         if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
             return self._by_key.get((kind, None, name))
         return self._by_key.get((kind, namespace, name)) or self._by_key.get((kind, None, name))
 
+    def is_invalid(self, kind: str, namespace: str, name: str) -> bool:
+        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
+            return (kind, None, name) in self._invalid
+        return (kind, namespace, name) in self._invalid or (kind, None, name) in self._invalid
+
 
 @dataclass
 class Checked:
     jobs: list[tuple[Document, TrainJob]]
+    """TrainJobs that passed every check and whose runtime is known: the ones `render` builds."""
     catalog: RuntimeCatalog
     errors: list[tuple[Document, list[FieldError]]]
     warnings: list[str]
     runtime_count: int
+    unusable: list[str] = field(default_factory=list)
+    """One line per TrainJob that cannot be checked at all (its runtime is missing): exit 2."""
+    trainjob_count: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable else 1 if self.errors else 0
+
+
+@cache
+def crd_schema(kind: str) -> Schema | None:
+    """The `openAPIV3Schema` of our CRD for `kind`, from `crds/` of the source tree, or generated from the API
+    models when the generator's Kubernetes OpenAPI is installed; None when neither is at hand (no pruning)."""
+    plural = {c.TRAINJOB_KIND: "trainjobs", c.TRAINING_RUNTIME_KIND: "trainingruntimes",
+              c.CLUSTER_TRAINING_RUNTIME_KIND: "clustertrainingruntimes"}.get(kind)
+    if plural is None:
+        return None
+    path = Path(__file__).resolve().parents[2] / "crds" / f"{c.GROUP}_{plural}.yaml"
+    try:
+        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        schema: Schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        return schema
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        pass
+    try:  # an installed wheel has no crds/: generate (needs the dev extra's kubernetes-validate)
+        from . import crdgen
+
+        model: type[TrainJob] | type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
+        if kind == c.TRAINJOB_KIND:
+            model = TrainJob
+        elif kind == c.TRAINING_RUNTIME_KIND:
+            model = TrainingRuntime
+        return crdgen.root_schema(model)
+    except (ImportError, KeyError, FileNotFoundError):
+        return None
+
+
+def pruned(doc: Document, warnings: list[str]) -> dict[str, Any]:
+    """The object as the API server would store it, each dropped field named in a warning."""
+    schema = crd_schema(str(doc.raw.get("kind")))
+    if schema is None:
+        return doc.raw
+    result, paths = prune(doc.raw, schema)
+    warnings += [f"{doc.label}: {unknown_field_warning(path)}" for path in paths]
+    return result
 
 
 def check(inputs: Inputs, framework: Framework) -> Checked:
-    """CRD-level and admission validation of every runtime and TrainJob. Raises UsageError for a
-    TrainJob whose runtime is not among the inputs."""
+    """CRD-level and admission validation of every runtime and TrainJob, as the API server and the webhooks
+    would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`."""
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
+    unusable: list[str] = []
     for doc in inputs.runtimes:
-        runtime, result = check_runtime(doc.raw)
+        runtime, result = check_runtime(pruned(doc, warnings))
         problems = list(result.errors)
         if runtime is not None:
             admission = admit_runtime(runtime)
-            problems += admission.errors
+            # a rule both the CRD and the webhook enforce is reported once, as the API server stops at the CRD
+            problems += [e for e in admission.errors if str(e) not in {str(p) for p in problems}]
             warnings += admission.warnings
             catalog.add(runtime)
+        else:
+            catalog.add_invalid(doc.raw)
         if problems:
             errors.append((doc, problems))
     jobs: list[tuple[Document, TrainJob]] = []
     for doc in inputs.trainjobs:
         stored = inputs.old.get(_key(doc.raw))
-        job, result = check_trainjob(doc.raw, stored.raw if stored is not None else None)
+        job, result = check_trainjob(pruned(doc, warnings), stored.raw if stored is not None else None)
         problems = list(result.errors)
         old_job = parse(TrainJob, stored.raw)[0] if stored is not None else None
         if job is not None:
             ref = job.spec.runtime_ref
-            if ref.api_group == c.GROUP and ref.kind in RUNTIME_KINDS and \
-                    catalog.lookup(ref.kind or "", job.namespace, ref.name) is None:
-                where = f"{job.namespace}/{ref.name}" if ref.kind == c.TRAINING_RUNTIME_KIND else ref.name
-                raise UsageError(f"{doc.label}: runtime {ref.kind} {where} not found in the -r files")
+            kind = ref.kind or ""
+            if ref.api_group == c.GROUP and kind in RUNTIME_KINDS and \
+                    catalog.lookup(kind, job.namespace, ref.name) is None:
+                where = f"{job.namespace}/{ref.name}" if kind == c.TRAINING_RUNTIME_KIND else ref.name
+                if catalog.is_invalid(kind, job.namespace, ref.name):
+                    problems.append(invalid("spec.runtimeRef", ref.to_wire(),
+                                            f"{kind} {where} is invalid (its errors are listed above): the API "
+                                            "server would not have stored it"))
+                    errors.append((doc, problems))
+                else:
+                    unusable.append(f"{doc.label}: runtime {kind} {where} not found in the -r files")
+                    if problems:
+                        errors.append((doc, problems))
+                continue
             admission = admit_trainjob(framework, old_job, job, catalog.lookup)
             problems += admission.errors
             warnings += admission.warnings
-            jobs.append((doc, job))
+            if not problems:
+                jobs.append((doc, job))
         if problems:
             errors.append((doc, problems))
-    return Checked(jobs, catalog, errors, warnings, len(inputs.runtimes))
+    return Checked(jobs, catalog, errors, warnings, len(inputs.runtimes), unusable, len(inputs.trainjobs))
 
 
 def lifecycle_notes(checked: Checked) -> list[str]:
@@ -224,24 +306,39 @@ def report(checked: Checked, err: TextIO) -> bool:
         for problem in problems:
             print(str(problem), file=err)
         print(f"invalid: {doc.label}: {len(problems)} error(s)", file=err)
-    if checked.errors:
-        return False
+    for line in checked.unusable:
+        print(f"{PROG}: error: {line}", file=err)
     for note in lifecycle_notes(checked):
         print(note, file=err)
-    return True
+    return not checked.errors and not checked.unusable
 
 
-def render(checked: Checked, framework: Framework) -> list[dict[str, Any]]:
+def foreign_manager(job: TrainJob) -> str | None:
+    """The controller named in `spec.managedBy` when it is not this operator (the reconciler skips those)."""
+    managed_by = job.spec.managed_by
+    return managed_by if managed_by not in (None, c.DEFAULT_MANAGED_BY) else None
+
+
+def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str, Any]]:
+    """The objects of every checked TrainJob; one that cannot be built is reported (exit 2), the others go on."""
     objects: list[dict[str, Any]] = []
     for doc, job in checked.jobs:
         ref = job.spec.runtime_ref
         runtime = checked.catalog.lookup(ref.kind or "", job.namespace, ref.name)
-        assert runtime is not None  # check() refused missing runtimes
+        assert runtime is not None  # check() kept only TrainJobs with a runtime
+        manager = foreign_manager(job)
+        if manager is not None:
+            print(f"Warning: {doc.label}: spec.managedBy is {manager!r}: trainjob-operator does not reconcile this "
+                  f"TrainJob and would not build the objects below (upstream's runtime builds them; the controller "
+                  f"named in managedBy decides)", file=err)
         try:
-            objects.append(build_snapshot(job, runtime))
-            objects += framework.desired_objects(job, runtime)
+            built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime)]
         except BuildError as error:
-            raise UsageError(f"{doc.label}: cannot build: {error}") from error
+            line = f"{doc.label}: cannot build: {error}"
+            checked.unusable.append(line)
+            print(f"{PROG}: error: {line}", file=err)
+            continue
+        objects += built
     return objects
 
 
@@ -339,13 +436,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     framework = Framework.from_registry()
     try:
         checked = check(read_inputs(args.filename, args.runtimes, getattr(args, "old", [])), framework)
-        if not report(checked, sys.stderr):
-            return 1
+        report(checked, sys.stderr)
         if args.command == "validate":
-            print(f"valid: {len(checked.jobs)} TrainJob(s), {checked.runtime_count} runtime(s)", file=sys.stderr)
-            return 0
-        dump(render(checked, framework), args.output, sys.stdout)
-        return 0
+            if checked.exit_code == 0:
+                print(f"valid: {checked.trainjob_count} TrainJob(s), {checked.runtime_count} runtime(s)",
+                      file=sys.stderr)
+            return checked.exit_code
+        objects = render(checked, framework, sys.stderr)
+        if objects or checked.exit_code == 0:
+            dump(objects, args.output, sys.stdout)
+        return checked.exit_code
     except UsageError as err:
         fail(str(err), 2)
     except BrokenPipeError:  # `render ... | head` closed the pipe: not an error of ours

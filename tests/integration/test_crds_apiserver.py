@@ -202,6 +202,12 @@ def test_a_namespaced_runtime_is_accepted(crds: Any, namespace: str) -> None:
             "containerPort",
             id="typed-pod-spec",
         ),
+        pytest.param(  # v2.4 (#4394): the API server's words are the offline validator's, byte for byte
+            lambda spec: spec["template"]["spec"]["replicatedJobs"][0].update(name="a-replicated-job-name"),
+            'spec.template.spec.replicatedJobs[0].name: Invalid value: "a-replicated-job-name": replicatedJob name '
+            "must be no more than 20 characters",
+            id="replicated-job-name-21-characters",
+        ),
     ],
 )
 def test_invalid_runtimes_are_rejected(crds: Any, mutate: Any, message: str) -> None:

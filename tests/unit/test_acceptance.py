@@ -917,6 +917,11 @@ def test_openmpi_builds_secret_hostfile_and_launcher_env() -> None:
         "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
         "OMPI_MCA_orte_set_default_slots": "8",
         "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+        # v2.4 (#4029): the Open MPI 5 (PRTE) names beside the ORTE ones; keep_fqdn false on purpose
+        "PRTE_MCA_prte_default_hostfile": "/etc/mpi/hostfile",
+        "PRTE_MCA_prte_keep_fqdn_hostnames": "false",
+        "PRTE_MCA_prte_set_default_slots": "8",
+        "PRTE_MCA_plm_ssh_args": "-o ConnectionAttempts=10",
     }
     assert (launcher["command"], launcher["args"]) == (["mpirun"], ["echo.sh"])
     assert {"name": "mpi-ssh-auth", "mountPath": "/root/.ssh"} in container_of(jobset, "node")["volumeMounts"]

@@ -283,13 +283,15 @@ NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNod
                           'envInjection target podSet "node" container "sidecar" not found in runtime template\n'
                           "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
                  id="render refuses a missing envInjection target with exit 1 before building"),
-    pytest.param(ExitCase("validate", [RT.raw()], None, 2,
-                          "{prog}: error: {tj}#1: expected kind TrainJob, got 'TrainingRuntime'\n"),
-                 id="a runtime passed with -f exits 2"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [TJ.raw()], 2,
-                          "{prog}: error: {rt}#1: expected kind TrainingRuntime or ClusterTrainingRuntime, got "
-                          "'TrainJob'\n"),
-                 id="a TrainJob passed with -r exits 2"),
+    pytest.param(ExitCase("validate", [RT.raw()], None, 0, "valid: 0 TrainJob(s), 1 runtime(s)\n"),
+                 id="a runtime passed with -f is validated"),
+    pytest.param(ExitCase("validate", [TJ.raw()], [TJ.set("metadata.name", "other").raw(), RT.raw()], 0,
+                          "valid: 2 TrainJob(s), 1 runtime(s)\n"),
+                 id="a TrainJob passed with -r is validated"),
+    pytest.param(ExitCase("validate", [{**TJ.raw(), "kind": "Pod"}], [RT.raw()], 2,
+                          "{prog}: error: {tj}#1: expected kind TrainJob, TrainingRuntime or ClusterTrainingRuntime, "
+                          "got 'Pod'\n"),
+                 id="another kind exits 2 naming the document"),
     pytest.param(ExitCase("render", "kind: TrainJob\nmetadata:\n  name: x\n  labels: a: b\n", [RT.raw()], 2,
                           "{prog}: error: {tj}: invalid YAML at line 4, column 12: mapping values are not allowed in "
                           "this context\n"),
@@ -388,3 +390,87 @@ def test_module_entry_point_validates_and_refuses(tmp_path: Path) -> None:
                              timeout=120, check=False)
     assert (missing.returncode, missing.stdout) == (2, "")
     assert missing.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------------- issue 12: upstream's own input shapes
+
+
+def test_one_file_mixing_runtimes_and_trainjobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """upstream's examples hold the runtime and the TrainJob in one stream (`kubectl apply -f` style)."""
+    job, runtime = TJ.trainer(numNodes=2), RT.ml_policy(num_nodes=1, torch={})
+    mixed = write(tmp_path, "mixed.yaml", runtime.raw(), job.raw())
+    result = run(capsys, "render", "-f", mixed, "-o", "json")
+    assert (result.code, result.err) == (0, "")
+    assert json.loads(result.out)["items"] == expected_objects(job, runtime)
+    assert run(capsys, "validate", "-r", mixed, "-f", mixed) == Result(
+        0, "", "valid: 2 TrainJob(s), 2 runtime(s)\n")
+
+
+def test_a_missing_runtime_does_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good, lost = TJ.trainer(numNodes=2), TrainJobBuilder.make(name="lost").set("spec.runtimeRef.name", "gone")
+    runtime = RT.ml_policy(num_nodes=1, torch={})
+    tj = write(tmp_path, "tj.yaml", lost.raw(), good.raw())
+    rt = write(tmp_path, "rt.yaml", runtime.raw())
+    missing = f"{PROG}: error: TrainJob default/lost ({tj}#1): runtime TrainingRuntime default/gone not found in " \
+              "the -r files\n"
+    rendered = run(capsys, "render", "-f", tj, "-r", rt, "-o", "json")
+    assert (rendered.code, rendered.err) == (2, missing)
+    assert json.loads(rendered.out)["items"] == expected_objects(good, runtime)
+    assert run(capsys, "validate", "-f", tj, "-r", rt) == Result(2, "", missing)
+
+
+def test_a_trainjob_of_an_invalid_runtime_reports_the_runtimes_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tj = write(tmp_path, "tj.yaml", TJ.raw())
+    rt = write(tmp_path, "rt.yaml", RT.ml_policy(mpi={"mpiImplementation": "invalid"}).raw())
+    result = run(capsys, "validate", "-f", tj, "-r", rt)
+    assert result == Result(1, "", "".join([
+        'spec.mlPolicy.mpi.mpiImplementation: Unsupported value: "invalid": supported values: "OpenMPI", ""\n',
+        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct "
+        "the existing errors to complete validation\n",
+        f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 2 error(s)\n",
+        'spec.runtimeRef: Invalid value: {"name":"test-runtime","apiGroup":"trainer.kubeflow.org",'
+        '"kind":"TrainingRuntime"}: TrainingRuntime default/test-runtime is invalid (its errors are listed above): the '
+        "API server would not have stored it\n",
+        f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+    ]))
+
+
+def test_unknown_fields_are_pruned_with_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo (`resource:`) would be dropped by the API server: the render is the pruned runtime's, and the
+    warning names the path as kubectl's strict field validation does; the exit status stays 0."""
+    runtime = RT.ml_policy(num_nodes=1, torch={})
+    typo = runtime.node_container(resource={"limits": {"cpu": "1"}}).set("spec.template.spec.schedulerName", "x")
+    tj = write(tmp_path, "tj.yaml", TJ.raw())
+    rt = write(tmp_path, "rt.yaml", typo.raw())
+    result = run(capsys, "render", "-f", tj, "-r", rt, "-o", "json")
+    label = f"TrainingRuntime default/test-runtime ({rt}#1)"
+    assert (result.code, result.err) == (0, "".join([
+        f'Warning: {label}: unknown field "spec.template.spec.replicatedJobs[2].template.spec.template.spec.'
+        'containers[0].resource"\n',
+        f'Warning: {label}: unknown field "spec.template.spec.schedulerName"\n',
+    ]))
+    assert json.loads(result.out)["items"] == expected_objects(TJ, runtime)
+
+
+def test_a_long_replicated_job_name_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = "a-replicated-job-name"  # 21 characters
+    rt = write(tmp_path, "rt.yaml", RT.jobs([replicated_job(name, None, [container(c.NODE)])]).raw())
+    result = run(capsys, "validate", "-f", rt)
+    assert result == Result(1, "", "".join([
+        f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{name}": replicatedJob name must be no more '
+        "than 20 characters\n",
+        f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n",
+    ]))
+
+
+def test_render_says_a_foreign_managed_trainjob_is_not_ours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = TJ.set("spec.managedBy", c.MULTIKUEUE_MANAGED_BY)
+    runtime = RT.ml_policy(num_nodes=1, torch={})
+    tj = write(tmp_path, "tj.yaml", job.raw())
+    result = run(capsys, "render", "-f", tj, "-r", write(tmp_path, "rt.yaml", runtime.raw()), "-o", "json")
+    assert (result.code, result.err) == (0, (
+        f"Warning: TrainJob default/test-job ({tj}#1): spec.managedBy is 'kueue.x-k8s.io/multikueue': "
+        "trainjob-operator does not reconcile this TrainJob and would not build the objects below (upstream's "
+        "runtime builds them; the controller named in managedBy decides)\n"))
+    assert json.loads(result.out)["items"] == expected_objects(job, runtime)

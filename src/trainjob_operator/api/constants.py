@@ -83,8 +83,24 @@ OMPI_ENV_HOSTFILE: Final = "OMPI_MCA_orte_default_hostfile"
 OMPI_ENV_KEEP_FQDN: Final = "OMPI_MCA_orte_keep_fqdn_hostnames"
 OMPI_ENV_DEFAULT_SLOTS: Final = "OMPI_MCA_orte_set_default_slots"
 OMPI_ENV_RSH_ARGS: Final = "OMPI_MCA_plm_rsh_args"
+# Open MPI 5 replaced ORTE with PRTE and ignores the OMPI_MCA_orte_* names silently (upstream v2.4, #4029):
+# both sets are emitted, each version reads its own.
+PRTE_ENV_HOSTFILE: Final = "PRTE_MCA_prte_default_hostfile"
+PRTE_ENV_KEEP_FQDN: Final = "PRTE_MCA_prte_keep_fqdn_hostnames"
+PRTE_ENV_DEFAULT_SLOTS: Final = "PRTE_MCA_prte_set_default_slots"
+PRTE_ENV_SSH_ARGS: Final = "PRTE_MCA_plm_ssh_args"
+MPI_SSH_ARGS: Final = "-o ConnectionAttempts=10"
 OMPI_RESERVED_ENVS: Final = frozenset(
-    {OMPI_ENV_HOSTFILE, OMPI_ENV_KEEP_FQDN, OMPI_ENV_DEFAULT_SLOTS, OMPI_ENV_RSH_ARGS}
+    {
+        OMPI_ENV_HOSTFILE,
+        OMPI_ENV_KEEP_FQDN,
+        OMPI_ENV_DEFAULT_SLOTS,
+        OMPI_ENV_RSH_ARGS,
+        PRTE_ENV_HOSTFILE,
+        PRTE_ENV_KEEP_FQDN,
+        PRTE_ENV_DEFAULT_SLOTS,
+        PRTE_ENV_SSH_ARGS,
+    }
 )
 
 # JAX and XGBoost.

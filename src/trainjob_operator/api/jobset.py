@@ -10,6 +10,7 @@ from .rules import (
     JOBSET_IMMUTABLE,
     JOBSET_STARTUP_XOR_DEPENDS_ON,
     JOBSET_VCP_NO_NAMESPACE,
+    REPLICATED_JOB_NAME_MAX_20,
     x_validations,
 )
 
@@ -23,7 +24,9 @@ class DependsOn(K8sModel):
 
 
 class ReplicatedJob(K8sModel):
-    name: str = Field(min_length=1, max_length=63)
+    """A replicated job of a runtime's JobSet template (JobSet's own bound, 63, and the runtime's, 20)."""
+
+    name: str = Field(min_length=1, max_length=63, json_schema_extra=x_validations(REPLICATED_JOB_NAME_MAX_20))
     group_name: str | None = Field(default="default", max_length=63)
     template: JobTemplateSpec
     replicas: int | None = Field(default=1, ge=0)

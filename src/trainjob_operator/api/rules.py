@@ -72,6 +72,13 @@ ENV_INJECTION_NOT_NODE: Final = CelRule(
 )
 MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")
 FLUX_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")
+#: v2.4 (#4394): JobSet names pods `<trainjob>-<replicatedJob>-<jobIndex>-<podIndex>` and the TrainJob name may
+#: take 63 - 20 characters of that; a longer replicated job name only fails later, in JobSet's webhook.
+REPLICATED_JOB_NAME_MAX_LENGTH: Final = 20
+REPLICATED_JOB_NAME_MAX_20: Final = CelRule(
+    f"size(self) <= {REPLICATED_JOB_NAME_MAX_LENGTH}",
+    f"replicatedJob name must be no more than {REPLICATED_JOB_NAME_MAX_LENGTH} characters",
+)
 
 # JobSet v1alpha2 rules, carried by the JobSet spec embedded in runtimes (as upstream's CRDs embed them).
 JOBSET_IMMUTABLE: Final = CelRule("self == oldSelf", "Value is immutable")

@@ -23,6 +23,7 @@ from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import STARTUP_RECHECK_SECONDS, check_startup, effective_run_policy, needs_rebuild
 from ..runtime.observed import Observed, StatusServer
 from ..runtime.pipeline import Framework
+from ..runtime.plugins.jobset import rebuildable
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome, startup_failed, trainjob_state, with_reconcile_error
 from .store import Key, Store
@@ -328,7 +329,7 @@ class Reconciler:
                         c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, propagation="Foreground",
                         uid=(observed.jobset.get("metadata") or {}).get("uid")))
                     continue
-            applied = await self._apply(obj)
+            applied = await (self._apply_jobset(obj, observed) if obj["kind"] == c.JOBSET_KIND else self._apply(obj))
             kind, uid = obj["kind"], job.metadata.uid or ""
             if kind == c.JOBSET_KIND:
                 self.store.jobsets.put(applied)
@@ -341,6 +342,21 @@ class Reconciler:
             elif kind == c.POD_GROUP_KIND:
                 self.store.known.pod_groups.add(uid)
         return trainer.count if trainer is not None else None
+
+    async def _apply_jobset(self, obj: dict[str, Any], observed: Observed) -> dict[str, Any]:
+        """Apply the JobSet; one JobSet refuses as immutable is rebuilt when it is suspended and never ran."""
+        try:
+            applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
+            return applied
+        except ApiError as err:
+            if not (err.status in (403, 422) and "immutable" in err.message and rebuildable(observed.jobset)):
+                what = f"JobSet {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+                raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
+            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it",
+                     namespace=obj["metadata"].get("namespace"), name=obj["metadata"]["name"], error=err.message)
+            await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND,
+                                                           obj["metadata"]["name"], obj["metadata"].get("namespace")))
+        return await self._apply(obj)
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         if obj["kind"] == "Secret":  # the MPI SSH Secret (immutable) and the Flux curve Secret: created once

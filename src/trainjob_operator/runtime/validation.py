@@ -186,6 +186,20 @@ def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
+def replicated_job_name_errors(names_by_index: list[tuple[int, Any]]) -> list[FieldError]:
+    """v2.4's bound on a runtime's replicated job names (#4394), with the CRD rule's path and message."""
+    return [invalid(f"spec.template.spec.replicatedJobs[{i}].name", name, rules.REPLICATED_JOB_NAME_MAX_20.message)
+            for i, name in names_by_index
+            if isinstance(name, str) and len(name) > rules.REPLICATED_JOB_NAME_MAX_LENGTH]
+
+
+def runtime_cel(raw: dict[str, Any]) -> list[FieldError]:
+    """The runtime CRD's CEL rules, evaluated on the raw object."""
+    jobs = _get(raw, "spec", "template", "spec", "replicatedJobs")
+    named = [(i, j.get("name")) for i, j in enumerate(jobs if isinstance(jobs, list) else []) if isinstance(j, dict)]
+    return ml_policy_cel(raw) + replicated_job_name_errors(named)
+
+
 IMMUTABLE_SPEC_FIELDS = ("runtimeRef", "initializer", "trainer", "activeDeadlineSeconds", "managedBy",
                          "startupDeadlineSeconds")
 IMMUTABLE_POD_PATCH_FIELDS = ("serviceAccountName", "volumes", "initContainers", "containers", "imagePullSecrets",
@@ -285,8 +299,10 @@ def run_policy_errors(runtime: TrainingRuntime | ClusterTrainingRuntime) -> list
 
 def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validation:
     """The runtime validating webhooks (§7.3): ancestor jobs have one replica and the required container."""
-    errors: list[FieldError] = []
-    for i, rjob in enumerate(runtime.spec.template.spec.replicated_jobs):
+    replicated_jobs = runtime.spec.template.spec.replicated_jobs
+    # The CRD carries the same rule; the webhook repeats it for runtimes stored before v2.4's CRD was installed.
+    errors: list[FieldError] = replicated_job_name_errors([(i, rj.name) for i, rj in enumerate(replicated_jobs)])
+    for i, rjob in enumerate(replicated_jobs):
         labels = rjob.template.metadata.labels if rjob.template.metadata is not None else None
         ancestor = (labels or {}).get(c.ANCESTOR_LABEL)
         if ancestor not in c.ANCESTOR_CONTAINERS:
@@ -336,7 +352,7 @@ def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | 
     if blocking:
         return runtime, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
-        errors += ml_policy_cel(raw)
+        errors += runtime_cel(raw)
     return runtime, Validation(tuple(errors))
 
 
@@ -348,6 +364,8 @@ __all__ = [
     "forbidden",
     "ml_policy_cel",
     "parse",
+    "replicated_job_name_errors",
+    "runtime_cel",
     "schema_errors",
     "trainjob_cel",
     "trainjob_transition",

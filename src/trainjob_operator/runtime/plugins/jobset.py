@@ -46,6 +46,26 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
         return [WatchSpec(c.JOBSET_API_VERSION, c.JOBSET_KIND)]
 
 
+def rebuildable(jobset: dict[str, Any] | None) -> bool:
+    """Whether an existing JobSet may be deleted and created anew when it cannot be updated in place.
+
+    JobSet refuses most changes of its replicated jobs. A JobSet built by an older operator (v2.4 added the
+    Open MPI 5 `PRTE_MCA_*` env to the MPI launcher, #4029) is therefore stuck once re-applied: upstream v2.4 tells
+    users to recreate such TrainJobs. A JobSet that is suspended and never ran anything has nothing to lose, so
+    the operator rebuilds it instead: suspended, no restarts, no Job of it ever active, ready, succeeded or
+    failed, and never resumed (JobSet's `Suspended` condition never `False`)."""
+    if not jobset or not (jobset.get("spec") or {}).get("suspend"):
+        return False
+    status = jobset.get("status") or {}
+    if status.get("restarts") or status.get("terminalState"):
+        return False
+    for job in status.get("replicatedJobsStatus") or []:
+        if any(job.get(key) for key in ("active", "ready", "succeeded", "failed")):
+            return False
+    return not any(cond.get("type") == "Suspended" and cond.get("status") == "False"
+                   for cond in status.get("conditions") or [])
+
+
 def _initializer_env(container_env: list[EnvVar] | None, source: InitializerSource) -> list[EnvVar]:
     env = []
     if source.storage_uri is not None:

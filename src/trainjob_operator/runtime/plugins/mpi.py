@@ -71,11 +71,15 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
             },
         })
         ssh_mount = VolumeMount(name=c.MPI_SSH_AUTH_VOLUME, mount_path=policy.ssh_auth_mount_path or "/root/.ssh")
+        image = job.spec.trainer.image if job.spec.trainer is not None else None
         for pod_set in (info.pod_set(c.NODE), info.pod_set(c.LAUNCHER)):
             if pod_set is None:
                 continue
             upsert_volume(pod_set.pod_spec, secret_volume)
             node = pod_set.container(c.NODE)
+            if node is not None and image:
+                # v2.4 (#4301): the TrainJob's image runs every MPI rank, on the launcher and on the nodes.
+                node.image = image
             if node is not None:
                 upsert_volume_mount(node, ssh_mount)
             if pod_set.name != c.LAUNCHER:
@@ -83,12 +87,7 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
             upsert_volume(pod_set.pod_spec, hostfile_volume)
             if node is not None:
                 upsert_volume_mount(node, VolumeMount(name=c.MPI_HOSTFILE_VOLUME, mount_path=c.MPI_HOSTFILE_DIR))
-                upsert_env(node, [
-                    EnvVar(name=c.OMPI_ENV_HOSTFILE, value=f"{c.MPI_HOSTFILE_DIR}/{c.MPI_HOSTFILE_NAME}"),
-                    EnvVar(name=c.OMPI_ENV_KEEP_FQDN, value="true"),
-                    EnvVar(name=c.OMPI_ENV_DEFAULT_SLOTS, value=str(slots(info, job, policy))),
-                    EnvVar(name=c.OMPI_ENV_RSH_ARGS, value="-o ConnectionAttempts=10"),
-                ])
+                upsert_env(node, launcher_env(str(slots(info, job, policy))))
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         policy = info.ml_policy.mpi if info.ml_policy is not None else None
@@ -136,6 +135,23 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
 
     def watches(self) -> list[WatchSpec]:
         return [WatchSpec("v1", "ConfigMap"), WatchSpec("v1", "Secret")]
+
+
+def launcher_env(slots_per_node: str) -> list[EnvVar]:
+    """The Open MPI settings of the launcher's `node` container: ORTE names (Open MPI 4) and PRTE names (5)."""
+    hostfile_path = f"{c.MPI_HOSTFILE_DIR}/{c.MPI_HOSTFILE_NAME}"
+    return [
+        EnvVar(name=c.OMPI_ENV_HOSTFILE, value=hostfile_path),
+        EnvVar(name=c.OMPI_ENV_KEEP_FQDN, value="true"),
+        EnvVar(name=c.OMPI_ENV_DEFAULT_SLOTS, value=slots_per_node),
+        EnvVar(name=c.OMPI_ENV_RSH_ARGS, value=c.MPI_SSH_ARGS),
+        EnvVar(name=c.PRTE_ENV_HOSTFILE, value=hostfile_path),
+        # false, not mirrored: the hostfile's short `<pod>.<subdomain>` names never match what PRTE resolves for
+        # itself, and with `true` PRTE takes the launcher's own entry for a remote host and SSHes to itself.
+        EnvVar(name=c.PRTE_ENV_KEEP_FQDN, value="false"),
+        EnvVar(name=c.PRTE_ENV_DEFAULT_SLOTS, value=slots_per_node),
+        EnvVar(name=c.PRTE_ENV_SSH_ARGS, value=c.MPI_SSH_ARGS),
+    ]
 
 
 def hostfile(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> str:
