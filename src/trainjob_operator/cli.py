@@ -16,8 +16,9 @@ import yaml
 from .api import constants as c
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime.errors import BuildError, FieldError
+from .runtime.errors import BuildError, FieldError, describe
 from .runtime.info import RuntimeSource
+from .runtime import yamltext
 from .runtime.pipeline import Framework
 from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob
@@ -26,10 +27,9 @@ PROG = "trainjob-operator"
 RUNTIME_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 
 try:
-    _Loader: Any = yaml.CSafeLoader
     _Dumper: Any = yaml.CSafeDumper
 except AttributeError:  # PyYAML built without libyaml
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+    _Dumper = yaml.SafeDumper
 
 
 def _represent_str(dumper: Any, value: str) -> Any:
@@ -62,17 +62,16 @@ class Document:
 def load_documents(path: str) -> Iterator[Document]:
     """Every object of a YAML stream; `kind: List` objects are flattened."""
     try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
+        with open(path, "rb") as stream:
+            text = stream.read().decode("utf-8")
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{path}: not UTF-8 text (byte {err.start})") from err
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise UsageError(f"{path}: invalid YAML{at}: {problem}") from err
+        docs = yamltext.load_all(text)
+    except yamltext.YamlError as err:
+        raise UsageError(f"{path}: {err}") from err
     index = 0
     for doc in docs:
         if doc is None:
@@ -143,7 +142,16 @@ class Checked:
 
 def check(inputs: Inputs, framework: Framework) -> Checked:
     """CRD-level and admission validation of every runtime and TrainJob. Raises UsageError for a
-    TrainJob whose runtime is not among the inputs."""
+    TrainJob whose runtime is not among the inputs, or an object the checks cannot handle at all."""
+    try:
+        return _check(inputs, framework)
+    except UsageError:
+        raise
+    except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
+        raise UsageError(f"cannot check the input: {describe(err)}") from err
+
+
+def _check(inputs: Inputs, framework: Framework) -> Checked:
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
@@ -197,6 +205,8 @@ def render(checked: Checked, framework: Framework) -> list[dict[str, Any]]:
             objects += framework.desired_objects(job, runtime)
         except BuildError as error:
             raise UsageError(f"{doc.label}: cannot build: {error}") from error
+        except Exception as error:  # the pure pipeline crashed on this input: name the object and the cause
+            raise UsageError(f"{doc.label}: cannot build: {describe(error)}") from error
     return objects
 
 
@@ -260,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except UsageError as err:
         fail(str(err), 2)
+    except RecursionError as err:
+        fail(f"the input nests too deeply: {describe(err)}", 2)
     except BrokenPipeError:  # `render ... | head` closed the pipe: not an error of ours
         sys.stderr.close()
         return 0

@@ -19,8 +19,9 @@ from .. import certs
 from ..api import constants as c
 from ..config import Webhook
 from ..k8s.client import ApiError, Client
-from ..logs import get
+from ..logs import Aggregator, error_fields, get
 from ..metrics import Metrics
+from ..runtime.errors import describe
 
 log = get("trainjob_operator.admission")
 
@@ -66,6 +67,7 @@ class AdmissionServer:
         self._runner: web.AppRunner | None = None
         self._dir = tempfile.mkdtemp(prefix="trainjob-operator-certs-")
         self.started = False
+        self.failures = Aggregator()
 
     def load(self, bundle: certs.Bundle) -> None:
         cert, key = os.path.join(self._dir, "tls.crt"), os.path.join(self._dir, "tls.key")
@@ -83,13 +85,15 @@ class AdmissionServer:
         try:
             review = await request.json()
             inner = review.get("request") or {}
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return web.json_response({"message": "the body is not an AdmissionReview"}, status=400)
         try:
             verdict = await handler(inner)
-        except Exception as err:  # never let one bad object take the webhook down
-            log.exception("webhook failed", path=request.path)
-            verdict = Verdict(allowed=False, message=f"internal error: {err}", code=500)
+        except Exception as err:  # never let one bad object take the webhook down: refuse it, naming the cause
+            if self.failures.admit(f"{request.path} {type(err).__name__}") is not None:
+                log.error("webhook failed on an object; refused", path=request.path, exc_info=err,
+                          **error_fields(err))
+            verdict = Verdict(allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400)
         self.metrics.webhook_seconds.labels(webhook=request.path.strip("/"),
                                             allowed=str(verdict.allowed).lower()).observe(
             time.perf_counter() - started)
@@ -221,8 +225,8 @@ async def keep_webhooks_current(client: Client, server: AdmissionServer, cfg: We
                     await client.apply(obj, "trainjob-operator", force=True)
                 current = bundle.cert
                 ready.set()
-        except (ApiError, OSError) as err:
-            log.warning("cannot settle webhook certificate or configurations", error=str(err))
+        except Exception as err:  # any failure (aiohttp's disconnects included) is retried, never ends the loop
+            log.warning("cannot settle webhook certificate or configurations", **error_fields(err))
             await asyncio.sleep(5)
             continue
         await asyncio.sleep(interval)

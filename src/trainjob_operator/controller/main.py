@@ -17,14 +17,14 @@ from .. import logs
 from ..api import constants as c
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
-from ..k8s.client import Client
+from ..k8s.client import Client, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime.pipeline import Framework
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
-from .reconciler import Reconciler, utcnow
+from .reconciler import NotLeading, Reconciler, utcnow
 from .store import Key, Store, key_of
 from .webhooks import Webhooks
 
@@ -43,9 +43,12 @@ class Manager:
     webhooks_ready: asyncio.Event = field(default_factory=asyncio.Event)
     kopf_ready: asyncio.Event = field(default_factory=asyncio.Event)
     states: dict[Key, str] = field(default_factory=dict)
+    failures: logs.Aggregator = field(default_factory=logs.Aggregator)
+    dead: list[str] = field(default_factory=list)
+    """Background tasks that ended: the operator is not live any more and stops."""
 
     def __post_init__(self) -> None:
-        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics)
+        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics, may_write=self.leading)
 
     # --- events from kopf's watches -----------------------------------------------------------------
 
@@ -83,7 +86,7 @@ class Manager:
     # --- the work loop ------------------------------------------------------------------------------
 
     def leading(self) -> bool:
-        return self.elector is None or self.elector.is_leader
+        return self.elector is None or self.elector.leading()
 
     def on_leadership(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
@@ -94,9 +97,12 @@ class Manager:
     async def work(self, key: Key) -> None:
         try:
             result = await self.reconciler.reconcile(key)
-        except Exception:  # never let one TrainJob stop the operator: log, back off, retry
-            log.exception("reconcile crashed", namespace=key[0], name=key[1])
-            self.queue.add_after(key, self.queue.backoff(key))
+        except NotLeading:  # leadership ended mid-pass: nothing was written; the next leader takes the key
+            self.queue.add(key)
+            return
+        except Exception as err:  # never let one TrainJob stop the operator: log, back off, retry
+            self.log_failure(key, err)
+            self.queue.add_after(key, max(self.queue.backoff(key), retry_after(err) or 0.0))
             return
         if result.error:
             self.queue.add_after(key, self.queue.backoff(key))
@@ -104,6 +110,30 @@ class Manager:
         self.queue.forget(key)
         if result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
+
+    def log_failure(self, key: Key, err: Exception) -> None:
+        """API errors (an outage, throttling) are aggregated: one line per kind of error per window, with the count
+        of the others; anything else is a bug and is logged with its traceback (also at most once per window)."""
+        transient = is_transient(err)
+        suppressed = self.failures.admit(type(err).__name__ if transient else f"{type(err).__name__}: {err}"[:300])
+        self.metrics.reconcile_failures.labels(error=type(err).__name__).inc()
+        if suppressed is None:
+            return
+        fields = {"namespace": key[0], "name": key[1], "suppressed": suppressed, **logs.error_fields(err)}
+        if transient:
+            log.warning("reconcile failed: API server unreachable or refusing", **fields)
+        else:
+            log.error("reconcile crashed", exc_info=err, **fields)
+
+    def liveness(self) -> tuple[bool, str]:
+        if self.dead:
+            return False, f"background task ended: {', '.join(self.dead)}"
+        if self.elector is not None:
+            stuck = self.elector.heartbeat_age()
+            limit = self.elector.renew_deadline + self.elector.retry_period + 30
+            if stuck > limit:
+                return False, f"leader election loop stuck for {stuck:.0f}s"
+        return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
         if not self.kopf_ready.is_set():
@@ -191,46 +221,69 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     return registry
 
 
-async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
+def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyncio.Event) -> None:
+    """A background task that ends (crashed, or returned) fails /healthz and stops the operator (exit 1)."""
+
+    def done(finished: "asyncio.Task[Any]") -> None:
+        if stop.is_set():  # shutting down: tasks are cancelled on purpose
+            return
+        err = None if finished.cancelled() else finished.exception()
+        manager.dead.append(name)
+        fields = logs.error_fields(err) if err is not None else {"error": "cancelled" if finished.cancelled()
+                                                                   else "returned"}
+        log.error("background task ended; stopping the operator", task=name, exc_info=err, **fields)
+        stop.set()
+
+    task.add_done_callback(done)
+
+
+async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> int:
+    """Run until stopped; 0 on a clean stop, 1 when a background task died."""
     connection = k8s_config.load(kubeconfig)
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)
-        tasks: list[asyncio.Task[Any]] = []
-        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
+        tasks: dict[str, asyncio.Task[Any]] = {}
+        stop = asyncio.Event()
+        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness,
+                              manager.liveness)
         await health.start()
         admission: AdmissionServer | None = None
         if cfg.webhook.enabled:
             webhooks = Webhooks(manager.framework, manager.reconciler, utcnow)
             admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
-            tasks.append(asyncio.create_task(keep_webhooks_current(
-                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready)))
+            tasks["webhook certificates"] = asyncio.create_task(keep_webhooks_current(
+                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
             manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
                                             le.renew_deadline_seconds, le.retry_period_seconds,
                                             on_change=manager.on_leadership)
-            tasks.append(asyncio.create_task(manager.elector.run()))
+            tasks["leader election"] = asyncio.create_task(manager.elector.run())
         else:
             manager.metrics.leader.set(1)
-        tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.leading)))
-        tasks.append(asyncio.create_task(manager.count_states()))
+        tasks["work queue"] = asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.leading))
+        tasks["state gauge"] = asyncio.create_task(manager.count_states())
         ready_flag: asyncio.Event = asyncio.Event()
 
         async def mark_ready() -> None:
             await ready_flag.wait()
             manager.kopf_ready.set()
 
-        tasks.append(asyncio.create_task(mark_ready()))
+        tasks["readiness"] = asyncio.create_task(mark_ready())
+        for name, task in tasks.items():
+            if name != "readiness":  # the one task that ends by design
+                supervise(manager, name, task, stop)
         log.info("operator starting", namespaces=cfg.namespaces or "all", webhooks=cfg.webhook.enabled,
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
-                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag)
+                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag, stop_flag=stop)
         finally:
-            for task in tasks:
+            stop.set()
+            for task in tasks.values():
                 task.cancel()
-            for task in tasks:
+            for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             if manager.elector is not None:
@@ -238,6 +291,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> None:
             if admission is not None:
                 await admission.stop()
             await health.stop()
+        return 1 if manager.dead else 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -294,13 +348,12 @@ def run(argv: Sequence[str]) -> int:
         return 2
     logs.configure(cfg.log_format, cfg.log_level)
     try:
-        asyncio.run(serve(cfg, args.kubeconfig))
+        return asyncio.run(serve(cfg, args.kubeconfig))
     except k8s_config.ConfigError as err:
         log.error("cannot connect", error=str(err))
         return 2
     except KeyboardInterrupt:
-        pass
-    return 0
+        return 0
 
 
 __all__ = ["Manager", "dt", "registry_for", "run", "serve"]

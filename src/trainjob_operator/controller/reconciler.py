@@ -15,10 +15,10 @@ from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob, TrainJobStatus
 from ..k8s.client import ApiError, Client
-from ..logs import get
+from ..logs import error_fields, get
 from ..metrics import Metrics
 from ..runtime.conditions import is_finished
-from ..runtime.errors import BuildError
+from ..runtime.errors import BuildError, describe
 from ..runtime.info import RuntimeSource
 from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
@@ -47,6 +47,10 @@ class ReconcileError(Exception):
         self.reason, self.message = reason, message
 
 
+class NotLeading(Exception):  # noqa: N818  (a signal, not an error)
+    """This replica lost the Lease during the pass: the write was not sent."""
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -64,6 +68,8 @@ class Reconciler:
     framework: Framework
     metrics: Metrics
     clock: Callable[[], dt.datetime] = utcnow
+    may_write: Callable[[], bool] = lambda: True
+    """Checked before every write: a replica whose Lease lapsed mid-pass writes nothing (no split brain)."""
     writes: dict[str, int] = field(default_factory=dict)
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
     snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
@@ -130,7 +136,7 @@ class Reconciler:
         if is_finished(current.conditions):
             # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
             # still follows the JobSet while that exists (jobsStatus), as upstream's does.
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
+            outcome, error = self._status(job, key, current, now)
         elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
             outcome = self._unsupported(job, now)
         else:
@@ -152,7 +158,8 @@ class Reconciler:
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
                 bound.warning("reconcile failed", reason=err.reason, error=err.message)
                 await self._event(job, err)
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now)
+            outcome, status_error = self._status(job, key, current, now)
+            error = error or status_error
             if outcome.delete_jobset:
                 bound.info("active deadline exceeded; deleting the JobSet")
                 await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name,
@@ -164,6 +171,16 @@ class Reconciler:
             status.nodes = nodes
         await self._write_status(job, status)
         return Result(requeue_after=outcome.requeue_after, error=error is not None)
+
+    def _status(self, job: TrainJob, key: Key, current: TrainJobStatus,
+                now: dt.datetime) -> tuple[StatusOutcome, ReconcileError | None]:
+        """The pure status step; if it fails on this TrainJob, the status keeps what it had plus ReconcileFailed."""
+        try:
+            return self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now), None
+        except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
+            log.warning("status step failed", namespace=job.namespace, name=job.name, **error_fields(err))
+            return StatusOutcome(current.model_copy(deep=True)), ReconcileError(
+                c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}")
 
     def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:
         from ..api.trainjob import Condition
@@ -249,6 +266,8 @@ class Reconciler:
             objects = [o for b in self.framework.builders for o in b.build(info, job, observed)]
         except (BuildError, ValueError) as err:
             raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err
+        except Exception as err:  # pure code: a crash on this TrainJob's input is this TrainJob's failure
+            raise ReconcileError(c.REASON_BUILD_FAILED, describe(err)) from err
         trainer = info.ancestor(c.ANCESTOR_TRAINER)
         for obj in objects:
             applied = await self._apply(obj)
@@ -283,6 +302,9 @@ class Reconciler:
             raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
 
     async def _write(self, verb: str, call: Any) -> Any:
+        if not self.may_write():
+            call.close()  # the request coroutine is never started
+            raise NotLeading(verb)
         self.writes[verb] = self.writes.get(verb, 0) + 1
         return await call
 

@@ -1,7 +1,7 @@
 """PostExecution: the TrainJob status as a pure function of the TrainJob, the JobSet and the clock (spec §6)."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from ..api import constants as c
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
@@ -18,7 +18,9 @@ class StatusOutcome:
 
 
 def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """An RFC 3339 time; one without a zone is UTC (Kubernetes writes UTC). Raises ValueError."""
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def suspended_condition(job: TrainJob, status: TrainJobStatus, now: datetime) -> None:
@@ -43,8 +45,14 @@ def deadline(job: TrainJob, status: TrainJobStatus, now: datetime) -> tuple[bool
     resumed = find(status.conditions, c.CONDITION_SUSPENDED)
     if resumed is not None and resumed.status == "False" and resumed.last_transition_time:
         start_text = resumed.last_transition_time
-    start = parse_time(start_text) if start_text else now
-    left = (start + timedelta(seconds=seconds) - now).total_seconds()
+    try:
+        start = parse_time(start_text) if start_text else now
+    except ValueError:  # not a time (offline input): the timer counts from now
+        start = now
+    try:
+        left = (start + timedelta(seconds=seconds) - now).total_seconds()
+    except OverflowError:  # a deadline past year 9999 never comes
+        return False, None
     if left < 0:
         return True, None
     return False, max(left, 1.0)
