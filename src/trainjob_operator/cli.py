@@ -16,9 +16,9 @@ import yaml
 from .api import constants as c
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
+from .runtime import yamltext
 from .runtime.errors import BuildError, FieldError, describe
 from .runtime.info import RuntimeSource
-from .runtime import yamltext
 from .runtime.pipeline import Framework
 from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob

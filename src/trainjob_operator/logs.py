@@ -73,13 +73,14 @@ def error_fields(err: BaseException) -> dict[str, str]:
 
 
 def configure(fmt: str = "json", level: str = "INFO") -> None:
-    renderer: Any = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(
-        exception_formatter=structlog.dev.plain_traceback)
+    renderer: Any = structlog.processors.JSONRenderer()
+    if fmt != "json":  # plain tracebacks: never rich's or better-exceptions' dumps of local variables
+        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info,  # the traceback becomes a plain string field, scrubbed below like every other text
+        structlog.processors.format_exc_info,  # the traceback becomes a plain text field, scrubbed below
         _redact,
     ]
     structlog.configure(

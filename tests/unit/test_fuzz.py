@@ -15,6 +15,7 @@ import contextlib
 import copy
 import datetime as dt
 import io
+import os
 from typing import Any
 
 import pytest
@@ -33,7 +34,9 @@ from trainjob_operator.runtime.snapshot import build_snapshot
 from trainjob_operator.runtime.status import trainjob_state
 from trainjob_operator.runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = int(os.environ.get("TRAINJOB_FUZZ_EXAMPLES", "150"))
+"""Per property; `make chaos` runs 2,000 (6,000 cases in all)."""
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
 
 

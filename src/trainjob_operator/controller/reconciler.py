@@ -47,7 +47,7 @@ class ReconcileError(Exception):
         self.reason, self.message = reason, message
 
 
-class NotLeading(Exception):  # noqa: N818  (a signal, not an error)
+class NotLeading(Exception):
     """This replica lost the Lease during the pass: the write was not sent."""
 
 

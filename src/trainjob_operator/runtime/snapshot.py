@@ -2,7 +2,6 @@
 
 from typing import Any
 
-
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
