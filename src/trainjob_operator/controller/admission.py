@@ -168,7 +168,7 @@ def _client_config(cfg: Webhook, namespace: str, path: str, ca: bytes) -> dict[s
     if cfg.service_name:
         return {"service": {"name": cfg.service_name, "namespace": namespace, "path": path,
                             "port": cfg.service_port}, "caBundle": bundle}
-    return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.port}{path}", "caBundle": bundle}
+    return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.url_port or cfg.port}{path}", "caBundle": bundle}
 
 
 def _webhook(name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca: bytes,
