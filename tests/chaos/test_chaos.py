@@ -11,6 +11,7 @@ Every scenario also counts tracebacks and Secret material (MPI SSH keys, webhook
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -280,7 +281,7 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
 
 # --- fuzzed input through the real admission path -------------------------------------------------------------
 
-FIELD = re.compile(r"\b(spec|metadata|status|apiVersion|kind)\b|<root>|<nil>")
+FIELD = re.compile(r"\b(spec|metadata|status|apiVersion|kind)\b|<root>|<nil>|Go struct field \w")
 
 
 def outcome(job: dict[str, Any] | None, jobset_names: set[str]) -> bool:
@@ -302,7 +303,7 @@ def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, ku
     from hypothesis import HealthCheck, given, settings
     from test_fuzz import hostile_pairs
 
-    cases = size(40, 2000)
+    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "40")), 2000)
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []

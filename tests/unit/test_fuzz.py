@@ -251,3 +251,22 @@ def test_the_webhook_refuses_what_it_cannot_check_naming_the_cause() -> None:
     assert (body["allowed"], body["status"]["code"], body["status"]["message"]) == (
         False, 400, "the object cannot be checked: OverflowError: date value out of range")
 
+
+
+def test_a_webhook_call_cut_by_the_api_server_is_no_traceback() -> None:
+    """The API server restarting (or timing out) mid-call cut the body: aiohttp logged a traceback."""
+    from trainjob_operator.controller.admission import AdmissionServer
+    from trainjob_operator.metrics import Metrics
+
+    async def never(_: dict[str, Any]) -> Any:
+        raise AssertionError("not reached")
+
+    class Request:
+        path = "/validate"
+
+        async def json(self) -> dict[str, Any]:
+            raise ConnectionResetError("Connection lost")
+
+    server = AdmissionServer("127.0.0.1", 0, {"/validate": never}, Metrics())
+    response = asyncio.run(server._serve(Request()))  # type: ignore[arg-type]
+    assert response.status == 400

@@ -87,6 +87,10 @@ class AdmissionServer:
             inner = review.get("request") or {}
         except (ValueError, AttributeError, RecursionError):
             return web.json_response({"message": "the body is not an AdmissionReview"}, status=400)
+        except OSError as err:  # the API server gave up on the call (its timeout, a restart): nobody to answer
+            if self.failures.admit(f"{request.path} read {type(err).__name__}") is not None:
+                log.warning("webhook request lost while reading it", path=request.path, **error_fields(err))
+            return web.json_response({"message": "the request was cut"}, status=400)
         try:
             verdict = await handler(inner)
         except Exception as err:  # never let one bad object take the webhook down: refuse it, naming the cause
