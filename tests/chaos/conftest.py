@@ -27,9 +27,14 @@ def exclusive(installed: None, kube: operator_fixtures.Kube) -> Iterator[None]: 
     session = operator_fixtures._SESSION.get("process")
     if session is not None:
         session.stop()
+    remove_webhook_configurations(kube)
     yield
-    for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
-        for name in ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"):
-            kube.run("delete", kind, name, "--ignore-not-found", check=False)
+    remove_webhook_configurations(kube)
     if session is not None:  # later tests of the session get their operator back
         session.start(Path(session.log_path).parent if session.log_path else Path("/tmp"))
+
+
+def remove_webhook_configurations(kubectl: operator_fixtures.Kube) -> None:
+    for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+        for name in ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"):
+            kubectl.run("delete", kind, name, "--ignore-not-found", check=False)
