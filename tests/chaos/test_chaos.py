@@ -42,7 +42,7 @@ from chaos_support import (
 from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, free_port
 from trainjob_operator.api import constants as c
 
-pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
 
 LEADER_ELECTION = {"lease_name": "trainjob-operator-chaos", "lease_duration_seconds": 4,
                    "renew_deadline_seconds": 3, "retry_period_seconds": 1}

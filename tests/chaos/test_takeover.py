@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "hack" / "upstream"))
 import upstream_run  # noqa: E402
 
-pytestmark = [pytest.mark.cluster, pytest.mark.chaos]
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
 
 EXIT_CODE = "trainjob-operator.test/exit-code"
 

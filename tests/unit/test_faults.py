@@ -378,3 +378,19 @@ def test_the_cli_renders_yaml_timestamps_as_json(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     items = json.loads(done.stdout)["items"]
     assert {o["kind"] for o in items} >= {"ConfigMap", "JobSet"}
+
+
+def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """kopf's watch generator failing to close at shutdown reached the log as a traceback."""
+    from trainjob_operator.controller.main import loop_error
+
+    def emit(_: Any) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop_error(loop, {"message": "an error occurred during closing of asynchronous generator",
+                              "exception": RuntimeError("generator didn't stop after athrow()")})
+        finally:
+            loop.close()
+
+    line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
+    assert (line["event"], line["error_type"], "exception" in line) == ("event loop error", "RuntimeError", False)

@@ -221,6 +221,14 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     return registry
 
 
+def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Errors asyncio itself reports (an async generator of a watch failing to close at shutdown, a callback that
+    raised): one line with the error's type and text, not a traceback."""
+    err = context.get("exception")
+    fields = logs.error_fields(err) if isinstance(err, BaseException) else {}
+    log.error("event loop error", message=str(context.get("message", ""))[:300], **fields)
+
+
 def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyncio.Event) -> None:
     """A background task that ends (crashed, or returned) fails /healthz and stops the operator (exit 1)."""
 
@@ -239,6 +247,7 @@ def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyn
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None) -> int:
     """Run until stopped; 0 on a clean stop, 1 when a background task died."""
+    asyncio.get_running_loop().set_exception_handler(loop_error)
     connection = k8s_config.load(kubeconfig)
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
