@@ -408,3 +408,50 @@ def kwokctl(cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(Path(cluster.bin_dir) / "kwokctl"), "--name", cluster.name, *args],
                           capture_output=True, text=True, timeout=180,
                           env={**os.environ, **cluster_lib._kwok_env(Path(cluster.bin_dir))})
+
+
+class Watchdog:
+    """What a kubelet would do for static pods: restart control-plane components that exit after a cluster restart
+    (kube-controller-manager gives up when the API server is slow to become healthy, and kwok's binary runtime does
+    not supervise it). Revived processes are written to kwok's pid files, so `cluster down` stops them."""
+
+    def __init__(self, cluster: Any) -> None:
+        from trainjob_operator.testing import cluster as cluster_lib
+
+        self.root = cluster_lib.state_dir() / "kwok" / "clusters" / cluster.name
+        self.revived: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _components(self) -> dict[str, dict[str, Any]]:
+        import yaml
+
+        for doc in yaml.safe_load_all((self.root / "kwok.yaml").read_text()):
+            if doc and doc.get("kind") == "KwokctlConfiguration":
+                return {comp["name"]: comp for comp in doc.get("components") or []}
+        return {}
+
+    def _run(self) -> None:
+        while not self._stop.wait(3):
+            with contextlib.suppress(OSError, ValueError):
+                for pid_file in (self.root / "pids").glob("*.pid"):
+                    pid = int(pid_file.read_text().strip() or 0)
+                    if pid and Path(f"/proc/{pid}").exists():
+                        continue
+                    comp = self._components().get(pid_file.stem)
+                    if comp is None:
+                        continue
+                    log = (self.root / "logs" / f"{comp['name']}.log").open("ab")
+                    proc = subprocess.Popen([comp["binary"], *comp.get("args", [])], cwd=comp.get("workDir"),
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                    pid_file.write_text(str(proc.pid))
+                    self.revived.append(comp["name"])

@@ -27,6 +27,7 @@ from chaos_support import (
     Balancer,
     Figures,
     Tracker,
+    Watchdog,
     children_left,
     kwokctl,
     p50,
@@ -222,6 +223,7 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
     tracker = Tracker(lambda: Api(kubeconfig), namespace, interval=1).start()
+    watchdog = Watchdog(cluster)
     try:
         replicas.start_all()
         slot = replicas.slots[0]
@@ -242,6 +244,7 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
             outage["down_s"] = time.monotonic() - outage["stopped"]
             started = kwokctl(cluster, "start", "cluster")
             assert started.returncode == 0, started.stderr
+            watchdog.start()
             wait(lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120,
                  "the API server back")
             outage["back"] = time.monotonic()
@@ -268,12 +271,14 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
         }, {"trainjobs": float(len(want)), "outage_s": outage["down_s"], "recovery_s": recovery,
             "cpu_s_per_min_in_outage": outage["cpu_during"] / outage["down_s"] * 60, "log_lines": float(log_lines)})
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
+        figures.measures["components_revived"] = float(len(watchdog.revived))
         tracker.stop()
         tracebacks, leaks = scan_logs(replicas.logs, needles_for(tracker, api))
         figures.counts.update({"tracebacks": tracebacks, "leaks": leaks,
                                "hot_loop": int(outage["cpu_during"] / outage["down_s"] * 60 > 30)})
         figures.report()
     finally:
+        watchdog.stop()
         tracker.stop()
         replicas.stop_all()
         api.close()
