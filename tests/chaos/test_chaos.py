@@ -126,7 +126,8 @@ def converged(api: Api, namespace: str, want: set[str]) -> tuple[set[str], list[
 
 def delete_all_and_count_orphans(kube: Kube, api: Api, namespace: str, timeout: float) -> int:
     """Delete every TrainJob; the real garbage collector must remove every child (JobSets, Secrets, ConfigMaps)."""
-    kube.run("delete", "trainjobs", "--all", "-n", namespace, "--wait=false")
+    del kube  # one deletecollection request, not a kubectl call per TrainJob
+    api.run(api.client.request("DELETE", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs"))
     deadline = time.monotonic() + timeout
     left = children_left(api, namespace)
     while left and time.monotonic() < deadline:
