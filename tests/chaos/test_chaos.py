@@ -126,8 +126,13 @@ def converged(api: Api, namespace: str, want: set[str]) -> tuple[set[str], list[
 
 def delete_all_and_count_orphans(kube: Kube, api: Api, namespace: str, timeout: float) -> int:
     """Delete every TrainJob; the real garbage collector must remove every child (JobSets, Secrets, ConfigMaps)."""
-    del kube  # one deletecollection request, not a kubectl call per TrainJob
-    api.run(api.client.request("DELETE", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs"))
+    del kube  # deletecollection requests, not a kubectl call per TrainJob; the server goes on past our timeout
+    for _ in range(10):
+        try:
+            api.run(api.client.request("DELETE", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs"))
+            break
+        except Exception:
+            time.sleep(2)
     deadline = time.monotonic() + timeout
     left = children_left(api, namespace)
     while left and time.monotonic() < deadline:
@@ -202,6 +207,7 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
         figures.measures.update({"trainjobs": float(len(want)), "kills": float(len(failovers)),
                                  "mpi_secrets": float(len(tracker.secrets)),
                                  "failover_p50_s": p50(failovers), "max_failover_s": max(failovers, default=0.0)})
+        print(f"\n(before deleting) {figures.line()}")
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
         tracker.stop()
         tracebacks, leaks = scan_logs(replicas.logs, needles_for(tracker, api))
