@@ -7,6 +7,7 @@ PYTEST := $(PY) -m pytest
 STAMP := $(VENV)/.installed
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
+CHAOS_REPORT ?= .cluster/chaos-report.txt
 
 # The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
@@ -14,7 +15,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e bench bench-render bench-cluster demo demo-offline demo-down clean
+.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -100,8 +101,9 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
-	@echo ">> session 1: unit, chart and integration tests (local control plane)"
-	@$(PYTEST) tests/unit tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1-unit-chart-integration.xml
+	@echo ">> session 1: unit, chart, integration and chaos (CI size) tests (local control plane)"
+	@$(PYTEST) tests/unit tests/chart tests/integration tests/chaos -q \
+		--junitxml=$(TEST_RESULTS)/1-unit-chart-integration.xml
 	@echo ">> session 2: end to end with Kueue and the kubeflow SDK (and the harness self-test with Kueue)"
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q \
 		--junitxml=$(TEST_RESULTS)/2-e2e.xml
@@ -109,6 +111,14 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
+
+chaos: $(STAMP) tools ## full-size fault runs (kills, API server restart, fuzz) on the local control plane; figures
+	@mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT)
+	@echo ">> offline fuzz of validate/render/status/CLI (2,000 cases per property)"
+	@TRAINJOB_FUZZ_EXAMPLES=2000 $(PYTEST) tests/unit/test_fuzz.py -q
+	@echo ">> chaos scenarios, full size (figures: $(CHAOS_REPORT), table in docs/reliability.md)"
+	@TRAINJOB_CHAOS_SIZE=full TRAINJOB_CHAOS_REPORT=$(abspath $(CHAOS_REPORT)) $(PYTEST) tests/chaos -q -s -m chaos
+	@cat $(CHAOS_REPORT)
 
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5

@@ -25,7 +25,8 @@ from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime.errors import BuildError, FieldError, invalid
+from .runtime import yamltext
+from .runtime.errors import BuildError, FieldError, describe, invalid
 from .runtime.info import RuntimeSource
 from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
@@ -37,10 +38,9 @@ PROG = "trainjob-operator"
 RUNTIME_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 
 try:
-    _Loader: Any = yaml.CSafeLoader
     _Dumper: Any = yaml.CSafeDumper
 except AttributeError:  # PyYAML built without libyaml
-    _Loader, _Dumper = yaml.SafeLoader, yaml.SafeDumper
+    _Dumper = yaml.SafeDumper
 
 
 def _represent_str(dumper: Any, value: str) -> Any:
@@ -73,17 +73,16 @@ class Document:
 def load_documents(path: str) -> Iterator[Document]:
     """Every object of a YAML stream; `kind: List` objects are flattened."""
     try:
-        with open(path, encoding="utf-8") as stream:
-            text = stream.read()
+        with open(path, "rb") as stream:
+            text = stream.read().decode("utf-8")
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{path}: not UTF-8 text (byte {err.start})") from err
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise UsageError(f"{path}: invalid YAML{at}: {problem}") from err
+        docs = yamltext.load_all(text)
+    except yamltext.YamlError as err:
+        raise UsageError(f"{path}: {err}") from err
     index = 0
     for doc in docs:
         if doc is None:
@@ -206,7 +205,7 @@ def crd_schema(kind: str) -> Schema | None:
         return None
     path = Path(__file__).resolve().parents[2] / "crds" / f"{c.GROUP}_{plural}.yaml"
     try:
-        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+        crd = yamltext.load(path.read_text(encoding="utf-8"))
         schema: Schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         return schema
     except (OSError, KeyError, TypeError, yaml.YAMLError):
@@ -236,7 +235,17 @@ def pruned(doc: Document, warnings: list[str]) -> dict[str, Any]:
 
 def check(inputs: Inputs, framework: Framework) -> Checked:
     """CRD-level and admission validation of every runtime and TrainJob, as the API server and the webhooks
-    would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`."""
+    would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`; an object the checks
+    cannot handle at all raises UsageError."""
+    try:
+        return _check(inputs, framework)
+    except UsageError:
+        raise
+    except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
+        raise UsageError(f"cannot check the input: {describe(err)}") from err
+
+
+def _check(inputs: Inputs, framework: Framework) -> Checked:
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
@@ -335,10 +344,13 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
             built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime)]
         except BuildError as error:
             line = f"{doc.label}: cannot build: {error}"
-            checked.unusable.append(line)
-            print(f"{PROG}: error: {line}", file=err)
+        except Exception as error:  # the pure pipeline crashed on this input: name the object and the cause
+            line = f"{doc.label}: cannot build: {describe(error)}"
+        else:
+            objects += built
             continue
-        objects += built
+        checked.unusable.append(line)
+        print(f"{PROG}: error: {line}", file=err)
     return objects
 
 
@@ -448,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return checked.exit_code
     except UsageError as err:
         fail(str(err), 2)
+    except RecursionError as err:
+        fail(f"the input nests too deeply: {describe(err)}", 2)
     except BrokenPipeError:  # `render ... | head` closed the pipe: not an error of ours
         sys.stderr.close()
         return 0

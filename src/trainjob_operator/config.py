@@ -24,6 +24,8 @@ class Webhook(_Section):
     port: int = Field(default=9443, ge=1, le=65535)
     url_host: str | None = None
     """Host written into the webhook configurations' URLs (defaults to `host`); ignored with `service_name`."""
+    url_port: int | None = Field(default=None, ge=1, le=65535)
+    """Port written into the URLs (defaults to `port`): replicas behind one local load balancer."""
     service_name: str | None = None
     """In a cluster: point the configurations at this Service in `operator_namespace` instead of a URL."""
     service_port: int = 443

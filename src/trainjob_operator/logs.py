@@ -1,28 +1,86 @@
-"""structlog for our code and kopf's stdlib logging alike: JSON in production, console for people."""
+"""structlog for our code and kopf's stdlib logging alike: JSON in production, console for people.
+
+Secret material never reaches a log line: fields named like Secret data are replaced, and every text that is
+logged (messages, field values, formatted exceptions) is scrubbed of PEM private keys, their base64 form and
+`key: value` pairs of Secret keys. Exceptions are rendered as plain tracebacks (never with local variables, which
+could hold Secret data and take seconds to print), capped in length.
+"""
 
 import logging
+import re
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
-SECRET_KEYS = frozenset({"data", "stringData", "ssh-privatekey", "token", "tls.key"})
+SECRET_KEYS = frozenset({"data", "stringData", "ssh-privatekey", "ssh-publickey", "token", "tls.key", "ca.key",
+                         "private_key", "privateKey"})
+REDACTED = "<redacted>"
+MAX_TEXT = 8000
+"""A logged text (a traceback included) longer than this is cut: a log line must never block the operator."""
+
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL)
+_PEM_B64 = re.compile(r"LS0tLS1CRUdJT[A-Za-z0-9+/=\\n]*")  # base64 of "-----BEGIN": Secret data as stored
+_SECRET_PAIR = re.compile(
+    r"""(["']?(?:ssh-privatekey|tls\.key|ca\.key|token|stringData|private_?[kK]ey)["']?\s*[:=]\s*)"""
+    r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)""")
+
+
+def scrub(text: str) -> str:
+    """`text` without private keys or Secret values, and not longer than MAX_TEXT."""
+    if "PRIVATE KEY" in text:
+        text = _PEM.sub(REDACTED, text)
+    if "LS0tLS1CRUdJT" in text:
+        text = _PEM_B64.sub(REDACTED, text)
+    text = _SECRET_PAIR.sub(lambda m: m.group(1) + REDACTED, text)
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + f"... ({len(text) - MAX_TEXT} characters cut)"
+    return text
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if depth > 8:
+        return "<nested>"
+    if isinstance(value, dict):
+        return {k: REDACTED if k in SECRET_KEYS else _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v, depth + 1) for v in value]
+    return value
 
 
 def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     """Secret material never reaches a log line, whoever tried to log it."""
     for key in list(event):
         if key in SECRET_KEYS:
-            event[key] = "<redacted>"
+            event[key] = REDACTED
+        elif not key.startswith("_"):
+            event[key] = _clean(event[key])
     return event
 
 
+def error_fields(err: BaseException) -> dict[str, str]:
+    """The fields every logged failure carries: its type and its (scrubbed) message."""
+    try:
+        text = str(err) or repr(err)
+    except Exception:  # some exceptions cannot print themselves (half-built aiohttp errors)
+        text = object.__repr__(err)
+    return {"error_type": type(err).__name__, "error": scrub(text)}
+
+
 def configure(fmt: str = "json", level: str = "INFO") -> None:
-    renderer: Any = structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer()
+    renderer: Any = structlog.processors.JSONRenderer()
+    if fmt != "json":  # plain tracebacks: never rich's or better-exceptions' dumps of local variables
+        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,  # the traceback becomes a plain text field, scrubbed below
         _redact,
     ]
     structlog.configure(
@@ -33,7 +91,7 @@ def configure(fmt: str = "json", level: str = "INFO") -> None:
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+        foreign_pre_chain=[*shared[:-2], structlog.stdlib.ExtraAdder(), *shared[-2:]],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     ))
     root = logging.getLogger()
@@ -46,3 +104,27 @@ def configure(fmt: str = "json", level: str = "INFO") -> None:
 
 def get(name: str = "trainjob_operator") -> Any:
     return structlog.get_logger(name)
+
+
+@dataclass
+class Aggregator:
+    """At most one line per signature per `window` seconds; the lines in between are counted, and the count goes
+    out with the next line of that signature (or at `flush`). An API outage costs a few lines, not thousands."""
+
+    window: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+    _last: dict[str, float] = field(default_factory=dict)
+    _suppressed: dict[str, int] = field(default_factory=dict)
+
+    def admit(self, signature: str) -> int | None:
+        """None: stay quiet (counted). Otherwise log now, with this many lines suppressed since the last one."""
+        now = self.clock()
+        last = self._last.get(signature)
+        if last is not None and now - last < self.window:
+            self._suppressed[signature] = self._suppressed.get(signature, 0) + 1
+            return None
+        self._last[signature] = now
+        if len(self._last) > 1024:  # bounded: the oldest signatures are forgotten
+            for old in sorted(self._last, key=self._last.__getitem__)[:512]:
+                self._last.pop(old, None)
+        return self._suppressed.pop(signature, 0)

@@ -28,6 +28,10 @@ class Metrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120), registry=self.registry)
         self.apply_errors = Counter("trainjob_operator_apply_errors_total", "Failed builds or applies, by reason",
                                     ["reason"], registry=self.registry)
+        self.reconcile_failures = Counter(
+            "trainjob_operator_reconcile_failures_total",
+            "Reconcile passes that failed on an error outside the TrainJob (API outage, throttling), by error type",
+            ["error"], registry=self.registry)
         self.webhook_seconds = Histogram(
             "trainjob_operator_webhook_duration_seconds", "Admission webhook latency", ["webhook", "allowed"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1), registry=self.registry)

@@ -19,9 +19,10 @@ from .. import certs
 from ..api import constants as c
 from ..config import Webhook
 from ..k8s.client import ApiError, Client
-from ..logs import get
+from ..logs import Aggregator, error_fields, get
 from ..metrics import Metrics
 from ..runtime import startup
+from ..runtime.errors import describe
 
 log = get("trainjob_operator.admission")
 
@@ -77,6 +78,7 @@ class AdmissionServer:
         self._runner: web.AppRunner | None = None
         self._dir = tempfile.mkdtemp(prefix="trainjob-operator-certs-")
         self.started = False
+        self.failures = Aggregator()
 
     def load(self, bundle: certs.Bundle) -> None:
         load_certificate(self.ssl, self._dir, bundle)
@@ -89,13 +91,19 @@ class AdmissionServer:
         try:
             review = await request.json()
             inner = review.get("request") or {}
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return web.json_response({"message": "the body is not an AdmissionReview"}, status=400)
+        except OSError as err:  # the API server gave up on the call (its timeout, a restart): nobody to answer
+            if self.failures.admit(f"{request.path} read {type(err).__name__}") is not None:
+                log.warning("webhook request lost while reading it", path=request.path, **error_fields(err))
+            return web.json_response({"message": "the request was cut"}, status=400)
         try:
             verdict = await handler(inner)
-        except Exception as err:  # never let one bad object take the webhook down
-            log.exception("webhook failed", path=request.path)
-            verdict = Verdict(allowed=False, message=f"internal error: {err}", code=500)
+        except Exception as err:  # never let one bad object take the webhook down: refuse it, naming the cause
+            if self.failures.admit(f"{request.path} {type(err).__name__}") is not None:
+                log.error("webhook failed on an object; refused", path=request.path, exc_info=err,
+                          **error_fields(err))
+            verdict = Verdict(allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400)
         self.metrics.webhook_seconds.labels(webhook=request.path.strip("/"),
                                             allowed=str(verdict.allowed).lower()).observe(
             time.perf_counter() - started)
@@ -172,7 +180,7 @@ def _client_config(cfg: Webhook, namespace: str, path: str, ca: bytes) -> dict[s
     if cfg.service_name:
         return {"service": {"name": cfg.service_name, "namespace": namespace, "path": path,
                             "port": cfg.service_port}, "caBundle": bundle}
-    return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.port}{path}", "caBundle": bundle}
+    return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.url_port or cfg.port}{path}", "caBundle": bundle}
 
 
 def _webhook(name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca: bytes,
@@ -284,8 +292,8 @@ async def keep_webhooks_current(client: Client, server: TLSServer | None, cfg: W
                     fatal(startup.webhooks_unreachable(webhook_url(cfg, namespace), failure))
                     return
             ready.set()
-        except (ApiError, OSError) as err:
-            log.warning("cannot settle webhook certificate or configurations", error=str(err))
+        except Exception as err:  # any failure (aiohttp's disconnects included) is retried, never ends the loop
+            log.warning("cannot settle webhook certificate or configurations", **error_fields(err))
             await asyncio.sleep(5)
             continue
         await asyncio.sleep(interval)

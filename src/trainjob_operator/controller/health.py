@@ -12,12 +12,14 @@ log = get("trainjob_operator.health")
 
 
 class HealthServer:
-    def __init__(self, host: str, port: int, metrics: Metrics, ready: Callable[[], tuple[bool, str]]) -> None:
-        self.host, self.port, self.metrics, self.ready = host, port, metrics, ready
+    def __init__(self, host: str, port: int, metrics: Metrics, ready: Callable[[], tuple[bool, str]],
+                 live: Callable[[], tuple[bool, str]] = lambda: (True, "ok")) -> None:
+        self.host, self.port, self.metrics, self.ready, self.live = host, port, metrics, ready, live
         self._runner: web.AppRunner | None = None
 
     async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok")
+        ok, why = self.live()
+        return web.Response(text="ok" if ok else why, status=200 if ok else 503)
 
     async def _readyz(self, _: web.Request) -> web.Response:
         ok, why = self.ready()  # the body says what it waits for, or how it serves (leader or standing by)

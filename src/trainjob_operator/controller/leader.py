@@ -1,18 +1,26 @@
 """Lease-based leader election (coordination.k8s.io/v1), as controller-runtime does it.
 
 Every replica serves webhooks and keeps its caches warm; only the holder of the Lease reconciles.
+
+Leadership is bounded in time, not only by the loop: `leading()` is true only while the last successful renewal is
+younger than the renew deadline, so a replica whose loop is stuck or whose connections are cut stops reconciling
+(and writing) before the Lease can expire for the others (lease duration > renew deadline). Any failure of the loop
+is logged with its type; an unexpected one (a bug, not an I/O error) steps down at once.
 """
 
 import asyncio
 import datetime as dt
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
+
 from ..k8s.client import ApiError, Client
-from ..logs import get
+from ..logs import error_fields, get
 
 log = get("trainjob_operator.leader")
 
@@ -30,7 +38,7 @@ def _parse(text: str | None) -> dt.datetime | None:
 class LeaderElector:
     def __init__(self, client: Client, namespace: str, name: str, lease_duration: float, renew_deadline: float,
                  retry_period: float, on_change: Callable[[bool], None] | None = None,
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, clock: Callable[[], float] | None = None) -> None:
         self.client, self.namespace, self.name = client, namespace, name
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -39,6 +47,21 @@ class LeaderElector:
         """Who holds the Lease, as last seen."""
         self._on_change = on_change
         self._last_renew = 0.0
+        self._clock = clock or time.monotonic
+        self._last_attempt = self._clock()
+
+    def leading(self) -> bool:
+        """True while this replica holds the Lease and renewed it within the renew deadline."""
+        if not self.is_leader:
+            return False
+        if self._clock() - self._last_renew > self.renew_deadline:
+            self._set(False)
+            return False
+        return True
+
+    def heartbeat_age(self) -> float:
+        """Seconds since the loop last finished an attempt (a stuck loop fails /healthz)."""
+        return self._clock() - self._last_attempt
 
     def _set(self, leader: bool) -> None:
         if leader != self.is_leader:
@@ -89,20 +112,32 @@ class LeaderElector:
                 return False
             raise
 
+    async def attempt(self) -> None:
+        """One acquire-or-renew attempt, bounded by what is left of the renew deadline; never raises."""
+        started = self._clock()
+        budget = self.renew_deadline
+        if self.is_leader:
+            budget = max(min(budget, self.renew_deadline - (started - self._last_renew)), 0.1)
+        try:
+            ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout=budget)
+        except (ApiError, OSError, TimeoutError, aiohttp.ClientError) as err:  # transient: retry until the deadline
+            log.warning("lease update failed", lease=self.name, **error_fields(err))
+            ok = False
+        except Exception as err:  # a bug or an answer we do not understand: stop reconciling at once
+            log.error("lease update crashed; stepping down", lease=self.name, **error_fields(err))
+            self._set(False)
+            ok = False
+        self._last_attempt = self._clock()
+        if ok:
+            self._last_renew = started  # the Lease says `started` at the latest: count from there
+            self.holder = self.identity
+            self._set(True)
+        else:
+            self.leading()  # steps down once the renew deadline has passed
+
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            try:
-                ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout=self.renew_deadline)
-            except (ApiError, OSError, TimeoutError) as err:
-                log.warning("lease update failed", error=str(err))
-                ok = False
-            if ok:
-                self._last_renew = loop.time()
-                self.holder = self.identity
-                self._set(True)
-            elif self.is_leader and loop.time() - self._last_renew > self.renew_deadline:
-                self._set(False)
+            await self.attempt()
             await asyncio.sleep(self.retry_period)
 
     async def release(self) -> None:
@@ -115,6 +150,6 @@ class LeaderElector:
                 lease["spec"]["holderIdentity"] = None
                 lease["spec"]["leaseDurationSeconds"] = 1
                 await self.client.replace(lease)
-        except (ApiError, OSError) as err:
-            log.warning("lease release failed", error=str(err))
+        except Exception as err:  # shutting down anyway: the Lease expires by itself
+            log.warning("lease release failed", **error_fields(err))
         self._set(False)

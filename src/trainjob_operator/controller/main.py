@@ -20,7 +20,7 @@ from ..api import constants as c
 from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
-from ..k8s.client import ApiError, Client
+from ..k8s.client import ApiError, Client, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.observed import StatusServer as StatusEndpoint
@@ -29,7 +29,7 @@ from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
-from .reconciler import Reconciler, utcnow
+from .reconciler import NotLeading, Reconciler, utcnow
 from .startup import StartupError, count, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
@@ -57,10 +57,13 @@ class Manager:
     """Why the operator stops after starting (the API server cannot reach its webhooks)."""
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     sync: startup.CacheSync = field(default_factory=startup.CacheSync)
+    failures: logs.Aggregator = field(default_factory=logs.Aggregator)
+    dead: list[str] = field(default_factory=list)
+    """Background tasks that ended: the operator is not live any more and stops."""
 
     def __post_init__(self) -> None:
         self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics,
-                                     status_server=self.status_endpoint)
+                                     status_server=self.status_endpoint, may_write=self.leading)
         self.sync.resources = tuple(cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces))
 
     def status_endpoint(self) -> StatusEndpoint | None:
@@ -117,7 +120,7 @@ class Manager:
     # --- the work loop ------------------------------------------------------------------------------
 
     def leading(self) -> bool:
-        return self.elector is None or self.elector.is_leader
+        return self.elector is None or self.elector.leading()
 
     def may_reconcile(self) -> bool:
         """The leader reconciles, once the status server's CA is known (trainer pods get it at build time)."""
@@ -132,9 +135,12 @@ class Manager:
     async def work(self, key: Key) -> None:
         try:
             result = await self.reconciler.reconcile(key)
-        except Exception:  # never let one TrainJob stop the operator: log, back off, retry
-            log.exception("reconcile crashed", namespace=key[0], name=key[1])
-            self.queue.add_after(key, self.queue.backoff(key))
+        except NotLeading:  # leadership ended mid-pass: nothing was written; the next leader takes the key
+            self.queue.add(key)
+            return
+        except Exception as err:  # never let one TrainJob stop the operator: log, back off, retry
+            self.log_failure(key, err)
+            self.queue.add_after(key, max(self.queue.backoff(key), retry_after(err) or 0.0))
             return
         if result.error:
             self.queue.add_after(key, self.queue.backoff(key))
@@ -142,6 +148,30 @@ class Manager:
         self.queue.forget(key)
         if result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
+
+    def log_failure(self, key: Key, err: Exception) -> None:
+        """API errors (an outage, throttling) are aggregated: one line per kind of error per window, with the count
+        of the others; anything else is a bug and is logged with its traceback (also at most once per window)."""
+        transient = is_transient(err)
+        suppressed = self.failures.admit(type(err).__name__ if transient else f"{type(err).__name__}: {err}"[:300])
+        self.metrics.reconcile_failures.labels(error=type(err).__name__).inc()
+        if suppressed is None:
+            return
+        fields = {"namespace": key[0], "name": key[1], "suppressed": suppressed, **logs.error_fields(err)}
+        if transient:
+            log.warning("reconcile failed: API server unreachable or refusing", **fields)
+        else:
+            log.error("reconcile crashed", exc_info=err, **fields)
+
+    def liveness(self) -> tuple[bool, str]:
+        if self.dead:
+            return False, f"background task ended: {', '.join(self.dead)}"
+        if self.elector is not None:
+            stuck = self.elector.heartbeat_age()
+            limit = self.elector.renew_deadline + self.elector.retry_period + 30
+            if stuck > limit:
+                return False, f"leader election loop stuck for {stuck:.0f}s"
+        return True, "ok"
 
     def readiness(self) -> tuple[bool, str]:
         pending = self.sync.pending() if self.kopf_ready.is_set() else ("watches not started",)
@@ -285,7 +315,33 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     return registry
 
 
-async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> None:
+def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Errors asyncio itself reports (an async generator of a watch failing to close at shutdown, a callback that
+    raised): one line with the error's type and text, not a traceback."""
+    err = context.get("exception")
+    fields = logs.error_fields(err) if isinstance(err, BaseException) else {}
+    log.error("event loop error", message=str(context.get("message", ""))[:300], **fields)
+
+
+def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyncio.Event) -> None:
+    """A background task that ends (crashed, or returned) fails /healthz and stops the operator (exit 1)."""
+
+    def done(finished: "asyncio.Task[Any]") -> None:
+        if stop.is_set():  # shutting down: tasks are cancelled on purpose
+            return
+        err = None if finished.cancelled() else finished.exception()
+        manager.dead.append(name)
+        fields = logs.error_fields(err) if err is not None else {"error": "cancelled" if finished.cancelled()
+                                                                   else "returned"}
+        log.error("background task ended; stopping the operator", task=name, exc_info=err, **fields)
+        stop.set()
+
+    task.add_done_callback(done)
+
+
+async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> int:
+    """Run until stopped; 0 on a clean stop, 1 when a background task died. Raises StartupError."""
+    asyncio.get_running_loop().set_exception_handler(loop_error)
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     if connection.tls_server_name:
         log.warning("kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
@@ -293,8 +349,10 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)
-        tasks: list[asyncio.Task[Any]] = []
-        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness)
+        tasks: dict[str, asyncio.Task[Any]] = {}
+        stop = manager.stop
+        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness,
+                              manager.liveness)
         try:
             await health.start()
         except OSError as err:
@@ -322,39 +380,43 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
 
             endpoint = manager.status_endpoint()
             hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
-            tasks.append(asyncio.create_task(keep_webhooks_current(
+            tasks["webhook certificates"] = asyncio.create_task(keep_webhooks_current(
                 client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
                 also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle,
-                fatal=fatal)))
+                fatal=fatal))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
             manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
                                             le.renew_deadline_seconds, le.retry_period_seconds,
                                             on_change=manager.on_leadership)
-            tasks.append(asyncio.create_task(manager.elector.run()))
+            tasks["leader election"] = asyncio.create_task(manager.elector.run())
         else:
             manager.metrics.leader.set(1)
-        tasks.append(asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)))
-        tasks.append(asyncio.create_task(manager.count_states()))
-        tasks.append(asyncio.create_task(manager.expect_caches()))
+        tasks["work queue"] = asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency,
+                                                                   manager.may_reconcile))
+        tasks["state gauge"] = asyncio.create_task(manager.count_states())
+        tasks["cache sync"] = asyncio.create_task(manager.expect_caches())
         ready_flag: asyncio.Event = asyncio.Event()
 
         async def mark_ready() -> None:
             await ready_flag.wait()
             manager.kopf_ready.set()
 
-        tasks.append(asyncio.create_task(mark_ready()))
+        tasks["readiness"] = asyncio.create_task(mark_ready())
+        for name, task in tasks.items():
+            if name not in ("readiness", "cache sync"):  # the tasks that end by design
+                supervise(manager, name, task, stop)
         log.info("operator starting", namespaces=cfg.namespaces or "all", webhooks=cfg.webhook.enabled,
                  status_server=cfg.status_server.enabled,
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
-                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag,
-                                stop_flag=manager.stop)
+                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag, stop_flag=stop)
         finally:
-            for task in tasks:
+            stop.set()
+            for task in tasks.values():
                 task.cancel()
-            for task in tasks:
+            for task in tasks.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             if manager.elector is not None:
@@ -369,6 +431,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                 await remove_webhook_configurations(client, cfg)
         if manager.fatal is not None:
             raise StartupError(manager.fatal)
+        return 1 if manager.dead else 0
 
 
 async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
@@ -442,14 +505,13 @@ def run(argv: Sequence[str]) -> int:
         return _exit(str(err), 2)
     logs.configure(cfg.log_format, cfg.log_level)
     try:
-        asyncio.run(serve(cfg, args.kubeconfig, args.context))
+        return asyncio.run(serve(cfg, args.kubeconfig, args.context))
     except k8s_config.ConfigError as err:
         return _exit(str(err), 2)
     except StartupError as err:
         return _exit(str(err), 3)
     except KeyboardInterrupt:
-        pass
-    return 0
+        return 0
 
 
 def _exit(line: str, code: int) -> int:

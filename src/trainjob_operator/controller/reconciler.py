@@ -15,10 +15,10 @@ from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime
 from ..api.trainjob import TrainJob, TrainJobStatus
 from ..k8s.client import ApiError, Client
-from ..logs import get
+from ..logs import error_fields, get
 from ..metrics import Metrics
 from ..runtime.conditions import is_finished
-from ..runtime.errors import BuildError
+from ..runtime.errors import BuildError, describe
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import STARTUP_RECHECK_SECONDS, check_startup, effective_run_policy, needs_rebuild
 from ..runtime.observed import Observed, StatusServer
@@ -49,6 +49,10 @@ class ReconcileError(Exception):
         self.reason, self.message = reason, message
 
 
+class NotLeading(Exception):
+    """This replica lost the Lease during the pass: the write was not sent."""
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -68,6 +72,8 @@ class Reconciler:
     clock: Callable[[], dt.datetime] = utcnow
     status_server: Callable[[], StatusServer | None] = lambda: None
     """Where trainer pods report progress (None: the status server is off and nothing is injected)."""
+    may_write: Callable[[], bool] = lambda: True
+    """Checked before every write: a replica whose Lease lapsed mid-pass writes nothing (no split brain)."""
     writes: dict[str, int] = field(default_factory=dict)
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
     snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
@@ -137,7 +143,7 @@ class Reconciler:
         if is_finished(current.conditions):
             # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
             # still follows the JobSet while that exists (jobsStatus), as upstream's does.
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy)
+            outcome, error = self._status(job, key, current, now, policy)
         elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
             outcome = self._unsupported(job, now)
         else:
@@ -159,7 +165,8 @@ class Reconciler:
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
                 bound.warning("reconcile failed", reason=err.reason, error=err.message)
                 await self._event(job, err)
-            outcome = self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy)
+            outcome, status_error = self._status(job, key, current, now, policy)
+            error = error or status_error
             if outcome.check_startup:
                 outcome = await self._check_startup(job, outcome, policy, now)
             if outcome.delete_jobset:
@@ -227,6 +234,16 @@ class Reconciler:
             return outcome
         wait = outcome.requeue_after
         return replace(outcome, requeue_after=min(wait, STARTUP_RECHECK_SECONDS) if wait else STARTUP_RECHECK_SECONDS)
+
+    def _status(self, job: TrainJob, key: Key, current: TrainJobStatus, now: dt.datetime,
+                policy: RunPolicy) -> tuple[StatusOutcome, ReconcileError | None]:
+        """The pure status step; if it fails on this TrainJob, the status keeps what it had plus ReconcileFailed."""
+        try:
+            return self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy), None
+        except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
+            log.warning("status step failed", namespace=job.namespace, name=job.name, **error_fields(err))
+            return StatusOutcome(current.model_copy(deep=True)), ReconcileError(
+                c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}")
 
     def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:
         from ..api.trainjob import Condition
@@ -315,6 +332,8 @@ class Reconciler:
             objects = [o for b in self.framework.builders for o in b.build(info, job, observed)]
         except (BuildError, ValueError) as err:
             raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err
+        except Exception as err:  # pure code: a crash on this TrainJob's input is this TrainJob's failure
+            raise ReconcileError(c.REASON_BUILD_FAILED, describe(err)) from err
         trainer = info.ancestor(c.ANCESTOR_TRAINER)
         for obj in objects:
             if obj["kind"] == c.JOBSET_KIND and observed.jobset is not None:
@@ -376,6 +395,9 @@ class Reconciler:
             raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
 
     async def _write(self, verb: str, call: Any) -> Any:
+        if not self.may_write():
+            call.close()  # the request coroutine is never started
+            raise NotLeading(verb)
         self.writes[verb] = self.writes.get(verb, 0) + 1
         return await call
 

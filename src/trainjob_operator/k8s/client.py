@@ -23,9 +23,12 @@ MERGE = "application/merge-patch+json"
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None) -> None:
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status, self.reason, self.message, self.body = status, reason, message, body or {}
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait (429/503 Retry-After), honoured by the work queue."""
 
     @property
     def not_found(self) -> bool:
@@ -34,6 +37,24 @@ class ApiError(Exception):
     @property
     def conflict(self) -> bool:
         return self.status == 409
+
+
+def is_transient(err: BaseException) -> bool:
+    """A failure of the connection or the API server (not of the object): retry with backoff, log aggregated."""
+    if isinstance(err, ApiError):
+        return err.status >= 500 or err.status in (408, 409, 429)
+    return isinstance(err, aiohttp.ClientError | OSError | TimeoutError | asyncio.TimeoutError)
+
+
+def retry_after(err: BaseException) -> float | None:
+    return err.retry_after if isinstance(err, ApiError) else None
+
+
+def _retry_after(header: str | None) -> float | None:
+    try:
+        return min(max(float(header), 0.0), 600.0) if header else None
+    except ValueError:
+        return None
 
 
 class RateLimiter:
@@ -223,7 +244,8 @@ class Client:
             payload: dict[str, Any] = json.loads(text) if text and text.lstrip().startswith("{") else {}
             if response.status >= 400:
                 raise ApiError(response.status, payload.get("reason", response.reason or ""),
-                               payload.get("message", text[:500]), payload)
+                               payload.get("message", text[:500]), payload,
+                               _retry_after(response.headers.get("Retry-After")))
             return payload
 
     # --- verbs --------------------------------------------------------------------------------------

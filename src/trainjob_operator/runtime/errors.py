@@ -30,7 +30,10 @@ def render_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # a circular or absurdly deep value: name its type instead
+        return f"<{type(value).__name__}>"
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,9 @@ class Validation:
 
 class BuildError(Exception):
     """The pipeline cannot build the objects of a TrainJob; the text is meant for the TrainJob's status."""
+
+
+def describe(err: BaseException, limit: int = 900) -> str:
+    """An unexpected error as one line for a person (a status message, a refusal): its type and its text."""
+    text = " ".join(str(err).split()) or repr(err)
+    return f"{type(err).__name__}: {text}"[:limit]

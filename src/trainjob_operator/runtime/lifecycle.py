@@ -3,7 +3,7 @@ deadline, resize. Pure decisions: every clock reading comes in as `now`, every o
 """
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..api import constants as c
@@ -17,7 +17,9 @@ IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImag
 
 
 def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """An RFC 3339 time; one without a zone is UTC (Kubernetes writes UTC). Raises ValueError."""
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 # --- run policy -------------------------------------------------------------------------------------------------
@@ -69,7 +71,14 @@ def seconds_until(stamp: str | None, seconds: int | None, now: datetime) -> floa
     """Seconds left until `stamp + seconds` (negative once passed), or None when either is unset."""
     if not stamp or seconds is None:
         return None
-    return (parse_time(stamp) + timedelta(seconds=seconds) - now).total_seconds()
+    try:
+        start = parse_time(stamp)
+    except ValueError:  # not a time (offline input): the timer counts from now
+        start = now
+    try:
+        return (start + timedelta(seconds=seconds) - now).total_seconds()
+    except OverflowError:  # a deadline past year 9999 never comes
+        return None
 
 
 @dataclass(frozen=True)

@@ -54,21 +54,29 @@ class Framework:
 
     def runtime_info(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> RuntimeInfo:
         """Build phase, in this order: runtime patches and resources → ML policy → pod group policy → pod spec."""
-        info = new_runtime_info(job, runtime)
-        for ml in self.ml_policies:
-            ml.enforce_ml_policy(info, job)
-        for pod_group in self.pod_group_policies:
-            pod_group.enforce_pod_group_policy(info, job)
-        for pod_spec in self.pod_specs:
-            pod_spec.enforce_pod_spec(info, job, observed)
+        try:
+            info = new_runtime_info(job, runtime)
+            for ml in self.ml_policies:
+                ml.enforce_ml_policy(info, job)
+            for pod_group in self.pod_group_policies:
+                pod_group.enforce_pod_group_policy(info, job)
+            for pod_spec in self.pod_specs:
+                pod_spec.enforce_pod_spec(info, job, observed)
+        except (ValueError, ArithmeticError) as err:  # a quantity or number the plugins cannot compute with
+            if isinstance(err, BuildError):
+                raise
+            raise BuildError(str(err)) from err
         return info
 
     def desired_objects(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> list[Manifest]:
         """Every object to server-side apply for `job`, in apply order. Raises BuildError."""
         info = self.runtime_info(job, runtime, observed)
         objects: list[Manifest] = []
-        for builder in self.builders:
-            objects += builder.build(info, job, observed)
+        try:
+            for builder in self.builders:
+                objects += builder.build(info, job, observed)
+        except (ValueError, ArithmeticError) as err:
+            raise BuildError(str(err)) from err
         return objects
 
     def validate(self, old: TrainJob | None, new: TrainJob, runtime: RuntimeSource,

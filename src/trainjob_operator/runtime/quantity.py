@@ -1,6 +1,8 @@
 """Kubernetes resource quantities ("2", "500m", "4Gi", 2.5) as exact decimals."""
 
-from decimal import Decimal, InvalidOperation
+import math
+import re
+from decimal import Decimal
 from typing import Final
 
 _SUFFIXES: Final = {
@@ -27,23 +29,40 @@ class QuantityError(ValueError):
     pass
 
 
+_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_EXPONENT: Final = re.compile(r"[eE][+-]?[0-9]{1,3}")
+LIMIT: Final = Decimal(10) ** 30
+"""Beyond any real quantity (Kubernetes caps at 2^63 milli-units): refused rather than computed with."""
+
+
+def _bad(value: object) -> QuantityError:
+    return QuantityError(f"quantities must match the regular expression "
+                         f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {value!r}")
+
+
 def parse_quantity(value: str | int | float) -> Decimal:
-    """The numeric value of a quantity; raises QuantityError naming the bad text."""
-    if isinstance(value, bool):
-        raise QuantityError(f"quantities must match the regular expression: {value!r}")
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    text = value.strip()
+    """The numeric value of a quantity; raises QuantityError naming the bad text (never another error)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _bad(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad(value)
+    text = str(value).strip()
     for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"):
-        if text.endswith(suffix):
+        if text.endswith(suffix) and _NUMBER.fullmatch(text[: -len(suffix)]):
             number, multiplier = text[: -len(suffix)], _SUFFIXES[suffix]
             break
     else:
+        match = _NUMBER.match(text)
+        if match is None or (match.end() < len(text) and not _EXPONENT.fullmatch(text[match.end():])):
+            raise _bad(value)
         number, multiplier = text, Decimal(1)
     try:
-        return Decimal(number) * multiplier
-    except InvalidOperation as err:
-        raise QuantityError(f"quantities must match the regular expression: {value!r}") from err
+        result = Decimal(number) * multiplier
+    except ArithmeticError as err:  # decimal's InvalidOperation, Overflow
+        raise _bad(value) from err
+    if not result.is_finite() or abs(result) > LIMIT:
+        raise _bad(value)
+    return result
 
 
 def format_quantity(value: Decimal, binary: bool = False) -> str:

@@ -2,11 +2,10 @@
 
 from typing import Any
 
-import yaml
-
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
+from . import yamltext
 from .errors import BuildError
 from .framework import Manifest
 from .info import RuntimeSource
@@ -38,7 +37,7 @@ def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any]) -> RuntimeSo
     if text is None:
         raise BuildError(f'invalid runtime snapshot: snapshot ConfigMap missing "{SNAPSHOT_KEY}" data key')
     try:
-        raw = yaml.safe_load(text)
+        raw = yamltext.load(str(text))  # bounded: a ConfigMap anyone can edit is untrusted input
         kind = raw.get("kind")
         model = TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
         runtime = model.model_validate(raw)

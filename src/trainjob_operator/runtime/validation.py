@@ -3,6 +3,7 @@
 Every function returns field errors with upstream's paths and messages; the webhooks and the CLI share them.
 """
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from .errors import ErrorType, FieldError, Validation, forbidden, invalid, inval
 from .info import RuntimeSource
 from .observed import NOTHING, Observed
 from .pipeline import Framework
+from .quantity import QuantityError, parse_quantity
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -328,6 +330,47 @@ def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validati
 
 # --- whole-object entry points (CLI, webhooks) -------------------------------------------------------
 
+_QUANTITY = re.compile(r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+                       r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+_QUANTITY_MAPS = {("resources", "requests"), ("resources", "limits"), ("resourcesPerNode", "requests"),
+                  ("resourcesPerNode", "limits")}
+
+
+def quantity_errors(raw: Any, path: str = "", parent: str = "", depth: int = 0) -> list[FieldError]:
+    """The CRD's Quantity pattern (and int64 range) on every resources map: what the API server refuses before any
+    plugin computes with the values."""
+    errors: list[FieldError] = []
+    if depth > 60:
+        return errors
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            where = f"{path}.{key}" if path else str(key)
+            if ((parent, key) in _QUANTITY_MAPS or key == "overhead") and isinstance(value, dict):
+                for name, quantity in value.items():
+                    errors += _quantity_error(f"{where}.{name}", quantity)
+            else:
+                errors += quantity_errors(value, where, str(key), depth + 1)
+    elif isinstance(raw, list):
+        for index, value in enumerate(raw):
+            errors += quantity_errors(value, f"{path}[{index}]", parent, depth + 1)
+    return errors
+
+
+def _quantity_error(path: str, value: Any) -> list[FieldError]:
+    if isinstance(value, str):
+        if not _QUANTITY.match(value):
+            return [invalid(path, value, f"{path} in body should match '{_QUANTITY.pattern}'")]
+        try:
+            parse_quantity(value)
+        except QuantityError:
+            return [invalid(path, value, "out of range")]
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return [invalid(path, value, "must be a 64-bit integer")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [invalid(path, str(value), "must be a finite number")]
+    return []
+
+
 def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | None, Validation]:
     """Schema + CEL (+ transition rules when `old_raw` is given): what the API server enforces."""
     job, schema, blocking = schema_errors(TrainJob, raw)
@@ -335,6 +378,7 @@ def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | Non
     if blocking:
         return job, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
+        errors += quantity_errors(raw.get("spec"), "spec")
         errors += trainjob_cel(raw)
         old = parse(TrainJob, old_raw)[0] if isinstance(old_raw, dict) else None
         if old is not None and job is not None:  # compare as stored: with the CRD defaults applied
@@ -352,6 +396,7 @@ def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | 
     if blocking:
         return runtime, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
+        errors += quantity_errors(raw.get("spec"), "spec")
         errors += runtime_cel(raw)
     return runtime, Validation(tuple(errors))
 

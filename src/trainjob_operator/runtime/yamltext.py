@@ -1,0 +1,128 @@
+"""YAML (and JSON) text to plain JSON-like values, bounded: untrusted input is refused before it can hurt.
+
+PyYAML's composer is recursive (in its C extension too: very deep nesting overflows the C stack and kills the
+process) and aliases are shared, not copied, so a few lines of anchors ("billion laughs") become a value whose walk
+never ends. So the event stream (libyaml's parser keeps its own stacks) is checked first: nesting depth and the
+size the document has once every alias is expanded are bounded. The loaded values are then made JSON-like, as
+Kubernetes sees YAML: timestamps and binary scalars become strings, keys become strings, integers that do not fit
+an int64 are refused.
+"""
+
+import base64
+import datetime as dt
+import math
+from typing import Any, Final
+
+import yaml
+
+MAX_DEPTH: Final = 100
+"""Deeper than any Kubernetes object needs (a TrainJob with a full pod template is ~25 deep)."""
+MAX_NODES: Final = 500_000
+"""Scalars, sequences and mappings of the whole stream with every alias expanded."""
+MAX_BYTES: Final = 32 * 1024 * 1024
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+
+class YamlError(ValueError):
+    """The text is not YAML, or not YAML we accept; the message says where and why."""
+
+
+def _where(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or (str(err).splitlines() or [type(err).__name__])[0]
+    return f"invalid YAML{at}: {problem}"
+
+
+def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Raise YamlError when `text` nests deeper than `max_depth` or expands (aliases included) beyond `max_nodes`."""
+    depth, nodes = 0, 0
+    sizes: dict[str, int] = {}
+    open_anchors: list[tuple[str | None, int]] = []  # (anchor, node count when the collection started)
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                nodes += sizes.get(event.anchor or "", 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                nodes += 1
+                if event.anchor:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                depth += 1
+                nodes += 1
+                if depth > max_depth:
+                    line = event.start_mark.line + 1 if event.start_mark is not None else 0
+                    raise YamlError(f"invalid YAML at line {line}: nested deeper than {max_depth} levels")
+                open_anchors.append((event.anchor, nodes))
+            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                depth -= 1
+                anchor, started = open_anchors.pop()
+                if anchor:
+                    sizes[anchor] = nodes - started + 1
+            if nodes > max_nodes:
+                raise YamlError(f"invalid YAML: more than {max_nodes} values once aliases are expanded")
+    except yaml.YAMLError as err:
+        raise YamlError(_where(err)) from err
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """JSON-like: what `kubectl` would send for this YAML value."""
+    if isinstance(value, dict):
+        return {_key(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v, depth + 1) for v in value]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise YamlError(f"the number {value} is not finite")
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise YamlError(f"the integer {str(value)[:20]}... does not fit in 64 bits")
+        return value
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value.utcoffset() in (None, dt.timedelta(0)) \
+            else value.isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    plain = _plain(key)
+    if isinstance(plain, bool):
+        return "true" if plain else "false"
+    if plain is None:
+        return "null"
+    return str(plain)
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of a YAML stream as JSON-like values. Raises YamlError (a ValueError) and nothing else."""
+    if len(text) > MAX_BYTES:
+        raise YamlError(f"the text is larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    check_events(text)
+    try:
+        docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as err:
+        raise YamlError(_where(err)) from err
+    except (ValueError, TypeError, RecursionError, OverflowError) as err:  # e.g. an integer of 5,000 digits
+        raise YamlError(f"invalid YAML: {type(err).__name__}: {err}"[:300]) from err
+    return [_plain(doc) for doc in docs]
+
+
+def load(text: str) -> Any:
+    """The one document of `text` (None when empty). Raises YamlError."""
+    docs = load_all(text)
+    if len(docs) > 1:
+        raise YamlError("expected one YAML document, found several")
+    return docs[0] if docs else None

@@ -1,0 +1,379 @@
+"""Proven under faults, on the real local control plane (kube-apiserver, etcd, kube-controller-manager with its
+garbage collector, the JobSet controller, kwok nodes): each scenario prints one line of counts and fails on any
+nonzero count. CI size by default (`make test`); `make chaos` runs the full size (TRAINJOB_CHAOS_SIZE=full).
+
+- replica kills: two replicas with leader election and webhooks behind one local load balancer; the leader is
+  SIGKILLed at random moments during a mixed burst (torch, MPI, initializers, some suspended and resumed later).
+- API server and etcd restart mid-burst: the operator converges without being restarted, without a hot loop.
+- fuzzed input through the real admission path: generated TrainJob/runtime pairs applied with webhooks on.
+Every scenario also counts tracebacks and Secret material (MPI SSH keys, webhook keys) in every operator log.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chaos_support import (
+    FULL,
+    Api,
+    Balancer,
+    Figures,
+    Tracker,
+    Watchdog,
+    children_left,
+    kwokctl,
+    p50,
+    process_cpu_seconds,
+    runtimes,
+    scan_logs,
+    secret_needles,
+    size,
+    trainjobs,
+    webhook_cert_values,
+)
+
+from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, free_port
+from trainjob_operator.api import constants as c
+
+pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
+
+LEADER_ELECTION = {"lease_name": "trainjob-operator-chaos", "lease_duration_seconds": 4,
+                   "renew_deadline_seconds": 3, "retry_period_seconds": 1}
+
+
+@dataclass
+class Slot:
+    name: str
+    health_port: int = field(default_factory=free_port)
+    webhook_port: int = field(default_factory=free_port)
+    incarnation: int = 0
+    process: OperatorProcess | None = None
+
+
+class Replicas:
+    """Operator replicas with fixed ports (a killed one comes back on the same ports, as a restarted pod would)."""
+
+    def __init__(self, kubeconfig: str, tmp: Path, count: int, url_port: int | None = None) -> None:
+        self.kubeconfig, self.tmp, self.url_port = kubeconfig, tmp, url_port
+        self.slots = [Slot(f"replica-{chr(97 + i)}") for i in range(count)]
+        self.logs: list[Path] = []
+
+    def start(self, slot: Slot) -> OperatorProcess:
+        slot.incarnation += 1
+        webhook: dict[str, Any] = {"port": slot.webhook_port}
+        if self.url_port:
+            webhook["url_port"] = self.url_port
+        slot.process = OperatorProcess(self.kubeconfig, f"{slot.name}-{slot.incarnation}",
+                                       {"leader_election": LEADER_ELECTION, "webhook": webhook},
+                                       health_port=slot.health_port, webhook_port=slot.webhook_port).start(self.tmp)
+        assert slot.process.log_path is not None
+        self.logs.append(slot.process.log_path)
+        return slot.process
+
+    def start_all(self) -> None:
+        for slot in self.slots:
+            self.start(slot)
+        for slot in self.slots:
+            assert slot.process is not None
+            wait(slot.process.ready, 90, f"{slot.name} ready")
+        wait(lambda: self.leader() is not None, 30, "a leader")
+
+    def leader(self) -> Slot | None:
+        for slot in self.slots:
+            if slot.process is not None and slot.process.proc is not None and slot.process.proc.poll() is None \
+                    and slot.process.metric("trainjob_operator_leader") == 1:
+                return slot
+        return None
+
+    def stop_all(self) -> None:
+        for slot in self.slots:
+            if slot.process is not None:
+                slot.process.stop()
+
+
+def wait(fn: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def converged(api: Api, namespace: str, want: set[str]) -> tuple[set[str], list[dict[str, Any]]]:
+    """The TrainJobs of `want` that have their JobSet (owned by them, running), and the JobSets."""
+    jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
+    jobsets = api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace)
+    done = set()
+    for js in jobsets:
+        name = js["metadata"]["name"]
+        job = jobs.get(name)
+        owners = js["metadata"].get("ownerReferences") or []
+        if job is not None and name in want and not (js.get("spec") or {}).get("suspend") and \
+                any(o.get("uid") == job["metadata"]["uid"] and o.get("controller") for o in owners):
+            done.add(name)
+    return done, jobsets
+
+
+def delete_all_and_count_orphans(kube: Kube, api: Api, namespace: str, timeout: float) -> int:
+    """Delete every TrainJob; the real garbage collector must remove every child (JobSets, Secrets, ConfigMaps)."""
+    del kube  # deletecollection requests, not a kubectl call per TrainJob; the server goes on past our timeout
+    for _ in range(10):
+        try:
+            api.run(api.client.request("DELETE", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs"))
+            break
+        except Exception:
+            time.sleep(2)
+    deadline = time.monotonic() + timeout
+    left = children_left(api, namespace)
+    while left and time.monotonic() < deadline:
+        time.sleep(1)
+        left = children_left(api, namespace)
+    return left
+
+
+def needles_for(tracker: Tracker, api: Api) -> set[str]:
+    return secret_needles([*tracker.secret_values, *webhook_cert_values(api, OPERATOR_NAMESPACE)])
+
+
+# --- replica kills --------------------------------------------------------------------------------------------
+
+
+def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
+                                      tmp_path: Path) -> None:
+    count, kills = size(60, 1000), size(3, 10)
+    spread = size(24.0, 150.0)
+    rng = random.Random(17)
+    replicas = Replicas(kubeconfig, tmp_path, 2)
+    balancer = Balancer([s.webhook_port for s in replicas.slots]).start()
+    replicas.url_port = balancer.port
+    api = Api(kubeconfig)
+    tracker = Tracker(lambda: Api(kubeconfig), namespace, interval=size(1, 3)).start()
+    failovers: list[float] = []
+    kill_errors: list[str] = []
+    try:
+        replicas.start_all()
+        refused = api.create_all(runtimes(namespace), concurrency=1)
+        assert not refused, refused
+        jobs = trainjobs(namespace, count, seed=17)
+        suspended = [j["metadata"]["name"] for j in jobs if j["spec"].get("suspend")]
+
+        def killer() -> None:
+            try:
+                for _ in range(kills):
+                    time.sleep(rng.uniform(1.0, spread / kills))
+                    leader = wait(replicas.leader, 60, "a leader to kill")
+                    standby = next(s for s in replicas.slots if s is not leader)
+                    assert leader.process is not None and leader.process.proc is not None
+                    leader.process.proc.kill()
+                    killed = time.monotonic()
+                    wait(lambda standby=standby: replicas.leader() is standby, 60, "the standby taking the Lease",
+                         interval=0.05)
+                    failovers.append(time.monotonic() - killed)
+                    leader.process.proc.wait(timeout=10)
+                    restarted = replicas.start(leader)
+                    wait(restarted.ready, 90, "the killed replica back")
+            except BaseException as err:  # reported by the main thread
+                kill_errors.append(repr(err))
+
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        refused = api.create_all(jobs, spread_seconds=spread * 0.6)
+        api.patch_all("TrainJob", namespace, suspended, {"spec": {"suspend": False}})
+        thread.join(timeout=spread + 300)
+        assert not kill_errors, kill_errors
+        want = {j["metadata"]["name"] for j in jobs} - set(refused)
+        deadline = time.monotonic() + size(180, 900)
+        done, jobsets = converged(api, namespace, want)
+        while done != want and time.monotonic() < deadline:
+            time.sleep(2)
+            done, jobsets = converged(api, namespace, want)
+        tracker.observe(api)
+        figures = Figures("replica-kills", {
+            "trainjobs": 0, "refused": len(refused), "lost": len(want - done),
+            "duplicates": tracker.recreated_jobsets(), "mutated": tracker.mutated_jobsets(jobsets),
+            "regenerated": tracker.regenerated_secrets(),
+        })
+        figures.counts.pop("trainjobs")
+        figures.measures.update({"trainjobs": float(len(want)), "kills": float(len(failovers)),
+                                 "mpi_secrets": float(len(tracker.secrets)),
+                                 "failover_p50_s": p50(failovers), "max_failover_s": max(failovers, default=0.0)})
+        print(f"\n(before deleting) {figures.line()}")
+        figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
+        tracker.stop()
+        tracebacks, leaks = scan_logs(replicas.logs, needles_for(tracker, api))
+        figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
+        figures.report()
+    finally:
+        tracker.stop()
+        replicas.stop_all()
+        balancer.stop()
+        api.close()
+
+
+# --- API server and etcd restart ------------------------------------------------------------------------------
+
+
+def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
+                                               namespace: str, tmp_path: Path) -> None:
+    count = size(45, 300)
+    spread = size(12.0, 40.0)
+    replicas = Replicas(kubeconfig, tmp_path, 1)
+    api = Api(kubeconfig)
+    tracker = Tracker(lambda: Api(kubeconfig), namespace, interval=1).start()
+    watchdog = Watchdog(cluster)
+    try:
+        replicas.start_all()
+        slot = replicas.slots[0]
+        assert slot.process is not None and slot.process.proc is not None
+        pid = slot.process.proc.pid
+        assert not api.create_all(runtimes(namespace), concurrency=1)
+        jobs = trainjobs(namespace, count, seed=23, suspended_share=0.0)
+        outage: dict[str, float] = {}
+
+        def restart() -> None:
+            time.sleep(spread / 3)
+            outage["cpu_before"] = process_cpu_seconds(pid)
+            outage["stopped"] = time.monotonic()
+            stopped = kwokctl(cluster, "stop", "cluster")
+            assert stopped.returncode == 0, stopped.stderr
+            time.sleep(size(5, 20))  # the outage itself: nothing answers
+            outage["cpu_during"] = process_cpu_seconds(pid) - outage["cpu_before"]
+            outage["down_s"] = time.monotonic() - outage["stopped"]
+            started = kwokctl(cluster, "start", "cluster")
+            assert started.returncode == 0, started.stderr
+            watchdog.start()
+            wait(lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120,
+                 "the API server back")
+            outage["back"] = time.monotonic()
+
+        thread = threading.Thread(target=restart, daemon=True)
+        thread.start()
+        refused = api.create_all(jobs, spread_seconds=spread, attempts=200)
+        thread.join(timeout=300)
+        assert "back" in outage, "the control plane did not come back"
+        want = {j["metadata"]["name"] for j in jobs} - set(refused)
+        done, jobsets = converged(api, namespace, want)
+        deadline = time.monotonic() + size(180, 600)
+        while done != want and time.monotonic() < deadline:
+            time.sleep(1)
+            done, jobsets = converged(api, namespace, want)
+        recovery = time.monotonic() - outage["back"]
+        tracker.observe(api)
+        assert slot.process.proc.poll() is None and slot.process.proc.pid == pid, "the operator was restarted"
+        log_lines = sum(1 for _ in replicas.logs[0].open(errors="replace"))
+        figures = Figures("apiserver-restart", {
+            "refused": len(refused), "lost": len(want - done), "duplicates": tracker.recreated_jobsets(),
+            "mutated": tracker.mutated_jobsets(jobsets), "regenerated": tracker.regenerated_secrets(),
+            "operator_restarts": 0,
+        }, {"trainjobs": float(len(want)), "outage_s": outage["down_s"], "recovery_s": recovery,
+            "cpu_s_per_min_in_outage": outage["cpu_during"] / outage["down_s"] * 60, "log_lines": float(log_lines)})
+        figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
+        figures.measures["components_revived"] = float(len(watchdog.revived))
+        tracker.stop()
+        tracebacks, leaks = scan_logs(replicas.logs, needles_for(tracker, api))
+        figures.counts.update({"tracebacks": tracebacks, "leaks": leaks,
+                               "hot_loop": int(outage["cpu_during"] / outage["down_s"] * 60 > 30)})
+        figures.report()
+    finally:
+        watchdog.stop()
+        tracker.stop()
+        replicas.stop_all()
+        api.close()
+
+
+# --- fuzzed input through the real admission path -------------------------------------------------------------
+
+FIELD = re.compile(r"\b(spec|metadata|status|apiVersion|kind)\b|<root>|<nil>|Go struct field \w")
+
+
+def outcome(job: dict[str, Any] | None, jobset_names: set[str]) -> bool:
+    """An accepted TrainJob either has its JobSet or says why not (ReconcileFailed, Failed), or waits on purpose
+    (suspended, managed by another controller)."""
+    if job is None:
+        return True
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    if job["metadata"]["name"] in jobset_names or spec.get("suspend"):
+        return True
+    if spec.get("managedBy") not in (None, c.DEFAULT_MANAGED_BY):
+        return True
+    return any(cond.get("type") in (c.CONDITION_RECONCILE_FAILED, c.CONDITION_FAILED, c.CONDITION_COMPLETE)
+               and cond.get("status") == "True" and cond.get("message") for cond in status.get("conditions") or [])
+
+
+def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
+                                                 tmp_path: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from test_fuzz import hostile_pairs
+
+    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "40")), 2000)
+    replicas = Replicas(kubeconfig, tmp_path, 1)
+    api = Api(kubeconfig)
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    @settings(max_examples=cases, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(hostile_pairs())
+    def collect(pair: tuple[dict[str, Any], dict[str, Any]]) -> None:
+        pairs.append(pair)
+
+    collect()
+    try:
+        replicas.start_all()
+        objects: list[dict[str, Any]] = []
+        for index, (job, runtime) in enumerate(pairs):
+            name = f"fz-{index:05d}"
+            runtime.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
+            job.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
+            for key in ("uid", "creationTimestamp", "generation", "resourceVersion"):
+                job["metadata"].pop(key, None)
+            ref = (job.get("spec") or {}).get("runtimeRef")
+            if isinstance(ref, dict):
+                ref["name"] = name
+            objects += [runtime, job]
+        refused = api.create_all([o for o in objects if o.get("kind") != "TrainJob"], concurrency=8, attempts=10)
+        refused.update({f"job {k}": v for k, v in api.create_all(
+            [o for o in objects if o.get("kind") == "TrainJob"], concurrency=8, attempts=10).items()})
+        unnamed = {k: v for k, v in refused.items() if not FIELD.search(v)}
+        names = {j["metadata"]["name"] for j in objects if j.get("kind") == "TrainJob"}
+        accepted = names - {k.removeprefix("job ") for k in refused if k.startswith("job ")}
+
+        def settled() -> set[str]:
+            jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
+            jobsets = {j["metadata"]["name"] for j in api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace)}
+            return {name for name in accepted if not outcome(jobs.get(name), jobsets)}
+
+        pending = settled()
+        deadline = time.monotonic() + size(90, 600)
+        while pending and time.monotonic() < deadline:
+            time.sleep(2)
+            pending = settled()
+        slot = replicas.slots[0]
+        assert slot.process is not None and slot.process.proc is not None
+        figures = Figures("admission-fuzz", {
+            "crashes": int(slot.process.proc.poll() is not None), "unnamed_refusals": len(unnamed),
+            "without_outcome": len(pending)},
+            {"cases": float(len(pairs)), "accepted": float(len(accepted)),
+             "refused": float(len([k for k in refused if k.startswith("job ")]))})
+        kube.run("delete", "trainjobs,trainingruntimes", "--all", "-n", namespace, "--wait=false")
+        tracebacks, leaks = scan_logs(replicas.logs, secret_needles(webhook_cert_values(api, OPERATOR_NAMESPACE)))
+        figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
+        if unnamed or pending:
+            print("unnamed refusals:", dict(list(unnamed.items())[:5]), "without outcome:", sorted(pending)[:5])
+        figures.report()
+    finally:
+        replicas.stop_all()
+        api.close()
+
+
+def test_the_suite_size_is_known() -> None:
+    """`make chaos` sets TRAINJOB_CHAOS_SIZE=full; anything else is the CI size."""
+    assert size(1, 2) == (2 if FULL else 1)

@@ -1,0 +1,392 @@
+"""Regressions of the faults an independent fault run found: split brain in leader election, background tasks
+dying silently, unreadable and unbounded failure logs, Secret material in logs, and crash signatures of hostile
+input (deadline arithmetic, quantities, error values, YAML loading)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from builders import TrainJobBuilder
+from trainjob_operator import logs
+from trainjob_operator.api.trainjob import TrainJobStatus
+from trainjob_operator.controller.leader import LeaderElector
+from trainjob_operator.controller.reconciler import NotLeading, Reconciler
+from trainjob_operator.k8s.client import ApiError, _retry_after, is_transient
+from trainjob_operator.runtime import yamltext
+from trainjob_operator.runtime.errors import invalid, render_value
+from trainjob_operator.runtime.lifecycle import Timer, active_deadline, effective_run_policy
+from trainjob_operator.runtime.quantity import QuantityError, format_quantity, parse_quantity
+
+PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n" \
+              "-----END OPENSSH PRIVATE KEY-----\n"
+PRIVATE_KEY_B64 = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0KYjNCbGJuTnphQzFyWlhrdGRqRUFBQUFBQkc1dmJtVUFBQUFF"
+
+
+# --- leader election ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class FlakyClient:
+    """A Lease API whose next calls fail with the queued exceptions."""
+
+    failures: list[BaseException] = field(default_factory=list)
+    lease: dict[str, Any] | None = None
+
+    async def get(self, *_: Any) -> dict[str, Any] | None:
+        if self.failures:
+            raise self.failures.pop(0)
+        return self.lease
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
+        return self.lease
+
+    async def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.create(body)
+
+
+def elector(client: FlakyClient, clock: Clock) -> LeaderElector:
+    return LeaderElector(client, "ns", "lease", lease_duration=15, renew_deadline=10, retry_period=2,  # type: ignore[arg-type]
+                         identity="me", clock=clock)
+
+
+@pytest.mark.parametrize("failure", [
+    pytest.param(aiohttp.ServerDisconnectedError(), id="aiohttp's server disconnected (not an OSError)"),
+    pytest.param(aiohttp.ClientPayloadError("cut"), id="aiohttp's payload error"),
+    pytest.param(ApiError(503, "ServiceUnavailable", "etcd leader changed"), id="a 503 from the API server"),
+    pytest.param(TimeoutError(), id="a timeout"),
+])
+def test_a_leader_that_cannot_renew_stops_leading_at_the_renew_deadline(failure: BaseException) -> None:
+    clock = Clock()
+    client = FlakyClient()
+    le = elector(client, clock)
+
+    async def scenario() -> list[tuple[float, bool]]:
+        await le.attempt()
+        seen = [(0.0, le.leading())]
+        client.failures = [failure] * 100
+        for step in (2, 4, 6, 8, 9.9, 10.1, 12):
+            clock.now = 1000.0 + step
+            await le.attempt()
+            seen.append((step, le.leading()))
+        return seen
+
+    assert asyncio.run(scenario()) == [(0.0, True), (2, True), (4, True), (6, True), (8, True), (9.9, True),
+                                       (10.1, False), (12, False)]
+
+
+def test_leadership_lapses_with_time_even_when_the_loop_is_stuck() -> None:
+    """No attempt runs (the loop hangs): `leading()` alone turns false once the renew deadline passed."""
+    clock = Clock()
+    le = elector(FlakyClient(), clock)
+    asyncio.run(le.attempt())
+    clock.now += 10.5
+    assert (le.leading(), le.is_leader, le.heartbeat_age()) == (False, False, 10.5)
+
+
+def test_an_unexpected_failure_in_the_election_steps_down_at_once() -> None:
+    clock = Clock()
+    client = FlakyClient()
+    le = elector(client, clock)
+
+    async def scenario() -> tuple[bool, bool]:
+        await le.attempt()
+        before = le.leading()
+        client.failures = [KeyError("spec")]
+        clock.now += 1
+        await le.attempt()
+        return before, le.leading()
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_a_replica_whose_lease_lapsed_sends_no_write() -> None:
+    sent: list[str] = []
+
+    async def request() -> None:
+        sent.append("PATCH")
+
+    reconciler = Reconciler(None, None, None, None, may_write=lambda: False)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        await reconciler._write("apply", request())
+
+    with pytest.raises(NotLeading):
+        asyncio.run(scenario())
+    assert (sent, reconciler.writes) == ([], {})
+
+
+# --- supervision ----------------------------------------------------------------------------------------------
+
+
+def test_a_background_task_that_dies_fails_healthz_and_stops_the_operator() -> None:
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager, supervise
+
+    async def scenario() -> tuple[list[str], bool, tuple[bool, str]]:
+        manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+        stop = asyncio.Event()
+
+        async def crashes() -> None:
+            raise aiohttp.ServerDisconnectedError()
+
+        task = asyncio.create_task(crashes())
+        supervise(manager, "leader election", task, stop)
+        await asyncio.wait_for(stop.wait(), 5)
+        return manager.dead, stop.is_set(), manager.liveness()
+
+    assert asyncio.run(scenario()) == (["leader election"], True,
+                                       (False, "background task ended: leader election"))
+
+
+# --- logs -----------------------------------------------------------------------------------------------------
+
+
+def log_lines(fmt: str, emit: Any, capsys: pytest.CaptureFixture[str]) -> str:
+    logs.configure(fmt, "INFO")
+    emit(logs.get("test"))
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    return capsys.readouterr().err
+
+
+def test_a_failure_is_logged_with_its_type_and_message_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    def emit(log: Any) -> None:
+        try:
+            raise aiohttp.ClientOSError(111, "Connection refused")
+        except aiohttp.ClientError as err:
+            log.warning("reconcile failed", **logs.error_fields(err))
+
+    line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
+    assert (line["event"], line["error_type"], "Connection refused" in line["error"]) == (
+        "reconcile failed", "ClientOSError", True)
+
+
+def test_console_tracebacks_have_no_locals_and_no_secret(capsys: pytest.CaptureFixture[str]) -> None:
+    def emit(log: Any) -> None:
+        secret = {"apiVersion": "v1", "kind": "Secret", "data": {"ssh-privatekey": PRIVATE_KEY_B64}}
+        key_text = PRIVATE_KEY  # noqa: F841
+        try:
+            raise ValueError(f"cannot apply {secret}: {PRIVATE_KEY}")
+        except ValueError:
+            log.exception("reconcile crashed", body=secret, ssh_key=PRIVATE_KEY)
+
+    out = log_lines("console", emit, capsys)
+    assert "Traceback" in out and "reconcile crashed" in out
+    leaks = (PRIVATE_KEY_B64[:20] in out, "b3BlbnNzaC1rZXktdjEA" in out, "key_text" in out, "KEY-----\n" in out)
+    assert leaks == (False, False, False, False)
+    assert len(out.splitlines()) < 40
+
+
+def test_json_exceptions_are_scrubbed_too(capsys: pytest.CaptureFixture[str]) -> None:
+    def emit(log: Any) -> None:
+        try:
+            raise RuntimeError(f"tls.key: {PRIVATE_KEY_B64} and {PRIVATE_KEY}")
+        except RuntimeError as err:
+            log.error("failed", exc_info=err, **logs.error_fields(err))
+
+    out = log_lines("json", emit, capsys)
+    line = json.loads(out.splitlines()[-1])
+    assert ("RuntimeError" in line["exception"], PRIVATE_KEY_B64[:20] in out, "b3BlbnNzaC1rZXkt" in out) == (
+        True, False, False)
+
+
+def test_stdlib_logs_are_redacted_as_well(capsys: pytest.CaptureFixture[str]) -> None:
+    def emit(_: Any) -> None:
+        logging.getLogger("kopf.objects").error("patch failed: %s", {"data": {"ssh-privatekey": PRIVATE_KEY_B64}})
+
+    out = log_lines("json", emit, capsys)
+    assert "patch failed" in out and PRIVATE_KEY_B64[:20] not in out
+
+
+def test_failures_are_aggregated_per_window() -> None:
+    clock = Clock()
+    aggregator = logs.Aggregator(window=10, clock=clock)
+    answers = []
+    for step in range(614):  # an API outage of 4 s at ~150 failures per second, then one more after the window
+        clock.now = 1000 + step * 4 / 614
+        answers.append(aggregator.admit("ClientConnectorError"))
+    clock.now = 1011
+    answers.append(aggregator.admit("ClientConnectorError"))
+    assert [a for a in answers if a is not None] == [0, 613]
+
+
+def test_reconcile_failures_on_an_outage_log_a_few_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    def emit(_: Any) -> None:
+        async def scenario() -> None:
+            manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+            for index in range(614):
+                manager.log_failure(("ns", f"job-{index}"), aiohttp.ServerDisconnectedError())
+
+        asyncio.run(scenario())
+
+    lines = [json.loads(line) for line in log_lines("json", emit, capsys).splitlines()]
+    assert [(entry["event"], entry["error_type"], entry["suppressed"]) for entry in lines] == [
+        ("reconcile failed: API server unreachable or refusing", "ServerDisconnectedError", 0)]
+
+
+@pytest.mark.parametrize(("err", "transient"), [
+    pytest.param(aiohttp.ServerDisconnectedError(), True, id="a disconnect"),
+    pytest.param(ConnectionResetError(), True, id="a reset"),
+    pytest.param(ApiError(429, "TooManyRequests", "slow down"), True, id="429"),
+    pytest.param(ApiError(500, "InternalError", "x"), True, id="500"),
+    pytest.param(ApiError(422, "Invalid", "x"), False, id="422 is about the object"),
+    pytest.param(KeyError("x"), False, id="a bug"),
+])
+def test_transient_errors(err: BaseException, transient: bool) -> None:
+    assert is_transient(err) is transient
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("3", 3.0), ("0.5", 0.5), (None, None), ("soon", None), ("-4", 0.0), ("99999", 600.0)])
+def test_retry_after_header(header: str | None, seconds: float | None) -> None:
+    assert _retry_after(header) == seconds
+
+
+# --- crash signatures of hostile input ------------------------------------------------------------------------
+
+NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(("seconds", "start", "want"), [
+    pytest.param(2**62, "2026-11-23T11:00:00Z", Timer(), id="a deadline past year 9999 never comes"),
+    pytest.param(10**15, "2026-11-23T11:00:00Z", Timer(), id="a deadline of 10^15 s"),
+    pytest.param(60, "2026-11-23T11:59:30", Timer(requeue_after=30.0), id="a time without a zone is UTC"),
+    pytest.param(60, "yesterday", Timer(requeue_after=60.0), id="an unreadable start counts from now"),
+    pytest.param(60, "2026-11-23T11:58:00Z", Timer(expired=True), id="an ordinary deadline still passes"),
+])
+def test_deadline_arithmetic_never_raises(seconds: int, start: str, want: Timer) -> None:
+    job = TrainJobBuilder.make().set("spec.activeDeadlineSeconds", seconds).obj()
+    status = TrainJobStatus(start_time=start)
+    assert active_deadline(job, status, effective_run_policy(job, None), NOW) == want
+
+
+@pytest.mark.parametrize("text", [
+    "Infinity", "-Infinity", "NaN", "sNaN", "inf", float("inf"), float("nan"), "1e999999999", "1e", "e5", "",
+    "1Kii", "+-1", "1 Gi", "0x10", "1_000", "999999999999999999999999999999999Ei", True, None, [1],
+])
+def test_bad_quantities_raise_only_quantity_error(text: Any) -> None:
+    with pytest.raises(QuantityError, match="quantities must match"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("2", "2"), ("500m", "500m"), ("4Gi", "4294967296"), ("1.5", "1500m"), ("1e3", "1000"), (".5", "500m"),
+    (2.5, "2500m"), ("+3k", "3000"), ("1E2", "100"),
+])
+def test_good_quantities(text: Any, value: str) -> None:
+    assert format_quantity(parse_quantity(text)) == value
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    pytest.param(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), '"2026-01-01 00:00:00+00:00"', id="a datetime"),
+    pytest.param(b"\x00", '"b\'\\\\x00\'"', id="bytes"),
+    pytest.param({"a": {1, 2}}.get("a"), '"{1, 2}"', id="a set"),
+])
+def test_error_values_of_any_type_render(value: Any, text: str) -> None:
+    assert render_value(value) == text
+    assert str(invalid("spec.x", value, "bad")) == f"spec.x: Invalid value: {text}: bad"
+
+
+def billion_laughs(levels: int = 12) -> str:
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, levels):
+        previous = f"*a{level - 1}"
+        lines.append(f"a{level}: &a{level} [{', '.join([previous] * 10)}]")
+    return "\n".join(lines) + "\nkind: TrainJob\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("[" * 200_000 + "]" * 200_000, "nested deeper than 100 levels", id="very deep flow nesting"),
+    pytest.param("".join(f"{'  ' * i}a:\n" for i in range(150)), "nested deeper than 100 levels",
+                 id="very deep block nesting"),
+    pytest.param(billion_laughs(), "values once aliases are expanded", id="billion laughs"),
+    pytest.param("a: " + "9" * 5000, "integer string conversion", id="an integer of 5,000 digits"),
+    pytest.param("a: " + "9" * 30, "does not fit in 64 bits", id="an integer beyond int64"),
+    pytest.param("a: 1.0e+400", "is not finite", id="an infinite number"),
+    pytest.param("a: [1\n", "invalid YAML at line 2", id="broken YAML"),
+])
+def test_hostile_yaml_is_refused_clearly(text: str, message: str) -> None:
+    with pytest.raises(yamltext.YamlError, match=message):
+        yamltext.load_all(text)
+
+
+def test_yaml_values_are_made_json_like() -> None:
+    text = "t: 2026-01-01T00:00:00Z\nd: 2026-01-02\nb: !!binary aGk=\n1: one\nn: null\nf: 1.5\n"
+    assert yamltext.load_all(text) == [{"t": "2026-01-01T00:00:00Z", "d": "2026-01-02", "b": "aGk=", "1": "one",
+                                        "n": None, "f": 1.5}]
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    pytest.param(b"\xff\xfe\x00binary", "not UTF-8 text", id="binary input"),
+    pytest.param(("[" * 300_000 + "]" * 300_000).encode(), "nested deeper than 100 levels",
+                 id="nesting that segfaulted libyaml's composer"),
+    pytest.param(billion_laughs(14).encode(), "aliases are expanded", id="billion laughs that hung"),
+    pytest.param(b"kind: TrainJob\nspec: {activeDeadlineSeconds: " + b"9" * 5000 + b"}", "integer string conversion",
+                 id="a ValueError of int conversion"),
+])
+def test_the_cli_refuses_hostile_files_with_exit_2(tmp_path: Path, content: bytes, message: str) -> None:
+    """In a child process: a segmentation fault or a hang would otherwise take the test run down with it."""
+    path = tmp_path / "in.yaml"
+    path.write_bytes(content)
+    done = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "validate", "-f", str(path)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert (done.returncode, done.stderr.count("\n"), message in done.stderr) == (2, 1, True), done.stderr
+
+
+def test_the_cli_renders_yaml_timestamps_as_json(tmp_path: Path) -> None:
+    """A YAML timestamp in an annotation used to reach json.dump as a datetime (TypeError)."""
+    from builders import RuntimeBuilder
+
+    jobs, runtimes = tmp_path / "jobs.yaml", tmp_path / "runtimes.yaml"
+    jobs.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: a\n"
+                    "  namespace: default\n  annotations:\n    when: 2026-01-01T00:00:00Z\nspec:\n  runtimeRef:\n"
+                    "    name: test-runtime\n    kind: TrainingRuntime\n  trainer:\n    image: x\n"
+                    "    resourcesPerNode: {requests: {cpu: 2}}\n")
+    runtimes.write_text(json.dumps(RuntimeBuilder.make().ml_policy(1, torch={}).raw()))
+    done = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "render", "-f", str(jobs), "-r",
+                           str(runtimes), "-o", "json"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)["items"]
+    assert {o["kind"] for o in items} >= {"ConfigMap", "JobSet"}
+
+
+def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """kopf's watch generator failing to close at shutdown reached the log as a traceback."""
+    from trainjob_operator.controller.main import loop_error
+
+    def emit(_: Any) -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            loop_error(loop, {"message": "an error occurred during closing of asynchronous generator",
+                              "exception": RuntimeError("generator didn't stop after athrow()")})
+        finally:
+            loop.close()
+
+    line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
+    assert (line["event"], line["error_type"], "exception" in line) == ("event loop error", "RuntimeError", False)
