@@ -317,9 +317,11 @@ def report(checked: Checked, err: TextIO) -> bool:
         print(f"invalid: {doc.label}: {len(problems)} error(s)", file=err)
     for line in checked.unusable:
         print(f"{PROG}: error: {line}", file=err)
+    if checked.errors:
+        return False
     for note in lifecycle_notes(checked):
         print(note, file=err)
-    return not checked.errors and not checked.unusable
+    return not checked.unusable
 
 
 def foreign_manager(job: TrainJob) -> str | None:
