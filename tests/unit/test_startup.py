@@ -57,8 +57,11 @@ DECISIONS = [
      Decision(fatal=f"operator namespace kubeflow-system does not exist and {USER} may not create it: "
                     "`kubectl create namespace kubeflow-system`, or pass --operator-namespace "
                     "<an existing namespace>")),
-    ("no webhooks and no leader election: nothing lives in the operator namespace",
-     Plan("gone", webhooks=False, leader_election=False), facts(namespace="missing"), Decision()),
+    ("no webhooks, leader election or status server: nothing lives in the operator namespace",
+     Plan("gone", webhooks=False, leader_election=False, status_server=False), facts(namespace="missing"), Decision()),
+    ("the status server alone keeps its certificate Secret in the operator namespace",
+     Plan("gone", webhooks=False, leader_election=False), facts(namespace="missing", can_create_namespace=True),
+     Decision(create_namespace=True)),
     ("a verb it needs is denied: names verb and resource, and how to grant it", PLAN, facts(denied=(LIST_TRAINJOBS,)),
      Decision(fatal=f"RBAC: {USER} may not list trainjobs.trainer.kubeflow.org cluster-wide; {startup.RBAC_FIX}")),
     ("several denied: the first, then how many more", PLAN,

@@ -76,7 +76,8 @@ class Plan:
 
     @property
     def needs_namespace(self) -> bool:
-        return self.webhooks or self.leader_election
+        """The Lease and the certificate Secret (webhooks and the status server share it) live there."""
+        return self.webhooks or self.leader_election or self.status_server
 
 
 NO_WEBHOOKS = "or run with --no-webhooks"
@@ -114,9 +115,12 @@ def permissions(plan: Plan) -> list[Need]:
                                 plan.webhook_configurations, strict=True):
             needs += [Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
                       for verb in ("get", "create", "patch")]
-        needs += [Need("get", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS),
-                  Need("create", "", "secrets", ons, None, NO_WEBHOOKS),
-                  Need("update", "", "secrets", ons, plan.cert_secret_name, NO_WEBHOOKS)]
+    if plan.webhooks or plan.status_server:
+        fix = NO_WEBHOOKS if not plan.status_server else \
+            (NO_STATUS_SERVER if not plan.webhooks else "or run with --no-webhooks --no-status-server")
+        needs += [Need("get", "", "secrets", ons, plan.cert_secret_name, fix),
+                  Need("create", "", "secrets", ons, None, fix),
+                  Need("update", "", "secrets", ons, plan.cert_secret_name, fix)]
     if plan.status_server:
         needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_STATUS_SERVER))
     if plan.leader_election:
