@@ -143,7 +143,7 @@ def trainjob(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
 
 
 def report(kube: Kube, namespace: str, name: str, percent: int, loss: float, minutes_ago: int) -> None:
-    """What the status server writes for a pod's update_trainjob_status() (tested in test_progress.py)."""
+    """What the status server writes for a pod's update_trainjob_status() (tested in test_progress_server.py)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60 * minutes_ago))
     kube.run("patch", "trainjob", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(
         {"status": {"trainerStatus": {"progressPercentage": percent, "estimatedRemainingSeconds": 300 - 3 * percent,

@@ -1,6 +1,6 @@
 """Credentials: kubeconfigs resolved by the kubernetes client's loader in a helper process, the Connection made of
 them, and the client's refresh when a token expires or is rejected. A local HTTP server stands in for the API
-server; the exec plugin against a real one is in tests/integration/test_startup.py."""
+server; the exec plugin against a real one is in tests/integration/test_startup_cluster.py."""
 
 import asyncio
 import datetime as dt
