@@ -289,7 +289,7 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
         kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
         # Upstream runs with its defaults, the TrainJobStatus gate off: ours without the status server likewise
         # (with it, trainer pods also get the KUBEFLOW_TRAINER_* env, token volume and <tj>-tls-config ConfigMap,
-        # as upstream's gate does; tests/unit/test_progress.py and tests/integration/test_progress_server.py cover them).
+        # as upstream's gate does; tests/unit/test_progress.py, tests/integration/test_progress_server.py cover them).
         ours = OperatorProcess(kubeconfig, "operator-diff", {"namespaces": [ns_ours],
                                                              "leader_election": {"enabled": False},
                                                              "status_server": {"enabled": False}}).start(tmp)
