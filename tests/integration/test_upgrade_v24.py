@@ -92,7 +92,8 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
                          and js, "the JobSet resumed")
     assert resumed["metadata"]["uid"] == jobset["metadata"]["uid"]  # resumed in place, not rebuilt again
     assert launcher_env(resumed) >= PRTE
+    # Resumed: the Suspended condition is removed (docs/compatibility.md D18), so the SDK sees Running.
     tj = eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and
-                    (condition(t, c.CONDITION_SUSPENDED) or {}).get("reason") == c.REASON_RESUMED and t,
-                    "the TrainJob Resumed")
+                    condition(t, c.CONDITION_SUSPENDED) is None and (t.get("status") or {}).get("state") == "Running"
+                    and t, "the TrainJob Running")
     assert condition(tj, c.CONDITION_RECONCILE_FAILED) is None
