@@ -57,7 +57,8 @@ ALLOWED: list[tuple[str, str]] = [
     # Ours follows upstream v2.4 here, the differential test runs upstream v2.3.0: the MPI launcher's env list
     # (PRTE_MCA_* beside OMPI_MCA_orte_*, #4029) and the TrainJob image on every MPI rank (#4301).
     (r"^(ac09-openmpi|gen-mpi-[\w-]+|ctr-deepspeed|ctr-mlx): .*replicatedJobs\[\d+\]\.template\.spec\.template"
-     r"\.spec\.containers\[\d+\]\.(env|image)$", "D23 v2.4 MPI: Open MPI 5 (PRTE) env beside ORTE, the TrainJob image on launcher and nodes"),
+     r"\.spec\.containers\[\d+\]\.(env|image)$",
+     "D23 v2.4 MPI: Open MPI 5 (PRTE) env beside ORTE, the TrainJob image on launcher and nodes"),
 ]
 # Differences this test found that nobody has decided on yet (docs/compatibility.md, "Open differences"). They
 # make the test xfail, not pass; one that stops occurring fails the test so that it is taken off this list.
