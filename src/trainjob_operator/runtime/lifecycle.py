@@ -101,28 +101,26 @@ def ttl(status: TrainJobStatus, policy: RunPolicy, now: datetime) -> Timer:
     return Timer(requeue_after=max(left, MIN_REQUEUE_SECONDS))
 
 
-def active_deadline(job: TrainJob, status: TrainJobStatus, policy: RunPolicy, now: datetime) -> Timer:
-    """Fail the TrainJob once it has been running (since `startTime`) longer than `activeDeadlineSeconds`."""
+def _since_start(job: TrainJob, status: TrainJobStatus, seconds: int | None, now: datetime) -> Timer:
+    """A deadline counted from `startTime` while the TrainJob runs (not suspended, not finished)."""
     if job.spec.suspend or is_finished(status.conditions):
         return Timer()
-    left = seconds_until(status.start_time, policy.active_deadline_seconds, now)
+    left = seconds_until(status.start_time, seconds, now)
     if left is None:
         return Timer()
     if left < 0:
         return Timer(expired=True)
     return Timer(requeue_after=max(left, MIN_REQUEUE_SECONDS))
+
+
+def active_deadline(job: TrainJob, status: TrainJobStatus, policy: RunPolicy, now: datetime) -> Timer:
+    """Fail the TrainJob once it has been running (since `startTime`) longer than `activeDeadlineSeconds`."""
+    return _since_start(job, status, policy.active_deadline_seconds, now)
 
 
 def startup_deadline(job: TrainJob, status: TrainJobStatus, policy: RunPolicy, now: datetime) -> Timer:
     """When the pods must be checked: `expired` once `startTime + startupDeadlineSeconds` has passed."""
-    if job.spec.suspend or is_finished(status.conditions):
-        return Timer()
-    left = seconds_until(status.start_time, policy.startup_deadline_seconds, now)
-    if left is None:
-        return Timer()
-    if left < 0:
-        return Timer(expired=True)
-    return Timer(requeue_after=max(left, MIN_REQUEUE_SECONDS))
+    return _since_start(job, status, policy.startup_deadline_seconds, now)
 
 
 # --- pods that cannot start -------------------------------------------------------------------------------------
