@@ -46,7 +46,7 @@ tools-browser: ## install Chromium and chromedriver for the UI browser test (Deb
 	fi
 
 lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift, chart drift (builds helm)
-	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench
+	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
 	@$(MAKE) --no-print-directory crds-check
@@ -56,7 +56,7 @@ typecheck: $(STAMP)
 	@$(VENV)/bin/mypy
 
 crds: $(STAMP) ## regenerate crds/ from the API models (and the chart's copy)
-	@$(PY) -m trainjob_operator.crdgen
+	@$(PY) hack/trainjob_dev/crdgen.py
 	@$(PY) hack/sync-chart-crds.py
 
 chart-sync: $(STAMP) ## copy crds/ and runtimes/ into the chart, regenerate its values schema
@@ -78,7 +78,7 @@ chart-golden: $(STAMP) tools-helm ## rewrite the chart's golden renderings
 	@TRAINJOB_UPDATE_GOLDEN=1 $(PYTEST) tests/chart -q -k golden
 
 crds-check: $(STAMP)
-	@echo ">> CRDs in sync with the models"; $(PY) -m trainjob_operator.crdgen --check
+	@echo ">> CRDs in sync with the models"; $(PY) hack/trainjob_dev/crdgen.py --check
 
 test-unit: $(STAMP) ## unit tests: the pure core, no cluster
 	@$(PYTEST) tests/unit -q

@@ -30,9 +30,10 @@ BENCH = REPO / "bench"
 os.environ.setdefault("TRAINJOB_CLUSTER_DIR", "/tmp/tjo-bench")
 os.environ.setdefault("TRAINJOB_CLUSTER_NAME", "tjo-bench")
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(BENCH))
 
-from trainjob_operator.testing import cluster  # noqa: E402
+from trainjob_dev import cluster  # noqa: E402
 
 TORCH_RUNTIME = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",

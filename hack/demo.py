@@ -17,8 +17,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "hack"))
 
-from trainjob_operator.testing import cluster  # noqa: E402
+from trainjob_dev import cluster  # noqa: E402
 
 EXAMPLES = [REPO / "examples" / "trainjobs.yaml", REPO / "examples" / "initializers.yaml"]
 HEALTH_PORT = 18081

@@ -171,7 +171,7 @@ def kube(cluster: Any) -> Kube:
 def installed(kube: Kube) -> None:
     """Our CRDs and the operator namespace, once per session."""
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    from trainjob_operator.testing import cluster as cluster_lib
+    from trainjob_dev import cluster as cluster_lib
 
     eventually(lambda: cluster_lib.crds_established(kube.cluster, "trainer.kubeflow.org", 3),
                "our CRDs Established", timeout=60)

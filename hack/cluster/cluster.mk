@@ -13,7 +13,7 @@
 CLUSTER_HACK_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 CLUSTER_PYTHON ?= python3
 CLUSTER_PYTEST ?= $(CLUSTER_PYTHON) -m pytest
-CLUSTER_SCRIPT := src/trainjob_operator/testing/cluster.py
+CLUSTER_SCRIPT := hack/trainjob_dev/cluster.py
 WITH_KUEUE ?= 0
 WITH_HELM ?= 0
 

@@ -1,5 +1,5 @@
 """Start upstream's Kubeflow Trainer v2.3.0 controller (built by hack/upstream/build.sh) against the local control
-plane (src/trainjob_operator/testing/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
+plane (hack/trainjob_dev/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
 and the cluster benchmark (bench/cluster_bench.py). Standard library + PyYAML only.
 
     import upstream_run                      # with hack/upstream on sys.path
@@ -63,11 +63,11 @@ def _free_port() -> int:
 
 
 def _certs_dir() -> Path:
-    sys_path_src = str(REPO / "src")
+    hack_dir = str(REPO / "hack")
     import sys
-    if sys_path_src not in sys.path:
-        sys.path.insert(0, sys_path_src)
-    from trainjob_operator.testing import cluster as cluster_lib
+    if hack_dir not in sys.path:
+        sys.path.insert(0, hack_dir)
+    from trainjob_dev import cluster as cluster_lib
     return cluster_lib.state_dir() / "certs"
 
 

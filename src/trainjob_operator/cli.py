@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from importlib import resources
 from typing import Any, NoReturn, TextIO
 
 import yaml
@@ -197,30 +197,15 @@ class Checked:
 
 @cache
 def crd_schema(kind: str) -> Schema | None:
-    """The `openAPIV3Schema` of our CRD for `kind`, from `crds/` of the source tree, or generated from the API
-    models when the generator's Kubernetes OpenAPI is installed; None when neither is at hand (no pruning)."""
+    """The `openAPIV3Schema` of our CRD for `kind`, from the CRDs shipped as package data (`trainjob_operator/crds`,
+    the repository's `crds/`); None for another kind (no pruning)."""
     plural = {c.TRAINJOB_KIND: "trainjobs", c.TRAINING_RUNTIME_KIND: "trainingruntimes",
               c.CLUSTER_TRAINING_RUNTIME_KIND: "clustertrainingruntimes"}.get(kind)
     if plural is None:
         return None
-    path = Path(__file__).resolve().parents[2] / "crds" / f"{c.GROUP}_{plural}.yaml"
-    try:
-        crd = yamltext.load(path.read_text(encoding="utf-8"))
-        schema: Schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        return schema
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
-        pass
-    try:  # an installed wheel has no crds/: generate (needs the dev extra's kubernetes-validate)
-        from . import crdgen
-
-        model: type[TrainJob] | type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
-        if kind == c.TRAINJOB_KIND:
-            model = TrainJob
-        elif kind == c.TRAINING_RUNTIME_KIND:
-            model = TrainingRuntime
-        return crdgen.root_schema(model)
-    except (ImportError, KeyError, FileNotFoundError):
-        return None
+    text = resources.files("trainjob_operator").joinpath("crds", f"{c.GROUP}_{plural}.yaml").read_text(encoding="utf-8")
+    schema: Schema = yamltext.load(text)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
 
 
 def pruned(doc: Document, warnings: list[str]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from kubeflow.trainer.options.kubernetes import (
     TrainingRuntimeSpecPatch,
 )
 
-from trainjob_operator.testing.cluster import POD_LOG
+from trainjob_dev.cluster import POD_LOG
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.timeout(240)]
 

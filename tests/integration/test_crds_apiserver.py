@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from cluster_fixtures import wait_for
-from trainjob_operator import crdgen
+from trainjob_dev import cluster as cluster_lib
+from trainjob_dev import crdgen
 from trainjob_operator.api import constants as c
-from trainjob_operator.testing import cluster as cluster_lib
 
 pytestmark = pytest.mark.cluster
 

@@ -28,8 +28,8 @@ import yaml
 
 from cluster_fixtures import wait_for
 from operator_fixtures import REPO, Kube, OperatorProcess, free_port
+from trainjob_dev import cluster as cluster_lib
 from trainjob_operator.runtime import startup
-from trainjob_operator.testing import cluster as cluster_lib
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 

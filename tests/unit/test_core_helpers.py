@@ -8,10 +8,10 @@ import pytest
 from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api.core import Container, ContainerPort, EnvVar, VolumeMount
 from trainjob_operator.runtime import smp
-from trainjob_operator.runtime.apply import upsert_env, upsert_port, upsert_volume_mount
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.quantity import QuantityError, format_quantity, parse_quantity
 from trainjob_operator.runtime.snapshot import build_snapshot, runtime_from_snapshot
+from trainjob_operator.runtime.upsert import upsert_env, upsert_port, upsert_volume_mount
 
 
 @pytest.mark.parametrize(

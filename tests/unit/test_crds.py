@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, Field, StringConstraints
 
-from trainjob_operator import crdgen
+from trainjob_dev import crdgen
 from trainjob_operator.api import constants as c
 from trainjob_operator.api import rules
 from trainjob_operator.api.base import K8sModel
@@ -75,13 +75,13 @@ def messages(node: dict[str, Any]) -> list[str]:
 
 
 def test_committed_crds_match_the_models(generated: dict[str, str]) -> None:
-    """Fails when the models changed and `python -m trainjob_operator.crdgen` was not run."""
+    """Fails when the models changed and `make crds` was not run."""
     stale = [
         name
         for name, text in generated.items()
         if not (crdgen.CRD_DIR / name).exists() or (crdgen.CRD_DIR / name).read_text(encoding="utf-8") != text
     ]
-    assert not stale, f"run `python -m trainjob_operator.crdgen` and commit: {stale} differ"
+    assert not stale, f"run `make crds` and commit: {stale} differ"
 
 
 def test_exactly_the_three_crds_are_generated(generated: dict[str, str]) -> None:
@@ -104,7 +104,7 @@ def test_check_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{path}: differs from what crdgen generates" in err
-    assert "run `python -m trainjob_operator.crdgen`" in err
+    assert "run `make crds`" in err
 
     path.unlink()
     assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1

@@ -35,7 +35,7 @@ NEEDS = (
     Need("helm", re.compile(r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart"),
          re.compile(r"hack/cluster/build\.sh.*--with-helm")),
     Need("the control plane", re.compile(r"pytest .*tests/(integration|e2e)|cluster_bench\.py|hack/demo\.py(?! down)"
-                                         r"|testing/cluster\.py up"), CONTROL_PLANE),
+                                         r"|trainjob_dev/cluster\.py up"), CONTROL_PLANE),
     Need("Kueue", re.compile(r"CLUSTER_KUEUE=1 .*pytest"), re.compile(r"hack/cluster/build\.sh.*--with-kueue")),
     Need("upstream's controller", re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
          re.compile(r"hack/upstream/build\.sh")),

@@ -173,8 +173,8 @@ def test_replicated_job_names_at_most_20(case: NameCase, kind: str) -> None:
 
 
 def test_crd_carries_the_replicated_job_name_rule() -> None:
+    from trainjob_dev.crdgen import root_schema
     from trainjob_operator.api.runtime import TrainingRuntime
-    from trainjob_operator.crdgen import root_schema
 
     name = root_schema(TrainingRuntime)["properties"]["spec"]["properties"]["template"]["properties"]["spec"][
         "properties"]["replicatedJobs"]["items"]["properties"]["name"]

@@ -24,7 +24,7 @@ class EnvInjectionTarget(ApiModel):
         max_length=8,
         json_schema_extra={
             "x-kubernetes-list-type": "set",
-            "items": {"maxLength": 63},
+            "x-items": {"maxLength": 63},
             **x_validations(ENV_INJECTION_NOT_NODE),
         },
     )

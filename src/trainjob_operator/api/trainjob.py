@@ -58,12 +58,10 @@ class Initializer(ApiModel):
 class Trainer(ApiModel):
     image: str | None = Field(default=None, max_length=500)
     command: list[CommandItem] | None = Field(
-        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
-                                                          "items": {"maxLength": MAX_COMMAND_ITEM}}
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     args: list[CommandItem] | None = Field(
-        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic",
-                                                          "items": {"maxLength": MAX_COMMAND_ITEM}}
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     env: list[EnvVar] | None = Field(
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "map",

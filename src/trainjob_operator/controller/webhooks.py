@@ -83,7 +83,8 @@ class Webhooks:
         return Verdict(warnings=result.warnings)
 
     async def validate_training_runtime(self, review: dict[str, Any]) -> Verdict:
-        if review.get("operation") != "CREATE":  # upstream validates TrainingRuntimes on CREATE only (quirk 8)
+        # Upstream validates TrainingRuntimes on CREATE only (docs/upstream-behaviour.md#webhooks).
+        if review.get("operation") != "CREATE":
             return Verdict()
         return await self._validate_runtime(review, TrainingRuntime)
 

@@ -1,4 +1,5 @@
-"""The TrainJob mutating webhook: stamp `runtimePatches[].time` (spec §7.1). Pure: the clock is an argument."""
+"""The TrainJob mutating webhook: stamp `runtimePatches[].time` (docs/upstream-behaviour.md#webhooks). Pure: the
+clock is an argument."""
 
 from typing import Any
 

@@ -1,4 +1,5 @@
-"""One abstract base per extension point (spec §2.2). Plugins subclass the points they implement.
+"""One abstract base per extension point (docs/upstream-behaviour.md#extension-points). Plugins subclass the points
+they implement.
 
 Phases: Startup (WatchExtension), PreExecution (CustomValidation), Build (EnforceMLPolicy →
 EnforcePodGroupPolicy → EnforcePodSpec → ComponentBuilder) and PostExecution (TrainJobStatusPlugin).

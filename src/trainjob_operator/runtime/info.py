@@ -12,8 +12,8 @@ from ..api.jobset import JobSetSpec, ReplicatedJob
 from ..api.runtime import AnyRuntime, MLPolicy, PodGroupPolicy, TrainingRuntimeSpec
 from ..api.trainjob import TrainJob
 from . import smp
-from .apply import find_container
 from .resources import merge_resources
+from .upsert import find_container
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,8 @@ class RuntimeInfo:
 
 
 def patched_template(job: TrainJob, runtime: RuntimeSource) -> tuple[dict[str, str], dict[str, str], JobSetSpec]:
-    """Runtime template metadata and spec with every runtime patch applied in list order (spec §5.2)."""
+    """Runtime template metadata and spec with every runtime patch applied in list order
+    (docs/upstream-behaviour.md#runtime-patches)."""
     meta = runtime.spec.template.metadata
     labels = dict(meta.labels or {}) if meta is not None else {}
     annotations = dict(meta.annotations or {}) if meta is not None else {}
@@ -139,7 +140,8 @@ def _restore_order(spec: dict[str, Any], original: dict[str, Any]) -> dict[str, 
 
 
 def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
-    """The Info of spec §2.5: patched template, merged resources and one PodSet per replicated job."""
+    """The Info of docs/upstream-behaviour.md#runtime-info: patched template, merged resources and one PodSet per
+    replicated job."""
     labels, annotations, template = patched_template(job, runtime)
     ml_policy = runtime.spec.ml_policy
     trainer = job.spec.trainer

@@ -1,6 +1,7 @@
 """The plugin registry: name → factory, in the fixed order every extension point runs them.
 
-Upstream iterates a Go map (random order); we fix the order so output is deterministic (spec §2.4).
+Upstream iterates a Go map (random order); we fix the order so output is deterministic
+(docs/upstream-behaviour.md#plugin-order).
 """
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
-"""Strategic merge patch over a JobSet spec, with the merge keys of JobSet v0.12 and core/v1 (spec §5.2).
+"""Strategic merge patch over a JobSet spec, with the merge keys of JobSet v0.12 and core/v1
+(docs/upstream-behaviour.md#runtime-patches).
 
 Lists named in MERGE_KEYS merge element-wise by that key (patched elements in place, new ones appended);
 every other list, `tolerations` included, is replaced. Maps merge recursively; a `null` in the patch

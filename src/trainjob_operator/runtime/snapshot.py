@@ -1,4 +1,5 @@
-"""The runtime snapshot ConfigMap of v2.3: the runtime as it was when the TrainJob was first built (§5.4)."""
+"""The runtime snapshot ConfigMap of v2.3: the runtime as it was when the TrainJob was first built
+(docs/upstream-behaviour.md#when-objects-are-re-applied)."""
 
 from typing import Any
 

@@ -1,5 +1,5 @@
 """PostExecution: the TrainJob status as a pure function of the TrainJob, the JobSet, the run policy and the clock
-(spec §6; lifecycle beyond upstream in `lifecycle`)."""
+(docs/upstream-behaviour.md#status; lifecycle beyond upstream in `lifecycle`)."""
 
 from dataclasses import dataclass
 from datetime import datetime

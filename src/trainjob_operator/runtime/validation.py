@@ -1,4 +1,4 @@
-"""Validation equal to the CRD schemas and CEL rules plus the admission webhooks (spec §1, §7).
+"""Validation equal to the CRD schemas and CEL rules plus the admission webhooks (docs/upstream-behaviour.md#webhooks).
 
 Every function returns field errors with upstream's paths and messages; the webhooks and the CLI share them.
 """
@@ -266,7 +266,8 @@ RuntimeLookup = Callable[[str, str, str], RuntimeSource | None]
 
 def admit_trainjob(framework: Framework, old: TrainJob | None, new: TrainJob, lookup: RuntimeLookup,
                    observed: Observed = NOTHING) -> Validation:
-    """The TrainJob validating webhook (§7.2): runtime kind and existence, deprecation, plugin checks."""
+    """The TrainJob validating webhook (docs/upstream-behaviour.md#webhooks): runtime kind and existence,
+    deprecation, plugin checks."""
     ref = new.spec.runtime_ref
     if ref.api_group != c.GROUP or ref.kind not in SUPPORTED_KINDS:
         return Validation((plain(f"unsupported runtime: {ref.kind}.{ref.api_group}"),))
@@ -300,7 +301,8 @@ def run_policy_errors(runtime: TrainingRuntime | ClusterTrainingRuntime) -> list
 
 
 def admit_runtime(runtime: TrainingRuntime | ClusterTrainingRuntime) -> Validation:
-    """The runtime validating webhooks (§7.3): ancestor jobs have one replica and the required container."""
+    """The runtime validating webhooks (docs/upstream-behaviour.md#webhooks): ancestor jobs have one replica and the
+    required container."""
     replicated_jobs = runtime.spec.template.spec.replicated_jobs
     # The CRD carries the same rule; the webhook repeats it for runtimes stored before v2.4's CRD was installed.
     errors: list[FieldError] = replicated_job_name_errors([(i, rj.name) for i, rj in enumerate(replicated_jobs)])

@@ -13,7 +13,8 @@ def completion_index_env(name: str) -> EnvVar:
 
 
 def first_pod_address(job: TrainJob) -> str:
-    """The DNS name of the first trainer pod; always `<tj>-node-0-0.<tj>` upstream (quirk 3)."""
+    """The DNS name of the first trainer pod; always `<tj>-node-0-0.<tj>` upstream
+    (docs/upstream-behaviour.md#the-trainer-pod-address)."""
     return f"{job.name}-{c.NODE}-0-0.{job.name}"
 
 
@@ -26,7 +27,8 @@ def pod_hosts(info: RuntimeInfo, job: TrainJob, pod_set: PodSet) -> list[str]:
 
 
 def decision_resources(info: RuntimeInfo, job: TrainJob) -> ResourceRequirements | None:
-    """TrainJob resourcesPerNode as is when set, else the runtime `node` container's (quirk 6)."""
+    """TrainJob resourcesPerNode as is when set, else the runtime `node` container's
+    (docs/upstream-behaviour.md#runtime-info)."""
     if job.spec.trainer is not None and job.spec.trainer.resources_per_node is not None:
         return job.spec.trainer.resources_per_node
     for pod_set in info.pod_sets:

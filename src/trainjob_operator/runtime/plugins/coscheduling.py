@@ -1,4 +1,5 @@
-"""CoScheduling: scheduler-plugins PodGroup and the pod-group label on every pod (spec §8.1)."""
+"""CoScheduling: scheduler-plugins PodGroup and the pod-group label on every pod
+(docs/upstream-behaviour.md#gang-scheduling)."""
 
 from typing import ClassVar
 

@@ -1,4 +1,4 @@
-"""Flux (KEP-2841): run the trainer pods as one Flux cluster (spec §9.2 "Flux").
+"""Flux (KEP-2841): run the trainer pods as one Flux cluster (docs/upstream-behaviour.md#other-frameworks).
 
 What a TrainJob with `mlPolicy.flux` gets, with upstream v2.3.0's names, keys and modes:
 - ConfigMap `<tj>-flux-entrypoint` with `init.sh` (run by the `flux-installer` init container: copies the Flux
@@ -26,13 +26,13 @@ from ...api import constants as c
 from ...api.core import Container, Volume, VolumeMount
 from ...api.runtime import FluxMLPolicySource
 from ...api.trainjob import TrainJob
-from ..apply import upsert_volume, upsert_volume_mount
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, WatchExtension, WatchSpec
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
+from ..upsert import upsert_volume, upsert_volume_mount
 from .common import decision_resources
 
 INSTALLER_CONTAINER: Final = "flux-installer"

@@ -1,19 +1,20 @@
-"""JAX: process count, process id and coordinator address for the trainer node container (spec §9.2)."""
+"""JAX: process count, process id and coordinator address for the trainer node container.
+
+As upstream (docs/upstream-behaviour.md#other-frameworks), except that upstream's JAX plugin has a CustomValidation
+that checks nothing; this one has none."""
 
 from typing import ClassVar
 
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_port
-from ..errors import Validation
-from ..framework import CustomValidation, EnforceMLPolicy
+from ..framework import EnforceMLPolicy
 from ..info import RuntimeInfo
-from ..observed import Observed
+from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, first_pod_address, set_trainer_count
 
 
-class JAX(EnforceMLPolicy, CustomValidation):
+class JAX(EnforceMLPolicy):
     name: ClassVar[str] = "JAX"
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
@@ -31,6 +32,3 @@ class JAX(EnforceMLPolicy, CustomValidation):
             EnvVar(name=c.JAX_ENV_COORDINATOR_ADDRESS, value=f"{first_pod_address(job)}:{c.CONTAINER_TRAINER_PORT}"),
         ])
         upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
-
-    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
-        return Validation()

@@ -8,13 +8,13 @@ from ...api.core import EnvVar, ObjectMeta
 from ...api.jobset import ReplicatedJob
 from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, TrainJobStatus
 from .. import lifecycle, names
-from ..apply import upsert_env
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
 from ..framework import ComponentBuilder, CustomValidation, Manifest, TrainJobStatusPlugin, WatchExtension, WatchSpec
 from ..info import RuntimeInfo
 from ..manifests import owner_reference
 from ..observed import Observed
+from ..upsert import upsert_env
 
 PROTECTED_ENV_CONTAINERS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.NODE)
 DOMAIN_PREFIXED_HINT = 'must be a domain-prefixed path (such as "acme.io/foo")'
@@ -24,7 +24,8 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
     name: ClassVar[str] = "JobSet"
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
-        # A running JobSet is never mutated: only apply when absent or when either side is suspended (§5.4).
+        # A running JobSet is never mutated: only apply when absent or when either side is suspended
+        # (docs/upstream-behaviour.md#when-objects-are-re-applied).
         if observed.jobset is not None and not job.spec.suspend and not observed.jobset_suspended:
             return []
         jobset = build_jobset(info, job, restarts_spent(job, observed))
@@ -94,7 +95,8 @@ def restarts_spent(job: TrainJob, observed: Observed) -> int:
 
 
 def build_jobset(info: RuntimeInfo, job: TrainJob, restarts_before: int = 0) -> Manifest:
-    """The JobSet of spec §5.3 from an Info that every other plugin has already enforced. A JobSet created after
+    """The JobSet of docs/upstream-behaviour.md#the-jobset from an Info that every other plugin has already enforced.
+    A JobSet created after
     `restarts_before` restarts gets only the rest of the runtime's `maxRestarts` budget (issue 13)."""
     trainer = job.spec.trainer
     initializer = job.spec.initializer
@@ -267,7 +269,8 @@ def _validate_resize(old: TrainJob | None, new: TrainJob, observed: Observed) ->
 
 
 def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -> TrainJobStatus:
-    """Complete/Failed copied from the JobSet (type renamed), jobsStatus mirrored (spec §6.2–6.3)."""
+    """Complete/Failed copied from the JobSet (type renamed), jobsStatus mirrored
+    (docs/upstream-behaviour.md#status)."""
     status = job.status.model_copy(deep=True) if job.status is not None else TrainJobStatus()
     if jobset is None:
         return status

@@ -1,4 +1,4 @@
-"""MPI (OpenMPI): SSH key Secret, hostfile ConfigMap, OMPI env, runLauncherAsNode (spec §4)."""
+"""MPI (OpenMPI): SSH key Secret, hostfile ConfigMap, OMPI env, runLauncherAsNode (docs/upstream-behaviour.md#mpi)."""
 
 import base64
 from typing import ClassVar
@@ -7,7 +7,6 @@ from ...api import constants as c
 from ...api.core import EnvVar, Volume, VolumeMount
 from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_volume, upsert_volume_mount
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, WatchExtension, WatchSpec
 from ..info import RuntimeInfo
@@ -15,6 +14,7 @@ from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
 from ..sshkey import generate_ssh_key
+from ..upsert import upsert_env, upsert_volume, upsert_volume_mount
 from .common import decision_resources, pod_hosts
 
 OPEN_MPI = "OpenMPI"

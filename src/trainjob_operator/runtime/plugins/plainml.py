@@ -4,9 +4,9 @@ from typing import ClassVar
 
 from ...api import constants as c
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env
 from ..framework import EnforceMLPolicy
 from ..info import RuntimeInfo
+from ..upsert import upsert_env
 from .common import set_trainer_count
 
 

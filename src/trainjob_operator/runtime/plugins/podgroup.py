@@ -1,4 +1,5 @@
-"""What the CoScheduling and Volcano PodGroups share: gang size and summed resources (spec §8)."""
+"""What the CoScheduling and Volcano PodGroups share: gang size and summed resources
+(docs/upstream-behaviour.md#gang-scheduling)."""
 
 from decimal import Decimal
 from typing import Any

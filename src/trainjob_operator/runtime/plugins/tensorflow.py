@@ -18,11 +18,11 @@ from typing import ClassVar
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_port
 from ..errors import Validation, forbidden
 from ..framework import CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..observed import Observed
+from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, pod_hosts
 
 INDEX_PLACEHOLDER = "__TF_TASK_INDEX__"

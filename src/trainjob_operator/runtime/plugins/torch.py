@@ -1,16 +1,17 @@
-"""Torch: torchrun `PET_*` env, numProcPerNode resolution, envInjection and torchtune (spec §3)."""
+"""Torch: torchrun `PET_*` env, numProcPerNode resolution, envInjection and torchtune
+(docs/upstream-behaviour.md#torch)."""
 
 from typing import ClassVar
 
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_port
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..observed import Observed
 from ..resources import cpu_count, gpu_count
+from ..upsert import upsert_env, upsert_port
 from . import torchtune
 from .common import completion_index_env, decision_resources, first_pod_address, set_trainer_count
 

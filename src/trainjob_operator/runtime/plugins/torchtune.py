@@ -1,4 +1,5 @@
-"""TorchTune mode of the Torch plugin: the `tune run` command rewrite and its validation (spec §3.1)."""
+"""TorchTune mode of the Torch plugin: the `tune run` command rewrite and its validation
+(docs/upstream-behaviour.md#torch)."""
 
 from ...api import constants as c
 from ...api.trainjob import TrainJob

@@ -1,19 +1,19 @@
 """TrainJobStatus: trainer pods get what `kubeflow.trainer.update_trainjob_status()` needs to report progress —
 the status server's URL, its CA (a `<tj>-tls-config` ConfigMap) and a projected ServiceAccount token whose
-audience names this one TrainJob (upstream's plugin of the same name, compatibility spec §6.5)."""
+audience names this one TrainJob (upstream's plugin of the same name, docs/upstream-behaviour.md#status)."""
 
 from typing import ClassVar
 
 from ...api import constants as c
 from ...api.core import EnvVar, Volume, VolumeMount
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_volume, upsert_volume_mount
 from ..errors import BuildError
 from ..framework import ComponentBuilder, EnforcePodSpec, Manifest
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
 from ..progress import status_path, token_audience
+from ..upsert import upsert_env, upsert_volume, upsert_volume_mount
 
 
 def tls_config_name(job: TrainJob) -> str:

@@ -1,4 +1,5 @@
-"""Volcano: PodGroup with queue, priority class and network topology; group-name annotation (spec §8.2)."""
+"""Volcano: PodGroup with queue, priority class and network topology; group-name annotation
+(docs/upstream-behaviour.md#gang-scheduling)."""
 
 from typing import Any, ClassVar
 

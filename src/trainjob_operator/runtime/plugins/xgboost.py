@@ -1,16 +1,16 @@
-"""XGBoost: the DMLC tracker env; workers = nodes × GPUs per node (spec §9.2)."""
+"""XGBoost: the DMLC tracker env; workers = nodes × GPUs per node (docs/upstream-behaviour.md#other-frameworks)."""
 
 from typing import ClassVar
 
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..apply import upsert_env, upsert_port
 from ..errors import Validation, forbidden
 from ..framework import CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..observed import Observed
 from ..resources import gpu_count
+from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, decision_resources, first_pod_address, set_trainer_count
 
 

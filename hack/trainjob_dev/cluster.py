@@ -8,15 +8,16 @@ throw-away CA. All binaries come from ``hack/cluster/build.sh`` (``make
 tools``), which builds them from pinned Go modules into a cache outside the
 repository.
 
-Standard library only. Usable three ways::
+Standard library and the operator's own certificate code (``trainjob_operator.certs``, for the throw-away webhook
+CA). Developer tooling: not part of the wheel. Usable three ways::
 
-    python3 src/trainjob_operator/testing/cluster.py up [--kueue] [--trainer-crds]
-    python3 src/trainjob_operator/testing/cluster.py down
-    python3 src/trainjob_operator/testing/cluster.py status
+    .venv/bin/python hack/trainjob_dev/cluster.py up [--kueue] [--trainer-crds]
+    .venv/bin/python hack/trainjob_dev/cluster.py down
+    .venv/bin/python hack/trainjob_dev/cluster.py status
 
 or ``make cluster-up`` / ``make cluster-down``, or from Python::
 
-    from trainjob_operator.testing import cluster
+    from trainjob_dev import cluster
     info = cluster.up(kueue=False)
     ...                      # KUBECONFIG=str(info.kubeconfig)
     cluster.down()
@@ -37,6 +38,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import datetime as dt
 import json
 import os
 import shutil
@@ -50,6 +52,8 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from trainjob_operator import certs
 
 DEFAULT_NAME = "trainjob-operator"
 DEFAULT_NODES = 4
@@ -263,81 +267,20 @@ def _kwok_env(bin_dir: Path) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------
-# certificates (openssl CLI)
+# certificates (the operator's own webhook certificate code)
 
 
-def _make_certs(cert_dir: Path) -> None:
-    """A throw-away CA and a serving cert for 127.0.0.1/localhost."""
+def _make_certs(cert_dir: Path) -> str:
+    """A throw-away CA and a serving certificate for 127.0.0.1/localhost, written as controller-runtime's cert dir
+    wants them (ca.crt, tls.crt, tls.key); returns the CA bundle, base64, for webhook configurations."""
+    bundle = certs.generate(["127.0.0.1", "localhost"], dt.datetime.now(dt.UTC), days=30)
     cert_dir.mkdir(parents=True, exist_ok=True)
-    ca_key, ca_crt = cert_dir / "ca.key", cert_dir / "ca.crt"
-    key, csr, crt = cert_dir / "tls.key", cert_dir / "tls.csr", cert_dir / "tls.crt"
-    ext = cert_dir / "san.ext"
-    ext.write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-        "extendedKeyUsage=serverAuth\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\n"
-        "basicConstraints=critical,CA:FALSE\n"
-    )
-    ossl = shutil.which("openssl")
-    if not ossl:
-        raise ClusterError("openssl is required to make the webhook certificates")
-    _run(
-        [
-            ossl,
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "30",
-            "-subj",
-            "/CN=trainjob-operator-test-ca",
-            "-keyout",
-            str(ca_key),
-            "-out",
-            str(ca_crt),
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ]
-    )
-    _run(
-        [
-            ossl,
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(csr),
-        ]
-    )
-    _run(
-        [
-            ossl,
-            "x509",
-            "-req",
-            "-in",
-            str(csr),
-            "-CA",
-            str(ca_crt),
-            "-CAkey",
-            str(ca_key),
-            "-CAcreateserial",
-            "-days",
-            "30",
-            "-extfile",
-            str(ext),
-            "-out",
-            str(crt),
-        ]
-    )
+    for name, data in (("ca.crt", bundle.ca_cert), ("tls.crt", bundle.cert), ("tls.key", bundle.key)):
+        path = cert_dir / name
+        path.write_bytes(data)
+        if name.endswith(".key"):
+            path.chmod(0o600)
+    return base64.b64encode(bundle.ca_cert).decode()
 
 
 # --------------------------------------------------------------------------
@@ -610,18 +553,41 @@ def _up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
 ) -> ClusterInfo:
+    """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
+    as soon as there is something `down` must undo)."""
     t0 = time.monotonic()
     bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
-    need = [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kubectl",
-        "etcd",
-        "kwok",
-        "kwokctl",
-        "jobset",
-    ] + (["kueue"] if kueue else [])
+    _check_tools(bin_dir, kueue=kueue)
+    info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
+    _create_control_plane(info)
+    _add_fake_nodes(info)
+    cert_dir = state_dir() / "certs"
+    ca_b64 = _make_certs(cert_dir)
+    _install_crds(info)
+    _start_jobset(info, cert_dir, ca_b64)
+    if kueue:
+        _start_kueue(info, cert_dir, ca_b64)
+    _wait_ready(info)
+    _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={info.kubeconfig}")
+    return info
+
+
+#: The binaries every cluster needs (Kueue's only with `kueue=True`).
+REQUIRED_TOOLS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "etcd",
+    "kwok",
+    "kwokctl",
+    "jobset",
+)
+
+
+def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
+    """Stage 1: every binary is in the tool cache."""
+    need = [*REQUIRED_TOOLS, *(["kueue"] if kueue else [])]
     missing = [b for b in need if not (bin_dir / b).exists()]
     if missing or not (bin_dir / "share" / "VERSIONS").exists():
         raise ClusterError(
@@ -629,15 +595,17 @@ def _up(
             + (" WITH_KUEUE=1" if kueue else "")
         )
 
+
+def _fresh_state(bin_dir: Path, *, kueue: bool, trainer_crds: bool, nodes: int, gpus_per_node: int) -> ClusterInfo:
+    """Stage 2: a stale cluster of the same name torn down, an empty state directory, the state file written."""
     down(quiet=True, bin_dir=bin_dir)
     sd = state_dir()
     sd.mkdir(parents=True, exist_ok=True)
     (sd / "logs").mkdir(exist_ok=True)
-    name = cluster_name()
     kc = kubeconfig_path()
     kc.unlink(missing_ok=True)
     info = ClusterInfo(
-        name=name,
+        name=cluster_name(),
         kubeconfig=kc,
         bin_dir=bin_dir,
         kueue=kueue,
@@ -646,24 +614,27 @@ def _up(
         gpus_per_node=gpus_per_node,
     )
     _save_state(info)
+    return info
 
+
+def _create_control_plane(info: ClusterInfo) -> None:
+    """Stage 3: etcd, kube-apiserver, controller-manager and scheduler under kwokctl; returns once /readyz answers."""
+    sd = state_dir()
     cfg_path = sd / "kwokctl.yaml"
-    cfg_path.write_text(_kwokctl_config(bin_dir))
-    env = _kwok_env(bin_dir)
-    kwokctl = str(bin_dir / "kwokctl")
-    _log(f"creating kwok cluster {name!r} (binary runtime, 127.0.0.1)")
+    cfg_path.write_text(_kwokctl_config(info.bin_dir))
+    _log(f"creating kwok cluster {info.name!r} (binary runtime, 127.0.0.1)")
     create_log = sd / "logs" / "kwokctl-create.log"
     proc = _run(
         [
-            kwokctl,
+            str(info.bin_dir / "kwokctl"),
             "--name",
-            name,
+            info.name,
             "--config",
             str(cfg_path),
             "create",
             "cluster",
             "--kubeconfig",
-            str(kc),
+            str(info.kubeconfig),
             "--wait",
             f"{int(CREATE_TIMEOUT_S)}s",
             "--extra-args",
@@ -671,26 +642,28 @@ def _up(
             "--extra-args",
             "kube-apiserver=advertise-address=127.0.0.1",
         ],
-        env=env,
+        env=_kwok_env(info.bin_dir),
         check=False,
         timeout=CREATE_TIMEOUT_S + 60,
     )
     create_log.write_text((proc.stdout or "") + (proc.stderr or ""))
-    if proc.returncode != 0 or not kc.exists():
+    if proc.returncode != 0 or not info.kubeconfig.exists():
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
     _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
 
-    # Fake GPU nodes.
+
+def _add_fake_nodes(info: ClusterInfo) -> None:
+    """Stage 4: `info.nodes` kwok nodes with `info.gpus_per_node` fake GPUs each, labelled as GPU nodes."""
     _run(
         [
-            kwokctl,
+            str(info.bin_dir / "kwokctl"),
             "--name",
-            name,
+            info.name,
             "scale",
             "node",
             "--replicas",
-            str(nodes),
+            str(info.nodes),
             "--param",
             f'.allocatable.cpu="{DEFAULT_NODE_CPU}"',
             "--param",
@@ -698,9 +671,9 @@ def _up(
             "--param",
             '.allocatable.pods="110"',
             "--param",
-            f'.allocatable["nvidia.com/gpu"]="{gpus_per_node}"',
+            f'.allocatable["nvidia.com/gpu"]="{info.gpus_per_node}"',
         ],
-        env=env,
+        env=_kwok_env(info.bin_dir),
         timeout=60,
     )
     info.kubectl(
@@ -709,58 +682,59 @@ def _up(
         "--all",
         "--overwrite",
         "nvidia.com/gpu.present=true",
-        f"nvidia.com/gpu.count={gpus_per_node}",
+        f"nvidia.com/gpu.count={info.gpus_per_node}",
         "nvidia.com/gpu.product=Fake-GPU",
     )
 
-    # Webhook certificates and manifests.
-    certs = sd / "certs"
-    _make_certs(certs)
-    ca_b64 = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
-    share = bin_dir / "share"
+
+def _install_crds(info: ClusterInfo) -> None:
+    """Stage 5: the CRDs of the tool cache (JobSet's, and upstream Trainer's with `trainer_crds`)."""
+    share = info.bin_dir / "share"
     crds = sorted((share / "crds").glob("*.yaml"))
-    if trainer_crds:
+    if info.trainer_crds:
         crds += sorted((share / "trainer").glob("*.yaml"))
     _apply(info, [o for p in crds for o in _to_objects(info, p)])
 
-    js_port, js_health = _free_port(), _free_port()
-    js_before, js_hooks = _split_manifest(_to_objects(info, share / "jobset.yaml"), js_port, ca_b64)
-    _apply(info, js_before)
+
+def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
+    """Stage 6: JobSet's manifests, its controller as a local process, then its webhooks pointed at it."""
+    port, health = _free_port(), _free_port()
+    before, hooks = _split_manifest(_to_objects(info, info.bin_dir / "share" / "jobset.yaml"), port, ca_b64)
+    _apply(info, before)
     _start_controller(
         info,
         "jobset",
-        bin_dir / "jobset",
+        info.bin_dir / "jobset",
         {
             "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
             "kind": "Configuration",
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
-            "webhook": {"host": "127.0.0.1", "port": js_port, "certDir": str(certs)},
+            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(cert_dir)},
             "metrics": {"bindAddress": "0"},
-            "health": {"healthProbeBindAddress": f"127.0.0.1:{js_health}"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
             "clientConnection": {"qps": 500, "burst": 1000},
         },
-        js_health,
+        health,
     )
-    _apply(info, js_hooks)
-    info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in js_hooks]
+    _apply(info, hooks)
+    info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in hooks]
     _save_state(info)
 
-    if kueue:
-        _start_kueue(info, certs, ca_b64)
 
-    _wait_for("nodes Ready", lambda: _nodes_ready(info) >= nodes, 60)
+def _wait_ready(info: ClusterInfo) -> None:
+    """Last stage: every node Ready and JobSet's webhook answering a server-side dry run."""
+    _wait_for("nodes Ready", lambda: _nodes_ready(info) >= info.nodes, 60)
     _wait_for("JobSet webhook to answer", lambda: _jobset_dry_run(info), 60)
     _save_state(info)
-    _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={kc}")
-    return info
 
 
-def _start_kueue(info: ClusterInfo, certs: Path, ca_b64: str) -> None:
+def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
+    """Optional stage (`kueue=True`): Kueue's CRDs and manifests, its controller, then its webhooks."""
     share = info.bin_dir / "share"
     KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for f in ("tls.crt", "tls.key"):
-        shutil.copyfile(certs / f, KUEUE_METRICS_CERT_DIR / f)
+        shutil.copyfile(cert_dir / f, KUEUE_METRICS_CERT_DIR / f)
     port, health = _free_port(), _free_port()
     before, hooks = _split_manifest(_to_objects(info, share / "kueue.yaml"), port, ca_b64)
     # CRDs first (conversion webhooks already point at 127.0.0.1).
@@ -776,7 +750,7 @@ def _start_kueue(info: ClusterInfo, certs: Path, ca_b64: str) -> None:
             "namespace": "kueue-system",
             "leaderElection": {"leaderElect": False},
             "internalCertManagement": {"enable": False},
-            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
+            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(cert_dir)},
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
             "clientConnection": {"qps": 500, "burst": 1000},
@@ -877,6 +851,7 @@ def crds_established(info: ClusterInfo, group: str, count: int) -> bool:
     """Whether `count` CRDs of `group` exist and are Established (`kubectl wait` races a CRD whose status is not
     written yet, so callers poll this with a deadline)."""
     crds = [c for c in info.kubectl_json("get", "crd")["items"] if c["spec"]["group"] == group]
+
     def established(crd: dict[str, Any]) -> bool:
         conditions = (crd.get("status") or {}).get("conditions") or []
         return any(x["type"] == "Established" and x["status"] == "True" for x in conditions)

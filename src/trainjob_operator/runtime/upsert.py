@@ -1,4 +1,4 @@
-"""Keyed upserts onto typed containers and pod specs, with upstream's keys (spec §5.3, quirks 4–5)."""
+"""Keyed upserts onto typed containers and pod specs, with upstream's keys (docs/upstream-behaviour.md#upserts)."""
 
 from collections.abc import Iterable
 
@@ -20,7 +20,8 @@ def upsert_env(container: Container, env: Iterable[EnvVar]) -> None:
 
 
 def upsert_port(container: Container, port: ContainerPort) -> None:
-    """Ports match by containerPort or by name; two unnamed ports compare equal, as upstream (quirk 4)."""
+    """Ports match by containerPort or by name; two unnamed ports compare equal, as upstream
+    (docs/upstream-behaviour.md#upserts)."""
     current = container.ports if container.ports is not None else []
     for i, existing in enumerate(current):
         if existing.container_port == port.container_port or existing.name == port.name:
@@ -32,7 +33,7 @@ def upsert_port(container: Container, port: ContainerPort) -> None:
 
 
 def upsert_volume_mount(container: Container, mount: VolumeMount) -> None:
-    """Volume mounts match by mountPath, not by name (quirk 5)."""
+    """Volume mounts match by mountPath, not by name (docs/upstream-behaviour.md#upserts)."""
     current = container.volume_mounts if container.volume_mounts is not None else []
     for i, existing in enumerate(current):
         if existing.mount_path == mount.mount_path:
