@@ -45,7 +45,7 @@ tools-browser: ## install Chromium and chromedriver for the UI browser test (Deb
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-lint: $(STAMP) ## ruff, mypy (strict on the core), import-linter layering, CRD drift, chart drift (builds helm)
+lint: $(STAMP) ## ruff, mypy (strict, whole package + hack/trainjob_dev), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log

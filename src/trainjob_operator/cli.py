@@ -35,7 +35,6 @@ from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
 
 PROG = "trainjob-operator"
-RUNTIME_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 
 try:
     _Dumper: Any = yaml.CSafeDumper
@@ -125,7 +124,7 @@ def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str],
             kind = doc.raw.get("kind")
             if kind == c.TRAINJOB_KIND:
                 inputs.trainjobs.append(doc)
-            elif kind in RUNTIME_KINDS:
+            elif kind in c.RUNTIME_KINDS:
                 inputs.runtimes.append(doc)
             else:
                 raise UsageError(
@@ -257,7 +256,7 @@ def _check(inputs: Inputs, framework: Framework) -> Checked:
         if job is not None:
             ref = job.spec.runtime_ref
             kind = ref.kind or ""
-            if ref.api_group == c.GROUP and kind in RUNTIME_KINDS and \
+            if ref.api_group == c.GROUP and kind in c.RUNTIME_KINDS and \
                     catalog.lookup(kind, job.namespace, ref.name) is None:
                 where = f"{job.namespace}/{ref.name}" if kind == c.TRAINING_RUNTIME_KIND else ref.name
                 if catalog.is_invalid(kind, job.namespace, ref.name):

@@ -9,6 +9,8 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 TRAINJOB_KIND: Final = "TrainJob"
 TRAINING_RUNTIME_KIND: Final = "TrainingRuntime"
 CLUSTER_TRAINING_RUNTIME_KIND: Final = "ClusterTrainingRuntime"
+#: The kinds a `runtimeRef` may name.
+RUNTIME_KINDS: Final = (TRAINING_RUNTIME_KIND, CLUSTER_TRAINING_RUNTIME_KIND)
 
 JOBSET_API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
 JOBSET_KIND: Final = "JobSet"

@@ -1,7 +1,14 @@
-"""CEL validation rules of our CRDs: written once, emitted into the CRDs and mirrored in `runtime.validation`."""
+"""CEL validation rules of our CRDs: written once, emitted into the CRDs and mirrored in `runtime.validation.cel`.
+
+Every rule the CRDs carry is a constant here; `runtime.validation.cel.TWINS` names the offline twin of each (or why it
+has none) and tests/unit/test_cel_twins.py fails when a rule has neither. The regular expressions and value lists the
+rules and their twins share are constants here too.
+"""
 
 from dataclasses import dataclass
 from typing import Any, Final
+
+from . import constants as c
 
 
 @dataclass(frozen=True)
@@ -42,20 +49,34 @@ RESIZE_WHILE_SUSPENDED: Final = CelRule(
     IMMUTABLE.message,
     ".trainer",
 )
+#: An RFC 1035 DNS label (CEL's `matches` is RE2; this pattern means the same in Python's `re`).
+RFC1035_LABEL_PATTERN: Final = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+#: `scheme://...` of a storage URI.
+URI_PATTERN: Final = "^[A-Za-z][A-Za-z0-9+.-]*://.+$"
+#: The values of `spec.managedBy`.
+MANAGED_BY_VALUES: Final = (c.DEFAULT_MANAGED_BY, c.MULTIKUEUE_MANAGED_BY)
+#: The Kubernetes resource.Quantity format (the CRD's `pattern` of every Quantity).
+QUANTITY_PATTERN: Final = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+#: The ML policies of a runtime, of which at most one may be set.
+ML_POLICIES: Final = ("torch", "mpi", "jax", "xgboost", "flux")
+
 NAME_RFC1035: Final = CelRule(
-    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+    f"self.metadata.name.matches('{RFC1035_LABEL_PATTERN}')",
     "metadata.name must match RFC 1035 DNS label format",
 )
 NAME_MAX_63: Final = CelRule(
     "size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters"
 )
 STORAGE_URI: Final = CelRule(
-    "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",
+    f"self == '' || self.matches('{URI_PATTERN}')",
     "storageUri may be empty, or it must be a valid URI (scheme://...)",
 )
 NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "numProcPerNode must be greater than or equal to 1")
 MANAGED_BY: Final = CelRule(
-    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']",
+    f"self in [{', '.join(repr(v) for v in MANAGED_BY_VALUES)}]",
     "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set",
 )
 TRAINER_STATUS_TIME: Final = CelRule(
@@ -63,11 +84,13 @@ TRAINER_STATUS_TIME: Final = CelRule(
     "lastUpdatedTime is required when trainerStatus is present",
 )
 ONE_ML_POLICY: Final = CelRule(
-    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1",
+    # (upstream's spelling, a missing space included)
+    "[" + ", ".join(f"has(self.{p})" for p in ML_POLICIES[:-1]) + f",has(self.{ML_POLICIES[-1]})]"
+    ".filter(x, x).size() <= 1",
     "Only one of the policy can be configured",
 )
 ENV_INJECTION_NOT_NODE: Final = CelRule(
-    "!self.exists(c, c == 'node')",
+    f"!self.exists(c, c == '{c.NODE}')",
     "containerNames must not include the main node container because PET_* envs are always injected into it",
 )
 MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")

@@ -124,3 +124,9 @@ class ClusterTrainingRuntime(ApiModel):
 
 
 AnyRuntime = TrainingRuntime | ClusterTrainingRuntime
+
+
+def runtime_model(kind: object) -> type[TrainingRuntime] | type[ClusterTrainingRuntime]:
+    """The model of a runtime object of `kind`: a TrainingRuntime for that kind, else a ClusterTrainingRuntime (the
+    default kind of a `runtimeRef`; another kind fails the model's `kind` literal)."""
+    return TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime

@@ -17,7 +17,7 @@ from ..api.trainjob import TrainJob, TrainJobStatus
 from ..k8s.client import ApiError, Client
 from ..logs import error_fields, get
 from ..metrics import Metrics
-from ..runtime.conditions import is_finished
+from ..runtime.conditions import is_finished, rfc3339
 from ..runtime.errors import BuildError, describe
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import STARTUP_RECHECK_SECONDS, check_startup, effective_run_policy, needs_rebuild
@@ -31,7 +31,6 @@ from .store import Key, Store
 log = get("trainjob_operator.reconciler")
 
 EVENT_MESSAGE_LIMIT = 950
-SUPPORTED_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 
 
 def _runtime_missing(kind: str, name: str) -> str:
@@ -144,7 +143,7 @@ class Reconciler:
             # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
             # still follows the JobSet while that exists (jobsStatus), as upstream's does.
             outcome, error = self._status(job, key, current, now, policy)
-        elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in SUPPORTED_KINDS:
+        elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in c.RUNTIME_KINDS:
             outcome = self._unsupported(job, now)
         else:
             jobset = self.store.jobsets.get(key)
@@ -197,7 +196,7 @@ class Reconciler:
         back (the runtime was deleted); an unreadable runtime contributes no defaults."""
         source = self.store.known.snapshots.get(job.metadata.uid or "")
         ref = job.spec.runtime_ref
-        if source is None and ref.api_group == c.GROUP and ref.kind in SUPPORTED_KINDS:
+        if source is None and ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS:
             try:
                 source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace,
                                                    ref.name)
@@ -430,7 +429,7 @@ class Reconciler:
         note = f"TrainJob resources reconciliation failed: {err.message}"
         if len(note) > EVENT_MESSAGE_LIMIT:
             note = note[:EVENT_MESSAGE_LIMIT] + " ..."
-        stamp = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = rfc3339(self.clock())
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},

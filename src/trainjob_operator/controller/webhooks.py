@@ -10,12 +10,13 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
+from ..runtime.conditions import rfc3339
 from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
 from ..runtime.errors import aggregate
 from ..runtime.info import RuntimeSource
 from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
-from ..runtime.validation import SUPPORTED_KINDS, admit_runtime, admit_trainjob, parse
+from ..runtime.validation import admit_runtime, admit_trainjob, parse
 from . import admission
 from .admission import Verdict
 from .reconciler import Reconciler
@@ -42,7 +43,7 @@ class Webhooks:
     async def mutate_trainjob(self, review: dict[str, Any]) -> Verdict:
         new, old = review.get("object") or {}, review.get("oldObject")
         update = review.get("operation") == "UPDATE"
-        stamped = stamp_patch_times(new, old if update else None, self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
+        stamped = stamp_patch_times(new, old if update else None, rfc3339(self.clock()))
         ops = keep_newer_fields(new, old if update else None,
                                 full_update=(review.get("options") or {}).get("kind") == "UpdateOptions")
         if stamped is not None:
@@ -60,7 +61,7 @@ class Webhooks:
             old, _ = parse(TrainJob, review.get("oldObject"))
         ref = new.spec.runtime_ref
         runtime: RuntimeSource | None = None
-        if ref.api_group == c.GROUP and ref.kind in SUPPORTED_KINDS:
+        if ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS:
             try:
                 runtime = await self.reconciler.lookup_runtime(ref.kind or "", new.namespace, ref.name)
             except ValidationError as err:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..api import constants as c
+from .conditions import rfc3339
 
 _PATH = re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/([^/]+)/trainjobs/([^/]+)/status$")
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
@@ -135,7 +136,7 @@ def _rfc3339(text: str) -> str:
         raise PayloadError(f"trainerStatus.lastUpdatedTime: not an RFC 3339 time: {text!r}") from err
     if stamp.tzinfo is None:
         raise PayloadError(f"trainerStatus.lastUpdatedTime: not an RFC 3339 time (no offset): {text!r}")
-    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(stamp.astimezone(UTC))
 
 
 def status_apply(namespace: str, name: str, trainer_status: dict[str, Any]) -> dict[str, Any]:

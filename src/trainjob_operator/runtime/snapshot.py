@@ -3,8 +3,7 @@
 
 from typing import Any
 
-from ..api import constants as c
-from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.runtime import runtime_model
 from ..api.trainjob import TrainJob
 from . import yamltext
 from .errors import BuildError
@@ -39,9 +38,7 @@ def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any]) -> RuntimeSo
         raise BuildError(f'invalid runtime snapshot: snapshot ConfigMap missing "{SNAPSHOT_KEY}" data key')
     try:
         raw = yamltext.load(str(text))  # bounded: a ConfigMap anyone can edit is untrusted input
-        kind = raw.get("kind")
-        model = TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
-        runtime = model.model_validate(raw)
+        runtime = runtime_model(raw.get("kind")).model_validate(raw)
     except Exception as err:  # a corrupted snapshot is reported, never crashes the operator
         raise BuildError(f"invalid runtime snapshot: {err}") from err
     ref = job.spec.runtime_ref
