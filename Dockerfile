@@ -11,6 +11,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# crds/ is package data: src/trainjob_operator/crds is a symlink to it.
+COPY crds ./crds
 COPY src ./src
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/trainjob-operator \

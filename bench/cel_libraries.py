@@ -198,6 +198,21 @@ def measure(name: str, evaluator: Evaluator, rules: dict[str, str], table: list[
     print()
 
 
+#: Evaluation errors: cel-go (the API server) says `no such key: <field>` when a rule selects an absent field.
+ERROR_CASES = [(VCP, {"templates": [{}]}, "no such key: metadata"), ("self.a.b == 1", {"a": {}}, "no such key: b")]
+
+
+def error_messages(name: str, evaluator: Evaluator) -> None:
+    print(f"### {name}: evaluation errors (cel-go's text in brackets)")
+    for rule, self_, want in ERROR_CASES:
+        try:
+            got = f"no error: {evaluator(rule)({'self': self_})!r}"
+        except Exception as exc:
+            got = f"{type(exc).__name__}: {exc}"
+        print(f"  {rule[:40]!r}: {got[:150]} [{want}]")
+    print()
+
+
 def main() -> int:
     rules = rules_of_crds()
     table = cases(rules)
@@ -205,6 +220,8 @@ def main() -> int:
     print(f"{len(rules)} distinct CEL rules in crds/, {len(table)} cases\n")
     measure("common-expression-language (Rust cel-interpreter bindings)", common_expression_language(), rules, table)
     measure("cel-python (celpy, pure Python)", cel_python(), rules, table)
+    error_messages("common-expression-language", common_expression_language())
+    error_messages("cel-python", cel_python())
     return 0
 
 

@@ -42,8 +42,8 @@ import pytest
 
 try:
     from trainjob_dev import cluster as cluster_lib
-except ImportError:  # running from a checkout without an installed package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+except ImportError:  # loaded without pytest's `pythonpath` (pyproject.toml), which puts hack/ on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack"))
     from trainjob_dev import cluster as cluster_lib
 
 REUSE_ENV = "TRAINJOB_OPERATOR_REUSE_CLUSTER"

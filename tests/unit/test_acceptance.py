@@ -256,7 +256,7 @@ NODE_CASES = [
             parallelism=2,
             node={"image": "test:runtime"},
         ),
-        id="a TrainJob without a trainer block gets no PET env and no port (quirk 2)",
+        id="a TrainJob without a trainer block gets no PET env and no port",
     ),
     pytest.param(
         NodeCase(
@@ -265,7 +265,7 @@ NODE_CASES = [
             parallelism=4,
             node={"image": "test:runtime", "resources": RES},
         ),
-        id="without mlPolicy resourcesPerNode is not applied (quirk 6)",
+        id="without mlPolicy resourcesPerNode is not applied (docs/upstream-behaviour.md#runtime-info)",
     ),
 ]
 

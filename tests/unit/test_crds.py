@@ -1,4 +1,4 @@
-"""The generated CRDs: in sync with the models, structural, and carrying the API of compatibility spec §1."""
+"""The generated CRDs: in sync with the models, structural, and carrying upstream v2.3's API."""
 
 from __future__ import annotations
 
@@ -725,3 +725,20 @@ def test_a_trainjob_with_patches_is_not_pruned(crds: dict[str, dict[str, Any]]) 
     # ... while a field the API does not have would be pruned (the helper does see pruning):
     job["spec"]["trainer"]["numProcPerNodeTypo"] = 1
     assert _unknown_fields(job, schema_of(crds[TRAINJOB])) == [".spec.trainer.numProcPerNodeTypo"]
+
+
+def test_the_crds_are_package_data_the_cli_reads() -> None:
+    """`validate` prunes with the CRDs of the installed package (trainjob_operator/crds, a link to crds/), so an
+    installed wheel needs neither the source tree nor the generator (tests/unit/test_dockerfile.py builds one)."""
+    from importlib import resources
+
+    from trainjob_operator import cli
+
+    shipped = resources.files("trainjob_operator").joinpath("crds")
+    assert sorted(p.name for p in shipped.iterdir() if p.name.endswith(".yaml")) == sorted(
+        p.name for p in crdgen.CRD_DIR.glob("*.yaml")
+    )
+    for kind in crdgen.KINDS:
+        on_disk = yaml.safe_load((crdgen.CRD_DIR / kind.filename).read_text(encoding="utf-8").split("---\n", 1)[1])
+        assert cli.crd_schema(kind.kind) == on_disk["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert cli.crd_schema("JobSet") is None

@@ -76,7 +76,7 @@ def test_the_chart_runs_the_image_user() -> None:
 
 def test_dockerignore_sends_only_what_the_build_copies() -> None:
     ignore = (REPO / ".dockerignore").read_text().split()
-    assert ignore[0] == "*" and {"!pyproject.toml", "!README.md", "!src/"} <= set(ignore)
+    assert ignore[0] == "*" and {"!pyproject.toml", "!README.md", "!src/", "!crds/"} <= set(ignore)
 
 
 @pytest.mark.timeout(900)
@@ -86,7 +86,8 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     context.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, context / name)
-    shutil.copytree(REPO / "src", context / "src",
+    shutil.copytree(REPO / "crds", context / "crds")
+    shutil.copytree(REPO / "src", context / "src", symlinks=True,  # as `COPY` does: the crds link stays a link
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
@@ -124,4 +125,5 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     shown = run(venv / "bin" / "python", "-c", "import trainjob_operator, pathlib; "
                 "print(pathlib.Path(trainjob_operator.__file__).parent)")
     assert (Path(shown.stdout.strip()) / "py.typed").exists()
+    assert (Path(shown.stdout.strip()) / "crds" / "trainer.kubeflow.org_trainjobs.yaml").is_file()
     assert str(tmp_path) in shown.stdout  # the clean venv, not the checkout

@@ -1,4 +1,5 @@
-"""Validation: CRD schema + CEL rules (spec §1), update transitions, and the admission webhooks (spec §7).
+"""Validation: CRD schema + CEL rules (docs/validation.md), update transitions, and the admission webhooks
+(docs/upstream-behaviour.md#webhooks).
 
 Every case compares the whole list of `str(error)` (`<path>: <message>`, Kubernetes' format) and the warnings.
 The expected CRD-level texts are what kube-apiserver v1.36 answers for our generated CRDs (checked against a
@@ -363,7 +364,7 @@ def test_runtime_defaults_replicated_job_replicas_and_group_name() -> None:
                                (c.NODE, 1, "default")]
 
 
-# ------------------------------------------------------------------------------- TrainJob admission (§7.2)
+# ------------------------------------------------------------------------------------------ TrainJob admission
 
 
 FRAMEWORK = Framework.from_registry()
@@ -755,7 +756,7 @@ def test_admit_trainjob_reads_the_runtime_in_the_trainjob_namespace() -> None:
     assert seen == [(c.TRAINING_RUNTIME_KIND, "team-a", "rt")]
 
 
-# ------------------------------------------------------------------------------- runtime admission (§7.3)
+# ------------------------------------------------------------------------------------------- runtime admission
 
 
 @dataclass(frozen=True)

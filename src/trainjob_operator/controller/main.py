@@ -4,7 +4,6 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
-import datetime as dt
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -520,4 +519,4 @@ def _exit(line: str, code: int) -> int:
     return code
 
 
-__all__ = ["Manager", "dt", "registry_for", "run", "serve"]
+__all__ = ["Manager", "registry_for", "run", "serve"]
