@@ -279,7 +279,11 @@ def _json_schema(model: type[BaseModel]) -> Schema:
 def _is_quantity(node: Mapping[str, Any]) -> bool:
     """`str | int | float`: how the models spell a resource Quantity."""
     choices = node.get("anyOf")
-    return isinstance(choices, list) and sorted(str(c.get("type")) for c in choices) == ["integer", "number", "string"]
+    return isinstance(choices, list) and sorted(str(choice.get("type")) for choice in choices) == [
+        "integer",
+        "number",
+        "string",
+    ]
 
 
 def _untyped(node: Mapping[str, Any]) -> bool:
