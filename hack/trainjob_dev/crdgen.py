@@ -402,7 +402,7 @@ KINDS: Final = (
     CrdKind(
         TrainJob,
         c.TRAINJOB_KIND,
-        "trainjobs",
+        c.PLURALS[c.TRAINJOB_KIND],
         "Namespaced",
         status_subresource=True,
         printer_columns=(
@@ -414,8 +414,13 @@ KINDS: Final = (
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         ),
     ),
-    CrdKind(TrainingRuntime, c.TRAINING_RUNTIME_KIND, "trainingruntimes", "Namespaced"),
-    CrdKind(ClusterTrainingRuntime, c.CLUSTER_TRAINING_RUNTIME_KIND, "clustertrainingruntimes", "Cluster"),
+    CrdKind(TrainingRuntime, c.TRAINING_RUNTIME_KIND, c.PLURALS[c.TRAINING_RUNTIME_KIND], "Namespaced"),
+    CrdKind(
+        ClusterTrainingRuntime,
+        c.CLUSTER_TRAINING_RUNTIME_KIND,
+        c.PLURALS[c.CLUSTER_TRAINING_RUNTIME_KIND],
+        "Cluster",
+    ),
 )
 
 

@@ -198,8 +198,7 @@ class Checked:
 def crd_schema(kind: str) -> Schema | None:
     """The `openAPIV3Schema` of our CRD for `kind`, from the CRDs shipped as package data (`trainjob_operator/crds`,
     the repository's `crds/`); None for another kind (no pruning)."""
-    plural = {c.TRAINJOB_KIND: "trainjobs", c.TRAINING_RUNTIME_KIND: "trainingruntimes",
-              c.CLUSTER_TRAINING_RUNTIME_KIND: "clustertrainingruntimes"}.get(kind)
+    plural = c.PLURALS.get(kind)
     if plural is None:
         return None
     text = resources.files("trainjob_operator").joinpath("crds", f"{c.GROUP}_{plural}.yaml").read_text(encoding="utf-8")

@@ -11,6 +11,12 @@ TRAINING_RUNTIME_KIND: Final = "TrainingRuntime"
 CLUSTER_TRAINING_RUNTIME_KIND: Final = "ClusterTrainingRuntime"
 #: The kinds a `runtimeRef` may name.
 RUNTIME_KINDS: Final = (TRAINING_RUNTIME_KIND, CLUSTER_TRAINING_RUNTIME_KIND)
+#: The resource (plural) of each of our kinds; the CRD of `KIND` is `<plural>.trainer.kubeflow.org`.
+PLURALS: Final = {
+    TRAINJOB_KIND: "trainjobs",
+    TRAINING_RUNTIME_KIND: "trainingruntimes",
+    CLUSTER_TRAINING_RUNTIME_KIND: "clustertrainingruntimes",
+}
 
 JOBSET_API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
 JOBSET_KIND: Final = "JobSet"
