@@ -276,15 +276,13 @@ class _Store:
     jobsets = _Jobsets()
 
 
-class _Reconciler:
-    """Just what the TrainJob webhook reads: the runtime lookup and the JobSet cache."""
-
-    store = _Store()
+class _Runtimes:
+    """Just what the TrainJob webhook reads of the runtime lookup."""
 
     def __init__(self, runtime: RuntimeBuilder) -> None:
         self.runtime = runtime
 
-    async def lookup_runtime(self, kind: str, namespace: str, name: str) -> Any:
+    async def lookup(self, kind: str, namespace: str, name: str) -> Any:
         return self.runtime.source()
 
 
@@ -293,7 +291,8 @@ def webhooks(runtime: RuntimeBuilder) -> Any:
 
     from trainjob_operator.controller.webhooks import Webhooks
 
-    return Webhooks(FRAMEWORK, _Reconciler(runtime), lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))  # type: ignore[arg-type]
+    return Webhooks(FRAMEWORK, _Runtimes(runtime), _Store(), None,  # type: ignore[arg-type]
+                    lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
 
 
 @pytest.mark.parametrize("kind", [c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND])
