@@ -23,6 +23,7 @@ from .framework import (
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .observed import NOTHING, Observed
 from .registry import PLUGINS, Factory
+from .snapshot import SNAPSHOT_KIND
 from .status import StatusOutcome, desired_status
 
 
@@ -115,7 +116,7 @@ class Framework:
     def kinds(self) -> list[ChildKind]:
         """Every child kind the plugins declare, once per (apiVersion, kind), in registry order: the source of the
         watches, the tracked kinds, the client's REST paths, the start-up permission checks and the chart's RBAC."""
-        return merge_kinds(k for owner in self.owners for k in owner.kinds())
+        return merge_kinds([SNAPSHOT_KIND, *(k for owner in self.owners for k in owner.kinds())])
 
     def watched(self) -> list[ChildKind]:
         return [k for k in self.kinds() if k.watch]
