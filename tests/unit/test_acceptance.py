@@ -928,7 +928,7 @@ def test_openmpi_builds_secret_hostfile_and_launcher_env() -> None:
 
 
 def test_mpi_secret_is_not_rebuilt_when_it_exists() -> None:
-    objects = render(TrainJobBuilder.make().trainer(numNodes=2), mpi_runtime(), Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")})))
+    objects = render(TrainJobBuilder.make().trainer(numNodes=2), mpi_runtime(), SSH_SECRET)
     assert [o["kind"] for o in objects] == ["ConfigMap", "JobSet"]
 
 
@@ -1024,6 +1024,7 @@ def test_cluster_runtime_coscheduling_counts_initializers() -> None:
     }
 
 
+SSH_SECRET = Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")}))
 GROUP = frozenset({ObjectRef(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "test-job")})
 
 

@@ -13,7 +13,7 @@ import pytest
 from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, pod_spec, replicated_job
 from flux_digest import curve_cert_digest, flux_configmap_digest
 from trainjob_operator.runtime.errors import BuildError
-from trainjob_operator.runtime.observed import Observed, ObjectRef
+from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plugins.flux import curve_certificate, curve_keys, z85
 

@@ -30,8 +30,8 @@ from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
-from .runtimes import RuntimeResolver
 from .reconciler import NotLeading, Reconciler, utcnow
+from .runtimes import RuntimeResolver
 from .startup import StartupError, count, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of

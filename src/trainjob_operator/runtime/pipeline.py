@@ -8,12 +8,12 @@ from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation
 from .framework import (
+    ChildKind,
     ComponentBuilder,
     CustomValidation,
     EnforceMLPolicy,
     EnforcePodGroupPolicy,
     EnforcePodSpec,
-    ChildKind,
     Manifest,
     Mode,
     OwnsKinds,

@@ -21,7 +21,8 @@ class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, OwnsKinds):
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         policy = info.pod_group_policy.coscheduling if info.pod_group_policy is not None else None
-        if policy is None or (observed.exists(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, job.name) and not job.spec.suspend):
+        exists = observed.exists(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, job.name)
+        if policy is None or (exists and not job.spec.suspend):
             return []
         timeout = policy.schedule_timeout_seconds if policy.schedule_timeout_seconds is not None else 60
         return [{

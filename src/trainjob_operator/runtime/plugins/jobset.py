@@ -11,7 +11,7 @@ from .. import lifecycle, names
 from ..apply import upsert_env
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
-from ..framework import ComponentBuilder, CustomValidation, Manifest, TrainJobStatusPlugin, ChildKind, OwnsKinds
+from ..framework import ChildKind, ComponentBuilder, CustomValidation, Manifest, OwnsKinds, TrainJobStatusPlugin
 from ..info import RuntimeInfo
 from ..manifests import owner_reference
 from ..observed import Observed

@@ -9,7 +9,7 @@ from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..apply import upsert_env, upsert_volume, upsert_volume_mount
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, ChildKind, Mode, OwnsKinds
+from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed

@@ -31,7 +31,8 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKin
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         policy = info.pod_group_policy.volcano if info.pod_group_policy is not None else None
-        if policy is None or (observed.exists(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND, job.name) and not job.spec.suspend):
+        exists = observed.exists(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND, job.name)
+        if policy is None or (exists and not job.spec.suspend):
             return []
         spec: dict[str, Any] = {"minMember": min_member(info), "minResources": min_resources(info)}
         queue = info.annotations.get(c.VOLCANO_QUEUE_NAME_ANNOTATION)
