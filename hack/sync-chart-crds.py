@@ -53,13 +53,14 @@ def config_schema() -> dict[str, Any]:
     return schema
 
 
-def child_rules() -> str:
-    """One ClusterRole rule per (API group, verbs) of the child kinds the plugins declare, in registry order."""
+def child_rules(kinds: list[Any] | None = None) -> str:
+    """One ClusterRole rule per (API group, verbs) of the child kinds the plugins declare (`kinds`, by default the
+    registry's), in registry order."""
     sys.path.insert(0, str(REPO / "src"))
     from trainjob_operator.runtime.pipeline import Framework
 
     rules: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
-    for kind in Framework.from_registry().kinds():
+    for kind in kinds if kinds is not None else Framework.from_registry().kinds():
         rules.setdefault((kind.group, kind.verbs), []).append(kind)
     lines = []
     for (group, verbs), kinds in rules.items():

@@ -117,7 +117,7 @@ def _registry_kinds() -> list[ChildKind]:
 
 def child_caches(kinds: list[ChildKind]) -> dict[tuple[str, str], ObjectCache]:
     """One cache per watched child kind, keeping only the spec fields the kind declares."""
-    return {(k.api_version, k.kind): ObjectCache(keep_spec=k.cache_spec) for k in kinds if k.watch}
+    return {(k.api_version, k.kind): ObjectCache(keep_spec=k.cache_spec or None) for k in kinds if k.watch}
 
 
 @dataclass

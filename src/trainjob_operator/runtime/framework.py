@@ -48,7 +48,7 @@ class ChildKind:
     watch: bool = False
     """Watched and cached: a change re-reconciles the TrainJob that controls the object."""
     cache_spec: tuple[str, ...] = ()
-    """Of a watched kind: the only spec fields its cache keeps."""
+    """Of a watched kind: the only spec fields its cache keeps (empty: the whole object)."""
     deleted: bool = False
     """The operator deletes it (deadlines, rebuilds), not only garbage collection."""
     optional: bool = False
