@@ -109,7 +109,7 @@ class Reconciler:
         stage = plan.stage(job, self.store.jobsets.get(key))
         outcome: StatusOutcome
         if stage is Stage.FINISHED:
-            outcome, failure = plan.status(self.framework, job, self.store.jobsets.get(key), now, policy)
+            outcome, failure = self._status(job, now, policy)
         elif stage is Stage.UNSUPPORTED:
             outcome = plan.unsupported(job, now)
         else:
@@ -126,7 +126,7 @@ class Reconciler:
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
                 bound.warning("reconcile failed", reason=err.reason, error=err.message)
                 await self._event(job, err)
-            outcome, status_failure = plan.status(self.framework, job, self.store.jobsets.get(key), now, policy)
+            outcome, status_failure = self._status(job, now, policy)
             failure = failure or status_failure
             if outcome.check_startup:
                 outcome = await self._check_startup(job, outcome, policy, now)
@@ -143,6 +143,13 @@ class Reconciler:
             return Result()
         await self._write_status(job, plan.final_status(job, outcome, failure, nodes, now))
         return Result(requeue_after=outcome.requeue_after, error=failure is not None)
+
+    def _status(self, job: TrainJob, now: dt.datetime, policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
+        outcome, failure = plan.status(self.framework, job, self.store.jobsets.get((job.namespace, job.name)), now,
+                                       policy)
+        if failure is not None:
+            log.warning("status step failed", namespace=job.namespace, name=job.name, error=failure.message)
+        return outcome, failure
 
     async def _run_policy(self, job: TrainJob) -> RunPolicy:
         """The effective run policy: the TrainJob's fields over its runtime's `runPolicy` defaults. The runtime is
