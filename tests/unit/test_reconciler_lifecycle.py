@@ -204,7 +204,7 @@ GANG_RT = RT.coscheduling()
 
 
 def child_writes(client: FakeClient) -> list[tuple[Any, ...]]:
-    return [call[:3] for call in client.calls if call[0] in ("get", "create", "apply") and call[1] != "ConfigMap"
+    return [call[:3] for call in client.calls if (call[0] in ("get", "create", "apply") and call[1] != "ConfigMap")
             or call[:2] == ("apply", "ConfigMap")]
 
 

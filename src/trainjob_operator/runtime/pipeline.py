@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
@@ -80,9 +81,7 @@ class Framework:
         does not declare is applied). Raises BuildError."""
         objects: list[tuple[Manifest, Mode]] = []
         try:
-            for builder in self.builders:
-                modes = {(k.api_version, k.kind): k.mode for k in builder.kinds()} \
-                    if isinstance(builder, OwnsKinds) else {}
+            for builder, modes in zip(self.builders, self._modes, strict=True):
                 objects += [(obj, modes.get((obj["apiVersion"], obj["kind"]), Mode.APPLY))
                             for obj in builder.build(info, job, observed)]
         except (ValueError, ArithmeticError) as err:
@@ -113,10 +112,21 @@ class Framework:
             raise ValueError("no TrainJobStatus plugin is registered")
         return desired_status(job, self.status_plugin.status(job, observed, now), now, policy)
 
+    @cached_property
+    def _modes(self) -> tuple[dict[tuple[str, str], Mode], ...]:
+        """Per builder: how it writes each kind it declares."""
+        return tuple({(k.api_version, k.kind): k.mode for k in builder.kinds()} if isinstance(builder, OwnsKinds)
+                     else {} for builder in self.builders)
+
+    @cached_property
+    def _kinds(self) -> tuple[ChildKind, ...]:
+        return tuple(merge_kinds([SNAPSHOT_KIND, *(k for owner in self.owners for k in owner.kinds())]))
+
     def kinds(self) -> list[ChildKind]:
-        """Every child kind the plugins declare, once per (apiVersion, kind), in registry order: the source of the
-        watches, the tracked kinds, the client's REST paths, the start-up permission checks and the chart's RBAC."""
-        return merge_kinds([SNAPSHOT_KIND, *(k for owner in self.owners for k in owner.kinds())])
+        """Every child kind the plugins declare, once per (apiVersion, kind), in registry order (the snapshot
+        ConfigMap the core writes first): the source of the watches, the tracked kinds, the client's REST paths, the
+        start-up permission checks and the chart's RBAC."""
+        return list(self._kinds)
 
     def watched(self) -> list[ChildKind]:
         return [k for k in self.kinds() if k.watch]
