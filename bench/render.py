@@ -21,7 +21,7 @@ from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
-from trainjob_operator.runtime.observed import Observed
+from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
 
 CTR = c.CLUSTER_TRAINING_RUNTIME_KIND
@@ -49,6 +49,11 @@ def initializer_runtime() -> RuntimeSource:
 def job_dicts(n: int, runtime: str, **trainer: Any) -> list[dict[str, Any]]:
     base = TrainJobBuilder.make(runtime=runtime, kind=CTR).trainer(**trainer)
     return [base.set("metadata.name", f"job-{i}").set("metadata.uid", f"uid-{i}").raw() for i in range(n)]
+
+
+def mpi_secrets(n: int) -> frozenset[ObjectRef]:
+    """Every job's MPI SSH Secret, known to exist."""
+    return frozenset(ObjectRef("v1", "Secret", f"job-{i}-mpi-ssh-auth") for i in range(n))
 
 
 def scenario(framework: Framework, runtime: RuntimeSource, jobs: list[dict[str, Any]],
@@ -83,7 +88,7 @@ def main() -> int:
         "torch (2 nodes, 4 GPUs)": scenario(framework, torch_runtime(), job_dicts(
             n, "torch-distributed", numNodes=2, resourcesPerNode={"limits": {"nvidia.com/gpu": 4}}), Observed()),
         "mpi (deepspeed, 4 nodes, Secret exists)": scenario(framework, mpi_runtime(), job_dicts(
-            n, "deepspeed-distributed", numNodes=4), Observed(mpi_ssh_secret_exists=True)),
+            n, "deepspeed-distributed", numNodes=4), Observed(existing=mpi_secrets(n))),
         "initializers + coscheduling": scenario(framework, initializer_runtime(), [
             {**raw, "spec": {**raw["spec"], "initializer": {"dataset": {"storageUri": "hf://d"},
                                                             "model": {"storageUri": "hf://m"}}}}

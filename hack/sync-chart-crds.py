@@ -5,6 +5,7 @@
 - files/runtimes/*.yaml  <- runtimes/*.yaml (the default ClusterTrainingRuntimes)
 - files/runtimes/data-cache/*.yaml <- runtimes/data-cache/*.yaml (the opt-in data-cache runtime)
 - values.schema.json     <- its `config` property regenerated from trainjob_operator.config.OperatorConfig
+- templates/rbac.yaml    <- the rules for the child kinds, from the plugin registry (Framework.kinds())
 
 Usage: hack/sync-chart-crds.py [--check]
   --check  write nothing; exit 1 and list what differs (the chart tests run this check too).
@@ -16,6 +17,7 @@ import argparse
 import copy
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,9 @@ CHART = REPO / "charts" / "trainjob-operator"
 COPIES = ((REPO / "crds", CHART / "files" / "crds"), (REPO / "runtimes", CHART / "files" / "runtimes"),
           (REPO / "runtimes" / "data-cache", CHART / "files" / "runtimes" / "data-cache"))
 SCHEMA = CHART / "values.schema.json"
+RBAC = CHART / "templates" / "rbac.yaml"
+RBAC_BEGIN = "  # BEGIN child kinds: generated from the plugin registry by hack/sync-chart-crds.py (make chart-sync)\n"
+RBAC_END = "  # END child kinds\n"
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -48,6 +53,33 @@ def config_schema() -> dict[str, Any]:
     return schema
 
 
+def child_rules(kinds: list[Any] | None = None) -> str:
+    """One ClusterRole rule per (API group, verbs) of the child kinds the plugins declare (`kinds`, by default the
+    registry's), in registry order."""
+    sys.path.insert(0, str(REPO / "src"))
+    from trainjob_operator.runtime.pipeline import Framework
+
+    rules: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    for kind in kinds if kinds is not None else Framework.from_registry().kinds():
+        rules.setdefault((kind.group, kind.verbs), []).append(kind)
+    lines = []
+    for (group, verbs), kinds in rules.items():
+        for kind in kinds:
+            lines += textwrap.wrap(f"{kind.kind} ({kind.api_version}): {kind.purpose or 'written by a plugin'}.",
+                                   width=118, initial_indent="  # ", subsequent_indent="  #   ")
+        lines += [f"  - apiGroups: [{json.dumps(group)}]",
+                  f"    resources: [{', '.join(json.dumps(k.plural) for k in kinds)}]",
+                  f"    verbs: [{', '.join(json.dumps(v) for v in verbs)}]"]
+    return "".join(line + "\n" for line in lines)
+
+
+def rbac() -> bytes:
+    text = RBAC.read_text()
+    head, _, rest = text.partition(RBAC_BEGIN)
+    _, _, tail = rest.partition(RBAC_END)
+    return (head + RBAC_BEGIN + child_rules() + RBAC_END + tail).encode()
+
+
 def expected() -> dict[Path, bytes]:
     """Every generated chart file and the bytes it must hold."""
     out: dict[Path, bytes] = {}
@@ -58,6 +90,7 @@ def expected() -> dict[Path, bytes]:
     updated = copy.deepcopy(schema)
     updated["properties"]["config"] = config_schema()
     out[SCHEMA] = (json.dumps(updated, indent=2) + "\n").encode()
+    out[RBAC] = rbac()
     return out
 
 

@@ -22,7 +22,7 @@ from builders import (
 )
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.errors import BuildError
-from trainjob_operator.runtime.observed import Observed, SSHKeyPair
+from trainjob_operator.runtime.observed import ObjectRef, Observed, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
 
 FRAMEWORK = Framework.from_registry()
@@ -928,7 +928,7 @@ def test_openmpi_builds_secret_hostfile_and_launcher_env() -> None:
 
 
 def test_mpi_secret_is_not_rebuilt_when_it_exists() -> None:
-    objects = render(TrainJobBuilder.make().trainer(numNodes=2), mpi_runtime(), Observed(mpi_ssh_secret_exists=True))
+    objects = render(TrainJobBuilder.make().trainer(numNodes=2), mpi_runtime(), SSH_SECRET)
     assert [o["kind"] for o in objects] == ["ConfigMap", "JobSet"]
 
 
@@ -1024,10 +1024,14 @@ def test_cluster_runtime_coscheduling_counts_initializers() -> None:
     }
 
 
+SSH_SECRET = Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")}))
+GROUP = frozenset({ObjectRef(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "test-job")})
+
+
 def test_podgroup_is_not_reapplied_while_running_but_is_while_suspended() -> None:
     runtime = RuntimeBuilder.make().coscheduling()
-    running = render(TrainJobBuilder.make(), runtime, Observed(pod_group_exists=True))
-    suspended = render(TrainJobBuilder.make().suspend(), runtime, Observed(pod_group_exists=True))
+    running = render(TrainJobBuilder.make(), runtime, Observed(existing=GROUP))
+    suspended = render(TrainJobBuilder.make().suspend(), runtime, Observed(existing=GROUP))
     assert [o["kind"] for o in running] == ["JobSet"]
     assert [o["kind"] for o in suspended] == ["PodGroup", "JobSet"]
     assert by_kind(suspended, "PodGroup")[0]["spec"]["scheduleTimeoutSeconds"] == 60

@@ -13,7 +13,7 @@ import pytest
 from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, pod_spec, replicated_job
 from flux_digest import curve_cert_digest, flux_configmap_digest
 from trainjob_operator.runtime.errors import BuildError
-from trainjob_operator.runtime.observed import Observed
+from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plugins.flux import curve_certificate, curve_keys, z85
 
@@ -230,7 +230,7 @@ def test_flux_objects_only_for_the_job_named_node() -> None:
 
 def test_curve_secret_is_not_rebuilt_when_it_exists() -> None:
     objects = render(TrainJobBuilder.make().trainer(numNodes=1), flux_runtime(),
-                     Observed(flux_curve_secret_exists=True))
+                     Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-flux-curve")})))
     assert [o["kind"] for o in objects] == ["ConfigMap", "JobSet"]
 
 

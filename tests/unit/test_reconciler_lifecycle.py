@@ -48,8 +48,7 @@ class FakeClient:
 
     async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
         self.calls.append(("create", obj["kind"], obj["metadata"].get("name")))
-        if obj["kind"] == "ConfigMap" and ("ConfigMap", obj["metadata"]["namespace"], obj["metadata"]["name"]) \
-                in self.objects:
+        if (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]) in self.objects:
             raise ApiError(409, "AlreadyExists", "exists", {})
         return obj
 
@@ -195,3 +194,60 @@ def test_an_unchanged_suspended_trainjob_is_not_rebuilt() -> None:
     asyncio.run(rec.reconcile(KEY))
     asyncio.run(rec.reconcile(KEY))
     assert not any(call[0] == "delete" for call in client.calls)
+
+
+# --- how each child is written (the plugins' declarations) ---------------------------------------------------------
+
+MPI_RT = RuntimeBuilder.make().ml_policy(num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
+                                                           "sshAuthMountPath": "/root/.ssh"})
+GANG_RT = RT.coscheduling()
+
+
+def child_writes(client: FakeClient) -> list[tuple[Any, ...]]:
+    return [call[:3] for call in client.calls if (call[0] in ("get", "create", "apply") and call[1] != "ConfigMap")
+            or call[:2] == ("apply", "ConfigMap")]
+
+
+def suspended_with(runtime: RuntimeBuilder, client: FakeClient) -> Reconciler:
+    rec = reconciler(client, JOB.suspend())
+    rec.store.runtimes.put(runtime.raw())
+    return rec
+
+
+def test_an_mpi_ssh_secret_is_created_once_and_never_again() -> None:
+    client = FakeClient()
+    rec = suspended_with(MPI_RT, client)
+    asyncio.run(rec.reconcile(KEY))
+    asyncio.run(rec.reconcile(KEY))
+    assert child_writes(client) == [
+        ("create", "Secret", "test-job-mpi-ssh-auth"), ("apply", "ConfigMap", "test-job-mpi-hostfile"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("apply", "ConfigMap", "test-job-mpi-hostfile"), ("apply", c.JOBSET_KIND, "test-job")]
+
+
+def test_an_ssh_secret_that_exists_already_counts_as_created() -> None:
+    client = FakeClient(objects={("Secret", "default", "test-job-mpi-ssh-auth"): {}})
+    rec = suspended_with(MPI_RT, client)
+    assert asyncio.run(rec.reconcile(KEY)).error is False
+    asyncio.run(rec.reconcile(KEY))
+    assert [call for call in child_writes(client) if call[1] == "Secret"] == [
+        ("create", "Secret", "test-job-mpi-ssh-auth")]
+
+
+def test_a_podgroup_is_probed_once_then_applied_while_suspended() -> None:
+    client = FakeClient()
+    rec = suspended_with(GANG_RT, client)
+    asyncio.run(rec.reconcile(KEY))
+    asyncio.run(rec.reconcile(KEY))
+    assert child_writes(client) == [
+        ("get", c.POD_GROUP_KIND, "test-job"), ("apply", c.POD_GROUP_KIND, "test-job"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("apply", c.POD_GROUP_KIND, "test-job"), ("apply", c.JOBSET_KIND, "test-job")]
+
+
+def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() -> None:
+    client = FakeClient(objects={(c.POD_GROUP_KIND, "default", "test-job"): {"kind": c.POD_GROUP_KIND}})
+    rec = reconciler(client, JOB)
+    rec.store.runtimes.put(GANG_RT.raw())
+    asyncio.run(rec.reconcile(KEY))
+    assert child_writes(client) == [("get", c.POD_GROUP_KIND, "test-job"), ("apply", c.JOBSET_KIND, "test-job")]

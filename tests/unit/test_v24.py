@@ -276,15 +276,13 @@ class _Store:
     jobsets = _Jobsets()
 
 
-class _Reconciler:
-    """Just what the TrainJob webhook reads: the runtime lookup and the JobSet cache."""
-
-    store = _Store()
+class _Runtimes:
+    """Just what the TrainJob webhook reads of the runtime lookup."""
 
     def __init__(self, runtime: RuntimeBuilder) -> None:
         self.runtime = runtime
 
-    async def lookup_runtime(self, kind: str, namespace: str, name: str) -> Any:
+    async def lookup(self, kind: str, namespace: str, name: str) -> Any:
         return self.runtime.source()
 
 
@@ -293,7 +291,8 @@ def webhooks(runtime: RuntimeBuilder) -> Any:
 
     from trainjob_operator.controller.webhooks import Webhooks
 
-    return Webhooks(FRAMEWORK, _Reconciler(runtime), lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))  # type: ignore[arg-type]
+    return Webhooks(FRAMEWORK, _Runtimes(runtime), _Store(), None,  # type: ignore[arg-type]
+                    lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
 
 
 @pytest.mark.parametrize("kind", [c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND])
@@ -317,3 +316,45 @@ def test_trainjob_webhook_refuses_a_reserved_prte_env() -> None:
     assert (verdict.allowed, verdict.message) == (
         False, 'spec.trainer.env: Invalid value: [{"name":"PRTE_MCA_prte_default_hostfile","value":"/mine"}]: must '
                "not have reserved envs, invalid envs configured: [PRTE_MCA_prte_default_hostfile]")
+
+
+class _PriorityClasses:
+    """Answers the PriorityClass list the Volcano check needs (None: the list is refused)."""
+
+    def __init__(self, names: list[str] | None) -> None:
+        self.names, self.calls = names, 0
+
+    async def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        self.calls += 1
+        if self.names is None:
+            from trainjob_operator.k8s.client import ApiError
+
+            raise ApiError(403, "Forbidden", "priorityclasses is forbidden")
+        return [{"metadata": {"name": name}} for name in self.names]
+
+
+HIGH = RuntimeBuilder.make().volcano().job(c.NODE, "template.spec.template.spec.priorityClassName", "high")
+MISSING_HIGH = ('spec.templateSpec.priorityClassName: Invalid value: "high": PriorityClass "high" doesn\'t exist: '
+                'priorityclasses.scheduling.k8s.io "high" not found')
+PRIORITY_CASES = {
+    "a Volcano TrainJob naming a PriorityClass that does not exist is refused": (HIGH, ["low"], False, 1),
+    "a Volcano TrainJob naming an existing PriorityClass is admitted": (HIGH, ["high"], True, 1),
+    "PriorityClasses that cannot be listed skip the check": (HIGH, None, True, 1),
+    "a runtime without Volcano lists no PriorityClasses": (RT, ["low"], True, 0),
+}
+
+
+@pytest.mark.parametrize("case", PRIORITY_CASES.values(), ids=PRIORITY_CASES.keys())
+def test_the_trainjob_webhook_checks_volcano_priority_classes(
+        case: tuple[RuntimeBuilder, list[str] | None, bool, int]) -> None:
+    import asyncio
+    import datetime as dt
+
+    from trainjob_operator.controller.webhooks import Webhooks
+
+    runtime, names, allowed, lists = case
+    client = _PriorityClasses(names)
+    hooks = Webhooks(FRAMEWORK, _Runtimes(runtime), _Store(), client,  # type: ignore[arg-type]
+                     lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": TJ.raw()}))
+    assert (verdict.allowed, verdict.message, client.calls) == (allowed, "" if allowed else MISSING_HIGH, lists)

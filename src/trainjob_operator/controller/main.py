@@ -22,6 +22,7 @@ from ..k8s import config as k8s_config
 from ..k8s.client import ApiError, Client, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
+from ..runtime.framework import ChildKind
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
 from .admission import AdmissionServer, keep_webhooks_current
@@ -29,6 +30,7 @@ from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import NotLeading, Reconciler, utcnow
+from .runtimes import RuntimeResolver
 from .startup import StartupError, count, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
@@ -61,9 +63,13 @@ class Manager:
     """Background tasks that ended: the operator is not live any more and stops."""
 
     def __post_init__(self) -> None:
+        self.watched = self.framework.watched()
+        self.runtimes = RuntimeResolver(self.client, self.store)
         self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics,
-                                     status_server=self.status_endpoint, may_write=self.leading)
-        self.sync.resources = tuple(cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces))
+                                     status_server=self.status_endpoint, may_write=self.leading,
+                                     runtimes=self.runtimes)
+        self.sync.resources = tuple(cache_name(plural, ns)
+                                    for plural, ns in watched_collections(self.cfg.namespaces, self.watched))
 
     def status_endpoint(self) -> StatusEndpoint | None:
         if not self.cfg.status_server.enabled:
@@ -94,14 +100,16 @@ class Manager:
         self.states[key] = (obj.get("status") or {}).get("state") or c.STATE_PENDING
         self.queue.add(key)
 
-    def on_jobset(self, event: dict[str, Any]) -> None:
+    def on_child(self, kind: ChildKind, event: dict[str, Any]) -> None:
+        """A watched child kind (JobSets): cached, and its controlling TrainJob queued."""
         obj = event.get("object") or {}
         key = key_of(obj)
-        self._seen("jobsets", event, key)
+        self._seen(kind.plural, event, key)
+        cache = self.store.children[(kind.api_version, kind.kind)]
         if event.get("type") == "DELETED":
-            self.store.jobsets.remove(key)
+            cache.remove(key)
         else:
-            self.store.jobsets.put(obj)
+            cache.put(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
             if owner.get("controller") and owner.get("kind") == c.TRAINJOB_KIND:
                 self.queue.add((key[0], owner.get("name", "")))
@@ -187,12 +195,13 @@ class Manager:
         """How many objects each watch's initial listing brings (one-item LISTs), counted again while a cache is
         still short of it (objects deleted in between)."""
         while True:
-            for plural, namespace in watched_collections(self.cfg.namespaces):
+            for plural, namespace in watched_collections(self.cfg.namespaces, self.watched):
                 name = cache_name(plural, namespace)
                 if name in self.sync.expected and name not in self.sync.pending():
                     continue
                 try:
-                    self.sync.expect(name, await count(self.client, collection_path(plural, namespace)))
+                    self.sync.expect(name, await count(self.client,
+                                                       collection_path(plural, namespace, self.watched)))
                 except (ApiError, OSError, TimeoutError) as err:
                     log.warning("cannot count objects to sync", resource=name, error=str(err))
             if not self.sync.pending():
@@ -216,12 +225,15 @@ class Manager:
             await asyncio.sleep(interval)
 
 
-WATCHED = (("trainjobs", True), ("jobsets", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))
+TRAINER_WATCHED = (("trainjobs", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))
+"""The trainer's own kinds kopf watches (plural, namespaced); the child kinds come from the plugin registry."""
 
 
-def watched_collections(namespaces: Sequence[str]) -> list[tuple[str, str | None]]:
-    """(plural, namespace or None for cluster-wide) of every watch kopf runs."""
-    return [(plural, ns) for plural, namespaced in WATCHED for ns in (namespaces if namespaced and namespaces else
+def watched_collections(namespaces: Sequence[str], children: Sequence[ChildKind] = ()) -> list[tuple[str, str | None]]:
+    """(plural, namespace or None for cluster-wide) of every watch kopf runs: the TrainJobs, the watched child
+    kinds, the runtimes."""
+    watched = [TRAINER_WATCHED[0], *((k.plural, True) for k in children), *TRAINER_WATCHED[1:]]
+    return [(plural, ns) for plural, namespaced in watched for ns in (namespaces if namespaced and namespaces else
                                                                          [None])]
 
 
@@ -229,8 +241,8 @@ def cache_name(plural: str, namespace: str | None) -> str:
     return f"{plural} in {namespace}" if namespace and plural != "clustertrainingruntimes" else plural
 
 
-def collection_path(plural: str, namespace: str | None) -> str:
-    version = c.JOBSET_API_VERSION if plural == "jobsets" else c.API_VERSION
+def collection_path(plural: str, namespace: str | None, children: Sequence[ChildKind] = ()) -> str:
+    version = next((k.api_version for k in children if k.plural == plural), c.API_VERSION)
     return f"/apis/{version}/" + (f"namespaces/{namespace}/" if namespace else "") + plural
 
 
@@ -299,9 +311,10 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
         manager.on_trainjob(dict(event))
 
-    @kopf.on.event("jobset.x-k8s.io", "v1alpha2", "jobsets", registry=registry)
-    async def jobset_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_jobset(dict(event))
+    for kind in manager.watched:  # the child kinds the plugins declare watched (the JobSets)
+        group, _, version = kind.api_version.rpartition("/")
+        kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
+            child_handler(manager, kind))
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
     async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -312,6 +325,13 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         manager.on_runtime(dict(event), cluster=True)
 
     return registry
+
+
+def child_handler(manager: Manager, kind: ChildKind) -> Callable[..., Any]:
+    async def child_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
+        manager.on_child(kind, dict(event))
+
+    return child_event
 
 
 def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -366,7 +386,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:
-            webhooks = Webhooks(manager.framework, manager.reconciler, utcnow)
+            webhooks = Webhooks(manager.framework, manager.runtimes, manager.store, client, utcnow)
             admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
         if cfg.status_server.enabled:
             # Its own client: progress reports never eat the reconciler's request budget (upstream does the same).

@@ -1,7 +1,6 @@
 """A work queue like client-go's: one entry per key, never two workers on one key, delayed requeues, backoff."""
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -73,6 +72,3 @@ class WorkQueue(Generic[K]):
                     self._dirty.discard(key)
                     self.add(key)
 
-
-def monotonic() -> float:
-    return time.monotonic()

@@ -1,51 +1,36 @@
-"""The level-based reconcile of one TrainJob: read what exists, build with the core, apply, write status.
+"""Executes the plan of one TrainJob (`runtime/plan.py`): reads what exists, sends the writes, records them.
 
-No kopf here: the handlers feed the store and the queue, the queue calls `Reconciler.reconcile`.
+No kopf here: the handlers feed the store and the queue, the queue calls `Reconciler.reconcile`. No decision here
+either: every branch below asks `plan`.
 """
 
 import datetime as dt
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..api import constants as c
-from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime
-from ..api.trainjob import TrainJob, TrainJobStatus
-from ..k8s.client import ApiError, Client
-from ..logs import error_fields, get
+from ..api.runtime import RunPolicy
+from ..api.trainjob import TrainJob
+from ..k8s.client import ApiError, Client, Resource, register
+from ..logs import get
 from ..metrics import Metrics
-from ..runtime.conditions import is_finished, rfc3339
-from ..runtime.errors import BuildError, describe
+from ..runtime import plan
+from ..runtime.errors import BuildError
 from ..runtime.info import RuntimeSource
-from ..runtime.lifecycle import STARTUP_RECHECK_SECONDS, check_startup, effective_run_policy, needs_rebuild
+from ..runtime.lifecycle import check_startup, effective_run_policy
 from ..runtime.observed import Observed, StatusServer
 from ..runtime.pipeline import Framework
-from ..runtime.plugins.jobset import rebuildable
+from ..runtime.plan import Failure, Stage
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
-from ..runtime.status import StatusOutcome, startup_failed, trainjob_state, with_reconcile_error
+from ..runtime.status import StatusOutcome
+from .runtimes import RuntimeResolver
 from .store import Key, Store
 
 log = get("trainjob_operator.reconciler")
-
-EVENT_MESSAGE_LIMIT = 950
-
-
-def _runtime_missing(kind: str, name: str) -> str:
-    if kind == c.TRAINING_RUNTIME_KIND:
-        return f'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.{c.GROUP} "{name}" not found'
-    return (f"not found ClusterTrainingRuntime specified in TrainJob: ClusterTrainingRuntime.{c.GROUP} "
-            f'"{name}" not found')
-
-
-class ReconcileError(Exception):
-    """A failure that belongs in the TrainJob's status: (reason, message)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.message = reason, message
 
 
 class NotLeading(Exception):
@@ -62,6 +47,11 @@ class Result:
     error: bool = False
 
 
+def register_kinds(framework: Framework) -> None:
+    """The client learns the REST path of every child kind the plugins declare."""
+    register((k.kind, Resource(k.api_version, k.plural)) for k in framework.kinds())
+
+
 @dataclass
 class Reconciler:
     client: Client
@@ -73,39 +63,19 @@ class Reconciler:
     """Where trainer pods report progress (None: the status server is off and nothing is injected)."""
     may_write: Callable[[], bool] = lambda: True
     """Checked before every write: a replica whose Lease lapsed mid-pass writes nothing (no split brain)."""
-    writes: dict[str, int] = field(default_factory=dict)
-    sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
+    runtimes: RuntimeResolver | None = None
+    """The runtime lookup shared with the webhooks (one is made from the client and store when not given)."""
     snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
 
-    # --- runtime lookup (shared with the webhooks) --------------------------------------------------
+    def __post_init__(self) -> None:
+        if self.runtimes is None:
+            self.runtimes = RuntimeResolver(self.client, self.store)
+        if self.framework is not None:
+            register_kinds(self.framework)
 
     async def lookup_runtime(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
-        """From the cache; on a miss, read through to the API so a runtime created a moment ago is found."""
-        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
-            raw = self.store.cluster_runtimes.get(("", name))
-            if raw is None:
-                raw = await self.client.get(c.API_VERSION, kind, name)
-                if raw is not None:
-                    self.store.cluster_runtimes.put(raw)
-            model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
-        else:
-            raw = self.store.runtimes.get((namespace, name))
-            if raw is None:
-                raw = await self.client.get(c.API_VERSION, kind, name, namespace)
-                if raw is not None:
-                    self.store.runtimes.put(raw)
-            model = TrainingRuntime
-        if raw is None:
-            return None
-        meta = raw.get("metadata") or {}
-        version = (kind, meta.get("namespace"), meta.get("name"), meta.get("resourceVersion"))
-        source = self.sources.get(version)
-        if source is None:  # parsed once per runtime version, shared by every TrainJob that uses it
-            source = RuntimeSource.of(model.model_validate(raw))
-            if len(self.sources) > 1024:
-                self.sources.clear()
-            self.sources[version] = source
-        return source
+        assert self.runtimes is not None
+        return await self.runtimes.lookup(kind, namespace, name)
 
     # --- the reconcile ----------------------------------------------------------------------------
 
@@ -128,67 +98,58 @@ class Reconciler:
         except ValidationError as err:  # the API server validated it; an older CRD may let odd objects in
             log.error("TrainJob does not parse; skipped", namespace=key[0], name=key[1], error=str(err))
             return Result()
-        bound = log.bind(namespace=job.namespace, name=job.name, uid=job.metadata.uid)
-        if job.spec.managed_by not in (None, c.DEFAULT_MANAGED_BY):
+        if plan.ignored(job, body):
             return Result()
+        bound = log.bind(namespace=job.namespace, name=job.name, uid=job.metadata.uid)
         now = self.clock()
-        error: ReconcileError | None = None
+        uid = job.metadata.uid or ""
+        failure: Failure | None = None
         nodes: int | None = job.status.nodes if job.status is not None else None
-        outcome: StatusOutcome
-        current = job.status or TrainJobStatus()
-        if (body.get("metadata") or {}).get("deletionTimestamp"):
-            return Result()  # being deleted (by its TTL, or by a user): nothing to build, no status to write
         policy = await self._run_policy(job)
-        if is_finished(current.conditions):
-            # Terminal means terminal: no child is ever (re)created or updated for a finished TrainJob. Its status
-            # still follows the JobSet while that exists (jobsStatus), as upstream's does.
-            outcome, error = self._status(job, key, current, now, policy)
-        elif job.spec.runtime_ref.api_group != c.GROUP or job.spec.runtime_ref.kind not in c.RUNTIME_KINDS:
-            outcome = self._unsupported(job, now)
+        stage = plan.stage(job, self.store.jobsets.get(key))
+        outcome: StatusOutcome
+        if stage is Stage.FINISHED:
+            outcome, failure = self._status(job, now, policy)
+        elif stage is Stage.UNSUPPORTED:
+            outcome = plan.unsupported(job, now)
         else:
-            jobset = self.store.jobsets.get(key)
-            running = jobset is not None and not job.spec.suspend and not (jobset.get("spec") or {}).get("suspend")
             try:
-                # §5.4: a running JobSet is never re-applied, nor its PodGroups; everything else it needs was
-                # applied before it. So there is nothing to build, only the status to follow (and no snapshot to
-                # load: a restart with thousands of running TrainJobs costs no requests).
-                if not running:
-                    nodes = await self._build_and_apply(job, now)
+                if stage is Stage.BUILD:
+                    nodes = await self._build_and_write(job, now)
                     if nodes is not None:
-                        self.store.known.nodes[job.metadata.uid or ""] = nodes
+                        self.store.known.nodes[uid] = nodes
                 else:
-                    nodes = self.store.known.nodes.get(job.metadata.uid or "", nodes)
-                self.store.known.last_error.pop(job.metadata.uid or "", None)
-            except ReconcileError as err:
-                error = err
+                    nodes = self.store.known.nodes.get(uid, nodes)
+                self.store.known.last_error.pop(uid, None)
+            except Failure as err:
+                failure = err
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
                 bound.warning("reconcile failed", reason=err.reason, error=err.message)
                 await self._event(job, err)
-            outcome, status_error = self._status(job, key, current, now, policy)
-            error = error or status_error
+            outcome, status_failure = self._status(job, now, policy)
+            failure = failure or status_failure
             if outcome.check_startup:
                 outcome = await self._check_startup(job, outcome, policy, now)
             if outcome.delete_jobset:
                 bound.info("deadline exceeded; deleting the JobSet")
-                await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name,
-                                                               job.namespace))
+                await self._send(plan.delete_jobset(job))
                 self.store.jobsets.remove(key)
         if outcome.delete_trainjob:
-            # ttlSecondsAfterFinished: the TrainJob itself goes, its children by garbage collection. Only this
-            # incarnation (uid precondition): a TrainJob re-created under the same name is not touched.
             bound.info("TTL after finished expired; deleting the TrainJob",
                        completion_time=outcome.status.completion_time,
                        ttl_seconds_after_finished=policy.ttl_seconds_after_finished)
-            await self._write("delete", self.client.delete(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace,
-                                                           uid=job.metadata.uid))
+            await self._send(plan.delete_trainjob(job))
             self.metrics.ttl_deletions.inc()
             return Result()
-        status = with_reconcile_error(outcome.status, (error.reason, error.message) if error else None, now)
-        status.state = trainjob_state(job, status)  # type: ignore[assignment]
-        if nodes is not None:
-            status.nodes = nodes
-        await self._write_status(job, status)
-        return Result(requeue_after=outcome.requeue_after, error=error is not None)
+        await self._write_status(job, plan.final_status(job, outcome, failure, nodes, now))
+        return Result(requeue_after=outcome.requeue_after, error=failure is not None)
+
+    def _status(self, job: TrainJob, now: dt.datetime, policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
+        outcome, failure = plan.status(self.framework, job, self.store.jobsets.get((job.namespace, job.name)), now,
+                                       policy)
+        if failure is not None:
+            log.warning("status step failed", namespace=job.namespace, name=job.name, error=failure.message)
+        return outcome, failure
 
     async def _run_policy(self, job: TrainJob) -> RunPolicy:
         """The effective run policy: the TrainJob's fields over its runtime's `runPolicy` defaults. The runtime is
@@ -196,7 +157,7 @@ class Reconciler:
         back (the runtime was deleted); an unreadable runtime contributes no defaults."""
         source = self.store.known.snapshots.get(job.metadata.uid or "")
         ref = job.spec.runtime_ref
-        if source is None and ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS:
+        if source is None and plan.supported(job):
             try:
                 source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace,
                                                    ref.name)
@@ -210,7 +171,7 @@ class Reconciler:
 
     async def _check_startup(self, job: TrainJob, outcome: StatusOutcome, policy: RunPolicy,
                              now: dt.datetime) -> StatusOutcome:
-        """The startup deadline passed: fail the TrainJob if one of its pods still cannot start."""
+        """The startup deadline passed: list the pods (once they all started, never again) and let the plan judge."""
         uid = job.metadata.uid or ""
         if uid in self.store.known.started:
             return outcome
@@ -220,42 +181,15 @@ class Reconciler:
         except ApiError as err:
             log.warning("cannot list pods for the startup deadline", namespace=job.namespace, name=job.name,
                         error=str(err))
-            return replace(outcome, requeue_after=STARTUP_RECHECK_SECONDS)
+            return plan.pods_unreadable(outcome)
         check = check_startup(pods)
         if check.stuck is not None:
             log.info("startup deadline exceeded", namespace=job.namespace, name=job.name, pod=check.stuck.name,
                      reason=check.stuck.reason)
             self.metrics.startup_failures.labels(reason=check.stuck.reason).inc()
-            failed = startup_failed(outcome.status, check.stuck, policy.startup_deadline_seconds or 0, now)
-            return replace(outcome, status=failed, delete_jobset=True, requeue_after=None, check_startup=False)
-        if check.started:
+        elif check.started:
             self.store.known.started.add(uid)
-            return outcome
-        wait = outcome.requeue_after
-        return replace(outcome, requeue_after=min(wait, STARTUP_RECHECK_SECONDS) if wait else STARTUP_RECHECK_SECONDS)
-
-    def _status(self, job: TrainJob, key: Key, current: TrainJobStatus, now: dt.datetime,
-                policy: RunPolicy) -> tuple[StatusOutcome, ReconcileError | None]:
-        """The pure status step; if it fails on this TrainJob, the status keeps what it had plus ReconcileFailed."""
-        try:
-            return self.framework.status(job, Observed(jobset=self.store.jobsets.get(key)), now, policy), None
-        except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
-            log.warning("status step failed", namespace=job.namespace, name=job.name, **error_fields(err))
-            return StatusOutcome(current.model_copy(deep=True)), ReconcileError(
-                c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}")
-
-    def _unsupported(self, job: TrainJob, now: dt.datetime) -> StatusOutcome:
-        from ..api.trainjob import Condition
-        from ..runtime.conditions import set_condition
-
-        ref = job.spec.runtime_ref
-        status = (job.status or TrainJobStatus()).model_copy(deep=True)
-        conditions = list(status.conditions or [])
-        set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True",
-                                            reason=c.REASON_RUNTIME_NOT_SUPPORTED,
-                                            message=f"unsupported runtime: {ref.kind}.{ref.api_group}"), now)
-        status.conditions = conditions
-        return StatusOutcome(status)
+        return plan.after_startup_check(outcome, check, policy, now)
 
     async def _runtime_for(self, job: TrainJob) -> RuntimeSource:
         """The snapshot in force; created from the live runtime on the first build (v2.3 §5.4).
@@ -272,7 +206,7 @@ class Reconciler:
         try:
             live = await self.lookup_runtime(kind, job.namespace, ref.name)
         except (ApiError, ValidationError) as err:
-            raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, f"cannot read {kind} {ref.name}: {err}") from err
+            raise Failure(c.REASON_RUNTIME_NOT_FOUND, f"cannot read {kind} {ref.name}: {err}") from err
         source: RuntimeSource | None = None
         if live is not None:
             try:
@@ -280,137 +214,99 @@ class Reconciler:
                 source = live
             except ApiError as err:
                 if not err.conflict:
-                    raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot create the runtime snapshot: "
-                                                                f"{err.message}") from err
+                    raise Failure(c.REASON_APPLY_FAILED, f"cannot create the runtime snapshot: "
+                                                         f"{err.message}") from err
         if source is None:
             try:
                 configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
             except ApiError as err:
-                raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
-            if configmap is None:
-                raise ReconcileError(c.REASON_RUNTIME_NOT_FOUND, _runtime_missing(kind, ref.name))
-            text = str((configmap.get("data") or {}).get("runtime"))
+                raise Failure(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
+            fresh = plan.snapshot_source(job, configmap)  # checks owner and runtimeRef every time
+            text = str(((configmap or {}).get("data") or {}).get("runtime"))
             shared = self.snapshot_sources.get(text)
-            try:
-                fresh = runtime_from_snapshot(job, configmap)  # checks owner and runtimeRef every time
-            except BuildError as err:
-                raise ReconcileError(c.REASON_INVALID_SNAPSHOT, str(err)) from err
             if shared is None or (shared.kind, shared.name) != (fresh.kind, fresh.name):
                 shared = self.snapshot_sources[text] = fresh  # one parsed runtime per distinct snapshot
             source = shared
         self.store.known.snapshots[uid] = source
         return source
 
-    async def _observe(self, job: TrainJob, runtime: RuntimeSource) -> Observed:
-        uid = job.metadata.uid or ""
-        known = self.store.known
-        policy = runtime.spec.ml_policy
-        # The MPI SSH and Flux curve Secrets are created, never updated: a create that conflicts means it is there
-        # (see _apply). A runtime has at most one ML policy, so one set of uids serves both.
-        secret_exists = uid in known.mpi_secrets
-        group_policy = runtime.spec.pod_group_policy
-        group_exists = uid in known.pod_groups
-        if group_policy is not None and not group_exists and (group_policy.coscheduling or group_policy.volcano):
-            api = c.COSCHEDULING_API_VERSION if group_policy.coscheduling else c.VOLCANO_API_VERSION
-            group_exists = await self.client.get(api, c.POD_GROUP_KIND, job.name, job.namespace) is not None
-            if group_exists:
-                known.pod_groups.add(uid)
+    def _observed(self, job: TrainJob) -> Observed:
         return Observed(jobset=self.store.jobsets.get((job.namespace, job.name)),
-                        mpi_ssh_secret_exists=secret_exists or policy is None or policy.mpi is None,
-                        flux_curve_secret_exists=secret_exists or policy is None or policy.flux is None,
-                        pod_group_exists=group_exists, status_server=self.status_server())
+                        existing=self.store.known.exists(job.metadata.uid or ""), status_server=self.status_server())
 
-    async def _build_and_apply(self, job: TrainJob, now: dt.datetime) -> int | None:
+    async def _build_and_write(self, job: TrainJob, now: dt.datetime) -> int | None:
         runtime = await self._runtime_for(job)
-        try:
-            observed = await self._observe(job, runtime)
-        except ApiError as err:
-            raise ReconcileError(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
-        try:
-            info = self.framework.runtime_info(job, runtime, observed)
-            objects = [o for b in self.framework.builders for o in b.build(info, job, observed)]
-        except (BuildError, ValueError) as err:
-            raise ReconcileError(c.REASON_BUILD_FAILED, str(err)) from err
-        except Exception as err:  # pure code: a crash on this TrainJob's input is this TrainJob's failure
-            raise ReconcileError(c.REASON_BUILD_FAILED, describe(err)) from err
-        trainer = info.ancestor(c.ANCESTOR_TRAINER)
-        for obj in objects:
-            if obj["kind"] == c.JOBSET_KIND and observed.jobset is not None:
-                if (observed.jobset.get("metadata") or {}).get("deletionTimestamp"):
-                    continue  # being deleted for a rebuild: its DELETED event brings the TrainJob back
-                if needs_rebuild(obj, observed.jobset):
-                    # Resized while suspended: JobSet keeps replicatedJobs immutable, so the JobSet is deleted
-                    # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built
-                    # again at the new size once it is gone. Secrets and the snapshot stay.
-                    log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
-                    await self._write("delete", self.client.delete(
-                        c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, propagation="Foreground",
-                        uid=(observed.jobset.get("metadata") or {}).get("uid")))
-                    continue
-            applied = await (self._apply_jobset(obj, observed) if obj["kind"] == c.JOBSET_KIND else self._apply(obj))
-            kind, uid = obj["kind"], job.metadata.uid or ""
-            if kind == c.JOBSET_KIND:
-                self.store.jobsets.put(applied)
-                if uid not in self.store.known.created_seen and job.metadata.creation_timestamp:
-                    self.store.known.created_seen.add(uid)
-                    created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
-                    self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
-            elif kind == "Secret":
-                self.store.known.mpi_secrets.add(uid)
-            elif kind == c.POD_GROUP_KIND:
-                self.store.known.pod_groups.add(uid)
-        return trainer.count if trainer is not None else None
-
-    async def _apply_jobset(self, obj: dict[str, Any], observed: Observed) -> dict[str, Any]:
-        """Apply the JobSet; one JobSet refuses as immutable is rebuilt when it is suspended and never ran."""
-        try:
-            applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
-            return applied
-        except ApiError as err:
-            if not (err.status in (403, 422) and "immutable" in err.message and rebuildable(observed.jobset)):
-                what = f"JobSet {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
-                raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
-            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it",
-                     namespace=obj["metadata"].get("namespace"), name=obj["metadata"]["name"], error=err.message)
-            await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND,
-                                                           obj["metadata"]["name"], obj["metadata"].get("namespace")))
-        return await self._apply(obj)
-
-    async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        if obj["kind"] == "Secret":  # the MPI SSH Secret (immutable) and the Flux curve Secret: created once
+        uid = job.metadata.uid or ""
+        observed = self._observed(job)
+        children = plan.children(self.framework, job, runtime, observed)
+        if children.probes:  # objects of probed kinds not known yet: read whether they exist, then plan again
             try:
-                created: dict[str, Any] = await self._write("create", self.client.create(obj, c.FIELD_MANAGER))
-                return created
+                for ref in children.probes:
+                    if await self.client.get(ref.api_version, ref.kind, ref.name, job.namespace) is not None:
+                        self.store.known.add(uid, ref)
             except ApiError as err:
-                if err.conflict:
-                    return obj
-                what = f"Secret {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
-                raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to create {what}: {err.message}") from err
+                raise Failure(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
+            if self.store.known.exists(uid) != observed.existing:
+                observed = self._observed(job)
+                children = plan.children(self.framework, job, runtime, observed)
+        for write in children.writes:
+            if isinstance(write, plan.Delete):
+                log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
+                await self._send(write)
+                continue
+            written = await self._send_child(write, observed)
+            ref = plan.ref_of(write.obj)
+            kind = self.framework.kind(ref.api_version, ref.kind)
+            if isinstance(write, plan.Create) or (kind is not None and kind.probe):
+                self.store.known.add(uid, ref)  # tracked: the builder skips it from now on
+            cache = self.store.children.get((ref.api_version, ref.kind))
+            if cache is not None:
+                cache.put(written)
+            if ref.kind == c.JOBSET_KIND and uid not in self.store.known.created_seen \
+                    and job.metadata.creation_timestamp:
+                self.store.known.created_seen.add(uid)
+                created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
+                self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
+        return children.nodes
+
+    async def _send_child(self, write: plan.Apply | plan.Create, observed: Observed) -> dict[str, Any]:
+        """One child's write; a conflict on a create means it exists; a refused apply may be a rebuild."""
         try:
-            applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
-            return applied
+            return await self._send(write)  # type: ignore[no-any-return]
         except ApiError as err:
-            what = f"{obj['kind']} {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
-            raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
+            if isinstance(write, plan.Create) and err.conflict:
+                return write.obj
+            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed)
+            if rebuild is None:
+                raise plan.write_failed(write, err.message) from err
+            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it",
+                     namespace=rebuild.namespace, name=rebuild.name, error=err.message)
+        await self._send(rebuild)
+        try:
+            return await self._send(write)  # type: ignore[no-any-return]
+        except ApiError as err:
+            raise plan.write_failed(write, err.message) from err
+
+    async def _send(self, write: plan.Write) -> Any:
+        """One write of a plan."""
+        if isinstance(write, plan.Delete):
+            return await self._write("delete", self.client.delete(
+                write.api_version, write.kind, write.name, write.namespace, propagation=write.propagation,
+                uid=write.uid))
+        if isinstance(write, plan.Create):
+            return await self._write("create", self.client.create(write.obj, c.FIELD_MANAGER))
+        return await self._write("apply", self.client.apply(write.obj, c.FIELD_MANAGER, force=True))
 
     async def _write(self, verb: str, call: Any) -> Any:
         if not self.may_write():
             call.close()  # the request coroutine is never started
             raise NotLeading(verb)
-        self.writes[verb] = self.writes.get(verb, 0) + 1
         return await call
 
-    async def _write_status(self, job: TrainJob, status: TrainJobStatus) -> None:
-        before = job.status.to_wire() if job.status is not None else {}
-        after = status.to_wire()
-        if before == after:
+    async def _write_status(self, job: TrainJob, status: Any) -> None:
+        patch = plan.status_patch(job, status)
+        if patch is None:
             return
-        if not before and set(after) <= {"state", "nodes", "startTime", "restarts"} and \
-                after.get("state") == c.STATE_PENDING and not after.get("restarts"):
-            # Nothing to report yet: the first real change (the JobSet's own status) carries the state, so a
-            # never-suspended TrainJob costs no more writes than upstream's.
-            return
-        patch: dict[str, Any] = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
         try:
             updated = await self._write("status", self.client.merge_patch(
                 c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, {"status": patch}, subresource="status"))
@@ -420,26 +316,12 @@ class Reconciler:
             raise
         self.store.trainjobs.put(updated)
 
-    async def _event(self, job: TrainJob, err: ReconcileError) -> None:
-        """One Warning per distinct failure (upstream's reason and note), not one per retry."""
+    async def _event(self, job: TrainJob, failure: Failure) -> None:
         uid = job.metadata.uid or ""
-        if self.store.known.last_error.get(uid) == err.message:
+        event = plan.event(job, failure, self.store.known.last_error.get(uid), self.clock())
+        if event is None:
             return
-        self.store.known.last_error[uid] = err.message
-        note = f"TrainJob resources reconciliation failed: {err.message}"
-        if len(note) > EVENT_MESSAGE_LIMIT:
-            note = note[:EVENT_MESSAGE_LIMIT] + " ..."
-        stamp = rfc3339(self.clock())
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-            "involvedObject": {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": job.name,
-                               "namespace": job.namespace, "uid": job.metadata.uid},
-            "reason": c.EVENT_RESOURCES_CREATION_FAILED, "message": note, "type": "Warning",
-            "action": "Reconciling", "reportingComponent": "trainer-trainjob-controller",
-            "reportingInstance": "trainjob-operator", "source": {"component": "trainer-trainjob-controller"},
-            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-        }
+        self.store.known.last_error[uid] = failure.message
         try:
             await self._write("event", self.client.create(event))
         except ApiError as event_err:

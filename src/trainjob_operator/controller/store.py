@@ -5,8 +5,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api import constants as c
+from ..runtime.framework import ChildKind
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import size_view
+from ..runtime.observed import ObjectRef
+from ..runtime.pipeline import Framework
 
 Key = tuple[str, str]
 """(namespace, name)."""
@@ -83,8 +87,8 @@ class Known:
     """Per TrainJob uid: the runtime snapshot in force and the children known to exist."""
 
     snapshots: dict[str, RuntimeSource] = field(default_factory=dict)
-    mpi_secrets: set[str] = field(default_factory=set)
-    pod_groups: set[str] = field(default_factory=set)
+    existing: dict[str, set[ObjectRef]] = field(default_factory=dict)
+    """Children of tracked kinds (created once, or probed) known to exist."""
     last_error: dict[str, str] = field(default_factory=dict)
     created_seen: set[str] = field(default_factory=set)
     nodes: dict[str, int] = field(default_factory=dict)
@@ -95,17 +99,41 @@ class Known:
         self.nodes.pop(uid, None)
         self.started.discard(uid)
         self.snapshots.pop(uid, None)
-        self.mpi_secrets.discard(uid)
-        self.pod_groups.discard(uid)
+        self.existing.pop(uid, None)
         self.last_error.pop(uid, None)
         self.created_seen.discard(uid)
+
+
+    def exists(self, uid: str) -> frozenset[ObjectRef]:
+        return frozenset(self.existing.get(uid, ()))
+
+    def add(self, uid: str, ref: ObjectRef) -> None:
+        self.existing.setdefault(uid, set()).add(ref)
+
+
+def _registry_kinds() -> list[ChildKind]:
+    return Framework.from_registry().kinds()
+
+
+def child_caches(kinds: list[ChildKind]) -> dict[tuple[str, str], ObjectCache]:
+    """One cache per watched child kind, keeping only the spec fields the kind declares."""
+    return {(k.api_version, k.kind): ObjectCache(keep_spec=k.cache_spec or None) for k in kinds if k.watch}
 
 
 @dataclass
 class Store:
     trainjobs: ObjectCache = field(default_factory=ObjectCache)
-    jobsets: ObjectCache = field(default_factory=lambda: ObjectCache(keep_spec=("suspend", "volumeClaimPolicies",
-                                                                                      "replicatedJobs")))
     runtimes: ObjectCache = field(default_factory=ObjectCache)
     cluster_runtimes: ObjectCache = field(default_factory=ObjectCache)
     known: Known = field(default_factory=Known)
+    children: dict[tuple[str, str], ObjectCache] = field(default_factory=lambda: child_caches(_registry_kinds()))
+    """Watched child kinds by (apiVersion, kind)."""
+
+    @classmethod
+    def for_kinds(cls, kinds: list[ChildKind]) -> "Store":
+        return cls(children=child_caches(kinds))
+
+    @property
+    def jobsets(self) -> ObjectCache:
+        """The JobSets: the child the status follows."""
+        return self.children[(c.JOBSET_API_VERSION, c.JOBSET_KIND)]

@@ -10,6 +10,8 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
+from ..k8s.client import ApiError, Client
+from ..logs import get
 from ..runtime.conditions import rfc3339
 from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
 from ..runtime.errors import aggregate
@@ -19,7 +21,10 @@ from ..runtime.pipeline import Framework
 from ..runtime.validation import admit_runtime, admit_trainjob, parse
 from . import admission
 from .admission import Verdict
-from .reconciler import Reconciler
+from .runtimes import RuntimeResolver
+from .store import Store
+
+log = get("trainjob_operator.webhooks")
 
 
 def _deny_schema(errors: list[Any]) -> Verdict:
@@ -29,7 +34,9 @@ def _deny_schema(errors: list[Any]) -> Verdict:
 @dataclass
 class Webhooks:
     framework: Framework
-    reconciler: Reconciler
+    runtimes: RuntimeResolver
+    store: Store
+    client: Client
     clock: Callable[[], dt.datetime]
 
     def handlers(self) -> dict[str, admission.Handler]:
@@ -63,15 +70,28 @@ class Webhooks:
         runtime: RuntimeSource | None = None
         if ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS:
             try:
-                runtime = await self.reconciler.lookup_runtime(ref.kind or "", new.namespace, ref.name)
+                runtime = await self.runtimes.lookup(ref.kind or "", new.namespace, ref.name)
             except ValidationError as err:
                 return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {ref.name} does not parse: {err}")
-        store = self.reconciler.store
-        observed = Observed(jobset=store.jobsets.get((new.namespace, new.name)))
+        observed = Observed(jobset=self.store.jobsets.get((new.namespace, new.name)),
+                            priority_classes=await self._priority_classes(runtime))
         result = admit_trainjob(self.framework, old, new, lambda *_: runtime, observed)
         if result.errors:
             return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
         return Verdict(warnings=result.warnings)
+
+    async def _priority_classes(self, runtime: RuntimeSource | None) -> frozenset[str] | None:
+        """The PriorityClasses that exist, for a runtime whose PodGroups Volcano schedules (its plugin checks the
+        names the pods use); None (the check is skipped) for other runtimes or when they cannot be listed."""
+        policy = runtime.spec.pod_group_policy if runtime is not None else None
+        if policy is None or policy.volcano is None:
+            return None
+        try:
+            items = await self.client.list("scheduling.k8s.io/v1", "PriorityClass")
+        except (ApiError, OSError, TimeoutError) as err:
+            log.warning("cannot list PriorityClasses; the Volcano priority class check is skipped", error=str(err))
+            return None
+        return frozenset(str((item.get("metadata") or {}).get("name", "")) for item in items)
 
     async def _validate_runtime(self, review: dict[str, Any],
                                 model: type[TrainingRuntime] | type[ClusterTrainingRuntime]) -> Verdict:

@@ -8,7 +8,7 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -104,6 +104,7 @@ class Resource:
 
 
 KNOWN: dict[tuple[str, str], Resource] = {
+    # The kinds the operator's own machinery reads and writes; the kinds plugins write are added by `register`.
     ("v1", "ConfigMap"): Resource("v1", "configmaps"),
     ("v1", "Secret"): Resource("v1", "secrets"),
     ("v1", "Event"): Resource("v1", "events"),
@@ -111,8 +112,6 @@ KNOWN: dict[tuple[str, str], Resource] = {
     ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews",
                                                           namespaced=False),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
-    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): Resource("scheduling.x-k8s.io/v1alpha1", "podgroups"),
-    ("scheduling.volcano.sh/v1beta1", "PodGroup"): Resource("scheduling.volcano.sh/v1beta1", "podgroups"),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): Resource("trainer.kubeflow.org/v1alpha1", "trainjobs"),
     ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): Resource("trainer.kubeflow.org/v1alpha1",
                                                                    "trainingruntimes"),
@@ -136,6 +135,13 @@ def resource_name(path: str) -> str:
     return parts[0] if parts else ""
 
 
+def register(resources: Iterable[tuple[str, Resource]]) -> None:
+    """Teach the client more kinds, as (kind, where it lives): the controller registers every child kind the
+    plugins declare, so a plugin with a new kind needs no change here."""
+    for kind, resource in resources:
+        KNOWN.setdefault((resource.api_version, kind), resource)
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     try:
         return KNOWN[(api_version, kind)]
@@ -150,7 +156,6 @@ class Client:
         self.on_request = on_request
         self.qps, self.burst = qps, burst
         self.limiters: dict[str, RateLimiter] = {}
-        self.requests: dict[str, int] = {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._retired: list[aiohttp.ClientSession] = []
@@ -205,7 +210,6 @@ class Client:
             # One bucket per resource type, as controller-runtime's clients have: the same settings mean the same.
             limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
         await limiter.acquire()
-        self.requests[method] = self.requests.get(method, 0) + 1
         if self.on_request is not None:
             self.on_request(method, resource)
         self._refresh_if_expiring(dt.datetime.now(dt.UTC))

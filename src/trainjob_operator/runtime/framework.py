@@ -1,13 +1,15 @@
 """One abstract base per extension point (docs/upstream-behaviour.md#extension-points). Plugins subclass the points
 they implement.
 
-Phases: Startup (WatchExtension), PreExecution (CustomValidation), Build (EnforceMLPolicy →
+Phases: Startup (OwnsKinds: the child kinds a plugin writes, from which the shell derives watches, existence
+tracking, the client's REST paths and the RBAC rules), PreExecution (CustomValidation), Build (EnforceMLPolicy →
 EnforcePodGroupPolicy → EnforcePodSpec → ComponentBuilder) and PostExecution (TrainJobStatusPlugin).
 """
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from ..api.trainjob import TrainJob, TrainJobStatus
@@ -22,18 +24,61 @@ class Plugin(ABC):
     name: ClassVar[str]
 
 
+class Mode(StrEnum):
+    """How the shell writes an object a builder emits."""
+
+    APPLY = "apply"
+    """Server-side apply (one field manager, forced): created or brought up to date on every build."""
+    CREATE_ONCE = "create"
+    """A plain create: a conflict means it exists, and it is never updated (immutable or generated once)."""
+
+
 @dataclass(frozen=True)
-class WatchSpec:
-    """A kind the controller must watch so changes of owned objects re-reconcile their TrainJob."""
+class ChildKind:
+    """A kind of object the operator writes for a TrainJob: how it is written, and what the shell derives from it
+    (the REST path, a watch, existence tracking and the RBAC rule that grants it)."""
 
     api_version: str
     kind: str
-    owned: bool = True
+    plural: str
+    mode: Mode = Mode.APPLY
+    """How the declaring plugin's objects of this kind are written."""
+    probe: bool = False
+    """Before the first write for a TrainJob the shell reads whether it exists already (a restarted operator does not
+    re-create what the builder skips once it exists)."""
+    watch: bool = False
+    """Watched and cached: a change re-reconciles the TrainJob that controls the object."""
+    cache_spec: tuple[str, ...] = ()
+    """Of a watched kind: the only spec fields its cache keeps (empty: the whole object)."""
+    deleted: bool = False
+    """The operator deletes it (deadlines, rebuilds), not only garbage collection."""
+    optional: bool = False
+    """Only some runtimes make it: a missing permission is a start-up warning, not a refusal to start."""
+    purpose: str = ""
+    """What it is for: the comment on its RBAC rule."""
+
+    @property
+    def tracked(self) -> bool:
+        """Its existence is remembered per TrainJob once written (the builder skips what exists)."""
+        return self.mode is Mode.CREATE_ONCE or self.probe
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def verbs(self) -> tuple[str, ...]:
+        """The requests the shell makes for it: get (probes, read-through), create and patch (server-side apply,
+        create once), list and watch (watched kinds), delete."""
+        return ("get", *(("list", "watch") if self.watch else ()), "create", "patch",
+                *(("delete",) if self.deleted else ()))
 
 
-class WatchExtension(Plugin):
+class OwnsKinds(Plugin):
+    """Startup: the child kinds the plugin's builder emits. Everything the shell needs for a kind comes from here."""
+
     @abstractmethod
-    def watches(self) -> list[WatchSpec]: ...
+    def kinds(self) -> list[ChildKind]: ...
 
 
 class CustomValidation(Plugin):

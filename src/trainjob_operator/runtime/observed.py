@@ -21,18 +21,29 @@ class StatusServer:
 
 
 @dataclass(frozen=True)
+class ObjectRef:
+    """One object a TrainJob owns, by what names it."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Observed:
     jobset: dict[str, Any] | None = None
     """The JobSet named like the TrainJob, as read from the API (None when absent)."""
-    mpi_ssh_secret_exists: bool = False
-    flux_curve_secret_exists: bool = False
-    pod_group_exists: bool = False
+    existing: frozenset[ObjectRef] = frozenset()
+    """Children of a tracked kind (created once, or probed) known to exist."""
     priority_classes: frozenset[str] | None = None
     """Names of existing PriorityClasses, or None when unknown (then the Volcano check is skipped)."""
     ssh_key: SSHKeyPair | None = field(default=None, repr=False)
     """Key material for a new MPI Secret; when None the MPI plugin generates one."""
     status_server: StatusServer | None = None
     """Where trainer pods report progress; None when the status server is off (nothing is injected)."""
+
+    def exists(self, api_version: str, kind: str, name: str) -> bool:
+        return ObjectRef(api_version, kind, name) in self.existing
 
     @property
     def jobset_suspended(self) -> bool:

@@ -1,26 +1,30 @@
 """The framework: plugins sorted into one bucket per extension point, run in the documented order."""
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation
 from .framework import (
+    ChildKind,
     ComponentBuilder,
     CustomValidation,
     EnforceMLPolicy,
     EnforcePodGroupPolicy,
     EnforcePodSpec,
     Manifest,
+    Mode,
+    OwnsKinds,
     Plugin,
     TrainJobStatusPlugin,
-    WatchExtension,
-    WatchSpec,
 )
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .observed import NOTHING, Observed
 from .registry import PLUGINS, Factory
+from .snapshot import SNAPSHOT_KIND
 from .status import StatusOutcome, desired_status
 
 
@@ -33,7 +37,7 @@ class Framework:
     pod_specs: tuple[EnforcePodSpec, ...] = field(default=())
     builders: tuple[ComponentBuilder, ...] = field(default=())
     status_plugin: TrainJobStatusPlugin | None = None
-    watchers: tuple[WatchExtension, ...] = field(default=())
+    owners: tuple[OwnsKinds, ...] = field(default=())
 
     @classmethod
     def from_registry(cls, registry: dict[str, Factory] | None = None) -> "Framework":
@@ -49,7 +53,7 @@ class Framework:
             pod_specs=tuple(p for p in plugins if isinstance(p, EnforcePodSpec)),
             builders=tuple(p for p in plugins if isinstance(p, ComponentBuilder)),
             status_plugin=statuses[0] if statuses else None,
-            watchers=tuple(p for p in plugins if isinstance(p, WatchExtension)),
+            owners=tuple(p for p in plugins if isinstance(p, OwnsKinds)),
         )
 
     def runtime_info(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> RuntimeInfo:
@@ -69,13 +73,20 @@ class Framework:
         return info
 
     def desired_objects(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> list[Manifest]:
-        """Every object to server-side apply for `job`, in apply order. Raises BuildError."""
-        info = self.runtime_info(job, runtime, observed)
-        objects: list[Manifest] = []
+        """Every object to write for `job`, in write order. Raises BuildError."""
+        return [obj for obj, _ in self.build(self.runtime_info(job, runtime, observed), job, observed)]
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[tuple[Manifest, Mode]]:
+        """The builders' objects, each with how it is written (its builder's declaration of the kind; a kind it
+        does not declare is applied). Raises BuildError."""
+        objects: list[tuple[Manifest, Mode]] = []
         try:
-            for builder in self.builders:
-                objects += builder.build(info, job, observed)
+            for builder, modes in zip(self.builders, self._modes, strict=True):
+                objects += [(obj, modes.get((obj["apiVersion"], obj["kind"]), Mode.APPLY))
+                            for obj in builder.build(info, job, observed)]
         except (ValueError, ArithmeticError) as err:
+            if isinstance(err, BuildError):
+                raise
             raise BuildError(str(err)) from err
         return objects
 
@@ -101,9 +112,40 @@ class Framework:
             raise ValueError("no TrainJobStatus plugin is registered")
         return desired_status(job, self.status_plugin.status(job, observed, now), now, policy)
 
-    def watches(self) -> list[WatchSpec]:
-        seen: dict[tuple[str, str], WatchSpec] = {}
-        for watcher in self.watchers:
-            for spec in watcher.watches():
-                seen.setdefault((spec.api_version, spec.kind), spec)
-        return list(seen.values())
+    @cached_property
+    def _modes(self) -> tuple[dict[tuple[str, str], Mode], ...]:
+        """Per builder: how it writes each kind it declares."""
+        return tuple({(k.api_version, k.kind): k.mode for k in builder.kinds()} if isinstance(builder, OwnsKinds)
+                     else {} for builder in self.builders)
+
+    @cached_property
+    def _kinds(self) -> tuple[ChildKind, ...]:
+        return tuple(merge_kinds([SNAPSHOT_KIND, *(k for owner in self.owners for k in owner.kinds())]))
+
+    def kinds(self) -> list[ChildKind]:
+        """Every child kind the plugins declare, once per (apiVersion, kind), in registry order (the snapshot
+        ConfigMap the core writes first): the source of the watches, the tracked kinds, the client's REST paths, the
+        start-up permission checks and the chart's RBAC."""
+        return list(self._kinds)
+
+    def watched(self) -> list[ChildKind]:
+        return [k for k in self.kinds() if k.watch]
+
+    def kind(self, api_version: str, kind: str) -> ChildKind | None:
+        return next((k for k in self.kinds() if (k.api_version, k.kind) == (api_version, kind)), None)
+
+
+def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
+    """One entry per (apiVersion, kind): a kind two plugins declare is watched, probed or deleted if either says
+    so, and optional only if both do (how each plugin writes its own objects stays with that plugin)."""
+    merged: dict[tuple[str, str], ChildKind] = {}
+    for k in kinds:
+        seen = merged.get((k.api_version, k.kind))
+        if seen is None:
+            merged[(k.api_version, k.kind)] = k
+            continue
+        merged[(k.api_version, k.kind)] = replace(
+            seen, probe=seen.probe or k.probe, watch=seen.watch or k.watch, deleted=seen.deleted or k.deleted,
+            optional=seen.optional and k.optional, cache_spec=seen.cache_spec or k.cache_spec,
+            purpose="; ".join(p for p in (seen.purpose, k.purpose) if p))
+    return list(merged.values())

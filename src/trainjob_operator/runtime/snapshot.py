@@ -7,11 +7,14 @@ from ..api.runtime import runtime_model
 from ..api.trainjob import TrainJob
 from . import yamltext
 from .errors import BuildError
-from .framework import Manifest
+from .framework import ChildKind, Manifest, Mode
 from .info import RuntimeSource
 from .manifests import owned_metadata
 
 SNAPSHOT_KEY = "runtime"
+SNAPSHOT_KIND = ChildKind("v1", "ConfigMap", "configmaps", Mode.CREATE_ONCE,
+                          purpose="runtime snapshot ConfigMaps (created once, read back when the runtime is gone)")
+"""The one child the core writes itself (not a plugin): listed first among the kinds."""
 
 
 def snapshot_name(job: TrainJob) -> str:

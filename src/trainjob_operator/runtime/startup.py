@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..api import constants as c
+from .framework import ChildKind
+from .pipeline import Framework
 
 JOBSET_VERSION = "v0.12.0"
 TRAINER_CRDS_FIX = "install them: `kubectl apply --server-side -f crds/` (in this repository)"
@@ -85,24 +87,24 @@ NO_LEADER_ELECTION = "or run with --no-leader-election"
 NO_STATUS_SERVER = "or run with --no-status-server"
 
 
-def permissions(plan: Plan) -> list[Need]:
-    """Every request the operator makes, as the chart's RBAC grants them (a unit test keeps the two in step)."""
+def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Need]:
+    """Every request the operator makes, as the chart's RBAC grants them (a unit test keeps the two in step).
+    `kinds`: the child kinds (default: the plugin registry's)."""
+    if kinds is None:
+        kinds = Framework.from_registry().kinds()
     scopes: Sequence[str | None] = plan.namespaces or (None,)
     needs: list[Need] = []
     for ns in scopes:
         needs += [Need(verb, c.GROUP, plural, ns) for plural in ("trainjobs", "trainingruntimes")
                   for verb in ("get", "list", "watch")]
         needs.append(Need("patch", c.GROUP, "trainjobs/status", ns))
-        needs += [Need(verb, "jobset.x-k8s.io", "jobsets", ns)
-                  for verb in ("get", "list", "watch", "create", "patch", "delete")]
-        needs += [Need(verb, "", plural, ns)
-                  for plural in ("configmaps", "secrets") for verb in ("get", "create", "patch")]
+        # The child kinds, from the plugin registry (optional kinds, such as PodGroups that only gang-scheduling
+        # runtimes make, are worth a warning, not a refusal to start).
+        needs += [Need(verb, kind.group, kind.plural, ns, required=not kind.optional)
+                  for kind in kinds for verb in kind.verbs]
         needs.append(Need("create", "", "events", ns))
-        # Only with the OwnerReferencesPermissionEnforcement admission plugin, and only gang-scheduling runtimes
-        # make PodGroups: worth a warning, not a refusal to start.
+        # Only with the OwnerReferencesPermissionEnforcement admission plugin: a warning.
         needs.append(Need("update", c.GROUP, "trainjobs/finalizers", ns, required=False))
-        needs += [Need(verb, group, "podgroups", ns, required=False)
-                  for group in ("scheduling.x-k8s.io", "scheduling.volcano.sh") for verb in ("get", "create", "patch")]
         # Only TrainJobs with a TTL (delete) or a startup deadline (list their pods) need these: a warning.
         needs.append(Need("delete", c.GROUP, "trainjobs", ns, required=False))
         needs.append(Need("list", "", "pods", ns, required=False))
@@ -115,6 +117,8 @@ def permissions(plan: Plan) -> list[Need]:
                                 plan.webhook_configurations, strict=True):
             needs += [Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
                       for verb in ("get", "create", "patch")]
+        # The Volcano plugin's check that a TrainJob's PriorityClass exists: skipped (a warning) without it.
+        needs.append(Need("list", "scheduling.k8s.io", "priorityclasses", None, fix=NO_WEBHOOKS, required=False))
     if plan.webhooks or plan.status_server:
         fix = NO_WEBHOOKS if not plan.status_server else \
             (NO_STATUS_SERVER if not plan.webhooks else "or run with --no-webhooks --no-status-server")

@@ -5,14 +5,14 @@ from typing import ClassVar
 
 from ...api import constants as c
 from ...api.trainjob import TrainJob
-from ..framework import ComponentBuilder, EnforcePodGroupPolicy, Manifest, WatchExtension, WatchSpec
+from ..framework import ChildKind, ComponentBuilder, EnforcePodGroupPolicy, Manifest, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
 from .podgroup import min_member, min_resources
 
 
-class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, WatchExtension):
+class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, OwnsKinds):
     name: ClassVar[str] = "CoScheduling"
 
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
@@ -22,7 +22,8 @@ class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, WatchExtension):
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         policy = info.pod_group_policy.coscheduling if info.pod_group_policy is not None else None
-        if policy is None or (observed.pod_group_exists and not job.spec.suspend):
+        exists = observed.exists(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, job.name)
+        if policy is None or (exists and not job.spec.suspend):
             return []
         timeout = policy.schedule_timeout_seconds if policy.schedule_timeout_seconds is not None else 60
         return [{
@@ -36,7 +37,6 @@ class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, WatchExtension):
             },
         }]
 
-    def watches(self) -> list[WatchSpec]:
-        return [WatchSpec(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND),
-                WatchSpec("v1", "LimitRange", owned=False),
-                WatchSpec("node.k8s.io/v1", "RuntimeClass", owned=False)]
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "podgroups", probe=True, optional=True,
+                          purpose="scheduler-plugins PodGroups (gang scheduling)")]

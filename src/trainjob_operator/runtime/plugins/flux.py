@@ -27,7 +27,7 @@ from ...api.core import Container, Volume, VolumeMount
 from ...api.runtime import FluxMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, WatchExtension, WatchSpec
+from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
@@ -79,7 +79,7 @@ def flux_policy(info: RuntimeInfo) -> FluxMLPolicySource | None:
     return info.ml_policy.flux if info.ml_policy is not None else None
 
 
-class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
+class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "Flux"
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
@@ -131,7 +131,7 @@ class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
                 INIT_KEY: init_script(job, settings),
             },
         }]
-        if not observed.flux_curve_secret_exists:
+        if not observed.exists("v1", "Secret", curve_secret_name(job)):
             cert = curve_certificate(job.name, job.metadata.uid or "")
             objects.append({
                 "apiVersion": "v1",
@@ -159,8 +159,10 @@ class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
                                       f"InitContainer '{INSTALLER_CONTAINER}' is reserved"))
         return Validation(tuple(errors))
 
-    def watches(self) -> list[WatchSpec]:
-        return [WatchSpec("v1", "ConfigMap"), WatchSpec("v1", "Secret")]
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind("v1", "ConfigMap", "configmaps", purpose="Flux entrypoint ConfigMaps"),
+                ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="Flux CURVE certificate Secrets "
+                                                                                 "(created once)")]
 
 
 def volumes(job: TrainJob) -> list[Volume]:

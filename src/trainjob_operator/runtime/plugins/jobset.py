@@ -10,7 +10,7 @@ from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, T
 from .. import lifecycle, names
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
-from ..framework import ComponentBuilder, CustomValidation, Manifest, TrainJobStatusPlugin, WatchExtension, WatchSpec
+from ..framework import ChildKind, ComponentBuilder, CustomValidation, Manifest, OwnsKinds, TrainJobStatusPlugin
 from ..info import RuntimeInfo
 from ..manifests import owner_reference
 from ..observed import Observed
@@ -20,7 +20,7 @@ PROTECTED_ENV_CONTAINERS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.NODE)
 DOMAIN_PREFIXED_HINT = 'must be a domain-prefixed path (such as "acme.io/foo")'
 
 
-class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, WatchExtension):
+class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, OwnsKinds):
     name: ClassVar[str] = "JobSet"
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
@@ -43,8 +43,10 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Wat
     def status(self, job: TrainJob, observed: Observed, now: datetime) -> TrainJobStatus:
         return jobset_status(job, observed.jobset, now)
 
-    def watches(self) -> list[WatchSpec]:
-        return [WatchSpec(c.JOBSET_API_VERSION, c.JOBSET_KIND)]
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind(c.JOBSET_API_VERSION, c.JOBSET_KIND, "jobsets", watch=True, deleted=True,
+                          cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs"),
+                          purpose="the JobSet: server-side applied, watched, deleted on deadlines and rebuilds")]
 
 
 def rebuildable(jobset: dict[str, Any] | None) -> bool:

@@ -8,7 +8,7 @@ from ...api.core import EnvVar, Volume, VolumeMount
 from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, WatchExtension, WatchSpec
+from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
@@ -38,7 +38,7 @@ def slots(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> int:
     return runtime_slots
 
 
-class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
+class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "MPI"
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
@@ -94,7 +94,7 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
         if policy is None:
             return []
         objects: list[Manifest] = []
-        if not observed.mpi_ssh_secret_exists:
+        if not observed.exists("v1", "Secret", ssh_secret_name(job)):
             key = observed.ssh_key or generate_ssh_key()
             objects.append({
                 "apiVersion": "v1",
@@ -133,8 +133,9 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, WatchExtension):
                                   f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]"))
         return Validation(tuple(errors))
 
-    def watches(self) -> list[WatchSpec]:
-        return [WatchSpec("v1", "ConfigMap"), WatchSpec("v1", "Secret")]
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="MPI SSH key Secrets (created once)"),
+                ChildKind("v1", "ConfigMap", "configmaps", purpose="MPI hostfile ConfigMaps")]
 
 
 def launcher_env(slots_per_node: str) -> list[EnvVar]:

@@ -7,12 +7,12 @@ from ...api import constants as c
 from ...api.trainjob import TrainJob
 from ..errors import FieldError, Validation, invalid
 from ..framework import (
+    ChildKind,
     ComponentBuilder,
     CustomValidation,
     EnforcePodGroupPolicy,
     Manifest,
-    WatchExtension,
-    WatchSpec,
+    OwnsKinds,
 )
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
@@ -22,7 +22,7 @@ from .podgroup import min_member, min_resources
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, WatchExtension):
+class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "Volcano"
 
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
@@ -32,7 +32,8 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, WatchEx
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         policy = info.pod_group_policy.volcano if info.pod_group_policy is not None else None
-        if policy is None or (observed.pod_group_exists and not job.spec.suspend):
+        exists = observed.exists(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND, job.name)
+        if policy is None or (exists and not job.spec.suspend):
             return []
         spec: dict[str, Any] = {"minMember": min_member(info), "minResources": min_resources(info)}
         queue = info.annotations.get(c.VOLCANO_QUEUE_NAME_ANNOTATION)
@@ -73,7 +74,6 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, WatchEx
                                           f'priorityclasses.scheduling.k8s.io "{name}" not found'))
         return Validation(tuple(errors))
 
-    def watches(self) -> list[WatchSpec]:
-        return [WatchSpec(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND),
-                WatchSpec("v1", "LimitRange", owned=False),
-                WatchSpec("node.k8s.io/v1", "RuntimeClass", owned=False)]
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND, "podgroups", probe=True, optional=True,
+                          purpose="Volcano PodGroups (gang scheduling)")]

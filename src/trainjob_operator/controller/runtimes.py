@@ -1,0 +1,49 @@
+"""The one runtime lookup the reconciler and the admission webhooks share: cache first, then the API."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api import constants as c
+from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..k8s.client import Client
+from ..runtime.info import RuntimeSource
+from .store import Store
+
+PARSED_LIMIT = 1024
+"""Parsed runtime versions kept; past it the memo starts over."""
+
+
+@dataclass
+class RuntimeResolver:
+    client: Client
+    store: Store
+    sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
+
+    async def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
+        """From the cache; on a miss, read through to the API so a runtime created a moment ago is found. Raises
+        ApiError, and pydantic's ValidationError for a runtime that does not parse."""
+        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
+            raw = self.store.cluster_runtimes.get(("", name))
+            if raw is None:
+                raw = await self.client.get(c.API_VERSION, kind, name)
+                if raw is not None:
+                    self.store.cluster_runtimes.put(raw)
+            model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
+        else:
+            raw = self.store.runtimes.get((namespace, name))
+            if raw is None:
+                raw = await self.client.get(c.API_VERSION, kind, name, namespace)
+                if raw is not None:
+                    self.store.runtimes.put(raw)
+            model = TrainingRuntime
+        if raw is None:
+            return None
+        meta = raw.get("metadata") or {}
+        version = (kind, meta.get("namespace"), meta.get("name"), meta.get("resourceVersion"))
+        source = self.sources.get(version)
+        if source is None:  # parsed once per runtime version, shared by every TrainJob that uses it
+            source = RuntimeSource.of(model.model_validate(raw))
+            if len(self.sources) > PARSED_LIMIT:
+                self.sources.clear()
+            self.sources[version] = source
+        return source

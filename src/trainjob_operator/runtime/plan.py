@@ -1,0 +1,304 @@
+"""The reconcile of one TrainJob as pure decisions; `controller/reconciler.py` only reads, executes and records.
+
+One pass: `ignored` (not ours, or being deleted) → `stage` (finished, unsupported, running, to build) → for a build,
+the runtime snapshot (`snapshot_source`) and `children` (the writes, with the JobSet rebuild decisions; an apply
+error is judged by `rebuild_after_refusal`) → `status` (the status plugin and the lifecycle timers) →
+`after_startup_check` when the startup deadline passed → `final_status` → `status_patch` (or no write) and, for a
+failure, `event`. No I/O and no clock: every object and `now` come in as arguments.
+"""
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from ..api import constants as c
+from ..api.runtime import RunPolicy
+from ..api.trainjob import Condition, TrainJob, TrainJobStatus
+from .conditions import is_finished, rfc3339, set_condition
+from .errors import BuildError, describe
+from .framework import Manifest, Mode
+from .info import RuntimeInfo, RuntimeSource
+from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
+from .observed import ObjectRef, Observed
+from .pipeline import Framework
+from .plugins.jobset import rebuildable
+from .snapshot import runtime_from_snapshot
+from .status import StatusOutcome, startup_failed, trainjob_state, with_reconcile_error
+
+EVENT_MESSAGE_LIMIT = 950
+"""Characters of an Event's note before it is cut (the API server refuses notes over 1 KiB)."""
+
+
+class Failure(Exception):
+    """A failure that belongs in the TrainJob's status (ReconcileFailed) and one Warning Event: (reason, message)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Failure) and (self.reason, self.message) == (other.reason, other.message)
+
+    def __hash__(self) -> int:
+        return hash((self.reason, self.message))
+
+    def __repr__(self) -> str:
+        return f"Failure({self.reason!r}, {self.message!r})"
+
+
+# --- writes ---------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Apply:
+    """Server-side apply (forced, the operator's field manager)."""
+
+    obj: Manifest
+
+
+@dataclass(frozen=True)
+class Create:
+    """A plain create; a conflict means the object exists (created once, never updated)."""
+
+    obj: Manifest
+
+
+@dataclass(frozen=True)
+class Delete:
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+    propagation: str = "Background"
+    uid: str | None = None
+    """Only this incarnation (a precondition): an object re-created under the same name is not touched."""
+
+
+Write = Apply | Create | Delete
+
+
+def ref_of(obj: Manifest) -> ObjectRef:
+    return ObjectRef(obj["apiVersion"], obj["kind"], (obj.get("metadata") or {}).get("name", ""))
+
+
+def describe_write(write: Write) -> str:
+    """`Kind namespace/name`, as failures name the object."""
+    if isinstance(write, Delete):
+        return f"{write.kind} {write.namespace}/{write.name}"
+    meta = write.obj["metadata"]
+    return f"{write.obj['kind']} {meta.get('namespace')}/{meta['name']}"
+
+
+# --- which pass ----------------------------------------------------------------------------------------------------
+
+class Stage(StrEnum):
+    FINISHED = "finished"
+    """Terminal means terminal: no child is (re)created or updated; the status still follows the JobSet."""
+    UNSUPPORTED = "unsupported"
+    """The runtimeRef names no kind this operator serves: Failed, nothing built."""
+    RUNNING = "running"
+    """A running JobSet is never re-applied (nor its PodGroups): only the status is followed, no runtime read."""
+    BUILD = "build"
+    """Build and write every child (first build, suspended, resumed, resized)."""
+
+
+def ignored(job: TrainJob, body: dict[str, Any]) -> bool:
+    """Another controller manages it (`spec.managedBy`), or it is being deleted (TTL or a user): nothing to do."""
+    if job.spec.managed_by not in (None, c.DEFAULT_MANAGED_BY):
+        return True
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def supported(job: TrainJob) -> bool:
+    ref = job.spec.runtime_ref
+    return ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS
+
+
+def stage(job: TrainJob, jobset: dict[str, Any] | None) -> Stage:
+    if is_finished((job.status or TrainJobStatus()).conditions):
+        return Stage.FINISHED
+    if not supported(job):
+        return Stage.UNSUPPORTED
+    if jobset is not None and not job.spec.suspend and not (jobset.get("spec") or {}).get("suspend"):
+        return Stage.RUNNING
+    return Stage.BUILD
+
+
+def unsupported(job: TrainJob, now: datetime) -> StatusOutcome:
+    ref = job.spec.runtime_ref
+    status = (job.status or TrainJobStatus()).model_copy(deep=True)
+    conditions = list(status.conditions or [])
+    set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True",
+                                        reason=c.REASON_RUNTIME_NOT_SUPPORTED,
+                                        message=f"unsupported runtime: {ref.kind}.{ref.api_group}"), now)
+    status.conditions = conditions
+    return StatusOutcome(status)
+
+
+# --- the runtime snapshot ------------------------------------------------------------------------------------------
+
+def runtime_missing(job: TrainJob) -> Failure:
+    ref = job.spec.runtime_ref
+    if ref.kind == c.TRAINING_RUNTIME_KIND:
+        message = (f'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.{c.GROUP} "{ref.name}" '
+                   f"not found")
+    else:
+        message = (f"not found ClusterTrainingRuntime specified in TrainJob: ClusterTrainingRuntime.{c.GROUP} "
+                   f'"{ref.name}" not found')
+    return Failure(c.REASON_RUNTIME_NOT_FOUND, message)
+
+
+def snapshot_source(job: TrainJob, configmap: dict[str, Any] | None) -> RuntimeSource:
+    """The snapshot path (the live runtime is gone, or its snapshot exists already: the create conflicted): the
+    runtime saved in the snapshot ConfigMap, checked against the TrainJob's owner and runtimeRef. Raises Failure."""
+    if configmap is None:
+        raise runtime_missing(job)
+    try:
+        return runtime_from_snapshot(job, configmap)
+    except BuildError as err:
+        raise Failure(c.REASON_INVALID_SNAPSHOT, str(err)) from err
+
+
+# --- the children ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Children:
+    writes: tuple[Write, ...]
+    """In order: JobSet rebuild deletes take the place of the JobSet's apply."""
+    probes: tuple[ObjectRef, ...] = ()
+    """Objects of probed kinds the build emits without knowing whether they exist: read them, then plan again."""
+    nodes: int | None = None
+    """The trainer's node count (status.nodes)."""
+
+
+def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observed: Observed) -> Children:
+    """Every write of a build. Raises Failure (BuildFailed) for what the plugins cannot build."""
+    try:
+        info: RuntimeInfo = framework.runtime_info(job, runtime, observed)
+        built = framework.build(info, job, observed)
+    except (BuildError, ValueError) as err:
+        raise Failure(c.REASON_BUILD_FAILED, str(err)) from err
+    except Exception as err:  # pure code: a crash on this TrainJob's input is this TrainJob's failure
+        raise Failure(c.REASON_BUILD_FAILED, describe(err)) from err
+    probed = {(k.api_version, k.kind) for k in framework.kinds() if k.probe}
+    probes = tuple(ref for ref in (ref_of(obj) for obj, _ in built)
+                   if (ref.api_version, ref.kind) in probed and ref not in observed.existing)
+    writes: list[Write] = []
+    for obj, mode in built:
+        if obj["kind"] == c.JOBSET_KIND and observed.jobset is not None:
+            meta = observed.jobset.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                continue  # being deleted for a rebuild: its DELETED event brings the TrainJob back
+            if needs_rebuild(obj, observed.jobset):
+                # Resized while suspended: JobSet keeps replicatedJobs immutable, so the JobSet is deleted
+                # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built again at
+                # the new size once it is gone. Secrets and the snapshot stay.
+                writes.append(Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground",
+                                     meta.get("uid")))
+                continue
+        writes.append(Create(obj) if mode is Mode.CREATE_ONCE else Apply(obj))
+    trainer = info.ancestor(c.ANCESTOR_TRAINER)
+    return Children(tuple(writes), probes, trainer.count if trainer is not None else None)
+
+
+def rebuild_after_refusal(write: Write, status: int, message: str, observed: Observed) -> Delete | None:
+    """An apply the API server refused: a JobSet of an older shape that refuses the update as immutable and never
+    ran is deleted and applied again (the delete to send first); anything else is a failure (None)."""
+    if not isinstance(write, Apply) or write.obj["kind"] != c.JOBSET_KIND:
+        return None
+    if not (status in (403, 422) and "immutable" in message and rebuildable(observed.jobset)):
+        return None
+    meta = write.obj["metadata"]
+    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, meta["name"], meta.get("namespace"))
+
+
+def write_failed(write: Write, message: str) -> Failure:
+    verb = "create" if isinstance(write, Create) else "apply"
+    return Failure(c.REASON_APPLY_FAILED, f"failed to {verb} {describe_write(write)}: {message}")
+
+
+# --- the status -----------------------------------------------------------------------------------------------------
+
+def status(framework: Framework, job: TrainJob, jobset: dict[str, Any] | None, now: datetime,
+           policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
+    """The status plugin's view and the lifecycle timers; if that fails on this TrainJob, the status keeps what it
+    had and the failure is reported (BuildFailed)."""
+    try:
+        return framework.status(job, Observed(jobset=jobset), now, policy), None
+    except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
+        current = job.status or TrainJobStatus()
+        return StatusOutcome(current.model_copy(deep=True)), Failure(
+            c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}")
+
+
+def after_startup_check(outcome: StatusOutcome, check: StartupCheck, policy: RunPolicy,
+                        now: datetime) -> StatusOutcome:
+    """The startup deadline passed and the pods were listed: a stuck pod fails the TrainJob (and its JobSet goes);
+    otherwise come back to look again, unless every pod started."""
+    if check.stuck is not None:
+        failed = startup_failed(outcome.status, check.stuck, policy.startup_deadline_seconds or 0, now)
+        return replace(outcome, status=failed, delete_jobset=True, requeue_after=None, check_startup=False)
+    if check.started:
+        return outcome
+    return pods_unreadable(outcome)
+
+
+def pods_unreadable(outcome: StatusOutcome) -> StatusOutcome:
+    wait = outcome.requeue_after
+    return replace(outcome, requeue_after=min(wait, STARTUP_RECHECK_SECONDS) if wait else STARTUP_RECHECK_SECONDS)
+
+
+def final_status(job: TrainJob, outcome: StatusOutcome, failure: Failure | None, nodes: int | None,
+                 now: datetime) -> TrainJobStatus:
+    """The status to write: ReconcileFailed for a failure (dropped without one), the state, the node count."""
+    result = with_reconcile_error(outcome.status, (failure.reason, failure.message) if failure else None, now)
+    result.state = trainjob_state(job, result)  # type: ignore[assignment]
+    if nodes is not None:
+        result.nodes = nodes
+    return result
+
+
+def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | None:
+    """The merge patch of `status` (changed fields only), or None when nothing is to be written: no change, or
+    nothing to report yet (a new TrainJob that is only Pending: the first real change carries the state, so a
+    never-suspended TrainJob costs no more writes than upstream's)."""
+    before = job.status.to_wire() if job.status is not None else {}
+    after = desired.to_wire()
+    if before == after:
+        return None
+    if not before and set(after) <= {"state", "nodes", "startTime", "restarts"} and \
+            after.get("state") == c.STATE_PENDING and not after.get("restarts"):
+        return None
+    return {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+
+def event(job: TrainJob, failure: Failure, last_message: str | None, now: datetime) -> dict[str, Any] | None:
+    """One Warning Event per distinct failure (upstream's reason and note), not one per retry: None when the last
+    failure recorded for this TrainJob had the same message."""
+    if last_message == failure.message:
+        return None
+    note = f"TrainJob resources reconciliation failed: {failure.message}"
+    if len(note) > EVENT_MESSAGE_LIMIT:
+        note = note[:EVENT_MESSAGE_LIMIT] + " ..."
+    stamp = rfc3339(now)
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
+        "involvedObject": {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": job.name,
+                           "namespace": job.namespace, "uid": job.metadata.uid},
+        "reason": c.EVENT_RESOURCES_CREATION_FAILED, "message": note, "type": "Warning",
+        "action": "Reconciling", "reportingComponent": "trainer-trainjob-controller",
+        "reportingInstance": "trainjob-operator", "source": {"component": "trainer-trainjob-controller"},
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }
+
+
+def delete_jobset(job: TrainJob) -> Delete:
+    """A deadline passed (active or startup): the JobSet goes, the TrainJob stays Failed."""
+    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace)
+
+
+def delete_trainjob(job: TrainJob) -> Delete:
+    """ttlSecondsAfterFinished: the TrainJob itself goes (this incarnation only), its children by garbage
+    collection."""
+    return Delete(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, uid=job.metadata.uid)

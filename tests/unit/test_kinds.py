@@ -1,0 +1,103 @@
+"""Plugins own their kinds: a plugin that writes a new child kind declares it in its own module, and everything
+else (the writes and their mode, existence tracking, the watches, the client's REST paths, the start-up permission
+checks and the chart's RBAC rules) follows from the registry. A toy plugin proves no other file has to change."""
+
+import importlib.util
+from pathlib import Path
+from typing import Any, ClassVar
+
+from builders import RuntimeBuilder, TrainJobBuilder
+from trainjob_operator.api import constants as c
+from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.config import OperatorConfig
+from trainjob_operator.controller.main import Manager, registry_for, watched_collections
+from trainjob_operator.controller.store import Store
+from trainjob_operator.k8s.client import Resource, resource_of
+from trainjob_operator.runtime import plan, startup
+from trainjob_operator.runtime.framework import ChildKind, ComponentBuilder, Manifest, Mode, OwnsKinds
+from trainjob_operator.runtime.info import RuntimeInfo
+from trainjob_operator.runtime.manifests import owned_metadata
+from trainjob_operator.runtime.observed import ObjectRef, Observed
+from trainjob_operator.runtime.pipeline import Framework
+from trainjob_operator.runtime.registry import PLUGINS
+
+REPO = Path(__file__).resolve().parents[2]
+WIDGETS = "toys.example.com/v1"
+
+
+class Toy(ComponentBuilder, OwnsKinds):
+    """A plugin with a kind no other plugin knows: one Widget per TrainJob, created once, watched."""
+
+    name: ClassVar[str] = "Toy"
+
+    def kinds(self) -> list[ChildKind]:
+        return [ChildKind(WIDGETS, "Widget", "widgets", Mode.CREATE_ONCE, watch=True, purpose="toy widgets")]
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        if observed.exists(WIDGETS, "Widget", job.name):
+            return []
+        return [{"apiVersion": WIDGETS, "kind": "Widget", "metadata": owned_metadata(job, job.name)}]
+
+
+# Registered where a new plugin goes: before the JobSet plugin, whose JobSet is written last.
+FRAMEWORK = Framework.from_registry({**{k: v for k, v in PLUGINS.items() if k != "JobSet"}, Toy.name: Toy,
+                                     "JobSet": PLUGINS["JobSet"]})
+WIDGET = ChildKind(WIDGETS, "Widget", "widgets", Mode.CREATE_ONCE, watch=True, purpose="toy widgets")
+
+
+def test_the_registry_lists_the_new_kind_once_with_what_its_plugin_declared() -> None:
+    assert [k for k in FRAMEWORK.kinds() if k.group == "toys.example.com"] == [WIDGET]
+    assert FRAMEWORK.watched() == [WIDGET, *Framework.from_registry().watched()]
+
+
+def test_the_builder_says_how_the_new_kind_is_written_and_the_plan_tracks_it() -> None:
+    job, runtime = TrainJobBuilder.make().obj(), RuntimeBuilder.make().ml_policy(num_nodes=1, torch={}).source()
+    first = plan.children(FRAMEWORK, job, runtime, Observed())
+    assert [type(w).__name__ + " " + w.obj["kind"] for w in first.writes if not isinstance(w, plan.Delete)] == [
+        "Create Widget", "Apply JobSet"]
+    known = Observed(existing=frozenset({ObjectRef(WIDGETS, "Widget", "test-job")}))
+    again = plan.children(FRAMEWORK, job, runtime, known)
+    assert [w.obj["kind"] for w in again.writes if not isinstance(w, plan.Delete)] == ["JobSet"]
+
+
+def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
+    manager = Manager(OperatorConfig(namespaces=["team-a"]), None, framework=FRAMEWORK,  # type: ignore[arg-type]
+                      store=Store.for_kinds(FRAMEWORK.kinds()))
+    watched = {(h.selector.group, h.selector.version, h.selector.any_name)
+               for h in registry_for(manager)._watching.get_all_handlers()}
+    assert ("toys.example.com", "v1", "widgets") in watched
+    assert ("jobset.x-k8s.io", "v1alpha2", "jobsets") in watched
+    assert ("widgets", "team-a") in watched_collections(["team-a"], manager.watched)
+    assert (WIDGETS, "Widget") in manager.store.children
+    assert resource_of(WIDGETS, "Widget") == Resource(WIDGETS, "widgets")
+    owned = {"apiVersion": WIDGETS, "kind": "Widget", "metadata": {
+        "name": "w", "namespace": "team-a", "resourceVersion": "1",
+        "ownerReferences": [{"kind": c.TRAINJOB_KIND, "name": "job", "controller": True}]}}
+    manager.on_child(WIDGET, {"type": "ADDED", "object": owned})
+    assert manager.store.children[(WIDGETS, "Widget")].get(("team-a", "w")) == owned
+    assert manager.queue._queued == {("team-a", "job")}
+
+
+def test_the_start_up_checks_and_the_charts_rbac_grant_the_new_kind() -> None:
+    needs = startup.permissions(startup.Plan("ops"), FRAMEWORK.kinds())
+    assert [(n.verb, n.resource) for n in needs if n.group == "toys.example.com"] == [
+        ("get", "widgets"), ("list", "widgets"), ("watch", "widgets"), ("create", "widgets"), ("patch", "widgets")]
+    spec = importlib.util.spec_from_file_location("sync_chart", REPO / "hack" / "sync-chart-crds.py")
+    assert spec is not None and spec.loader is not None
+    sync: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sync)
+    rules = sync.child_rules(FRAMEWORK.kinds())
+    assert ('  # Widget (toys.example.com/v1): toy widgets.\n  - apiGroups: ["toys.example.com"]\n'
+            '    resources: ["widgets"]\n    verbs: ["get", "list", "watch", "create", "patch"]\n') in rules
+
+
+def test_the_shipped_registry_watches_only_jobsets() -> None:
+    """Today's behaviour: the JobSet is the one watched child; PodGroups are probed, Secrets created once."""
+    kinds = {(k.api_version, k.kind): (k.mode, k.probe, k.watch) for k in Framework.from_registry().kinds()}
+    assert kinds == {
+        ("v1", "ConfigMap"): (Mode.CREATE_ONCE, False, False),
+        ("v1", "Secret"): (Mode.CREATE_ONCE, False, False),
+        (c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
+        (c.VOLCANO_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
+        (c.JOBSET_API_VERSION, c.JOBSET_KIND): (Mode.APPLY, False, True),
+    }
