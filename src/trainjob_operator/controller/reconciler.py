@@ -343,12 +343,20 @@ class Reconciler:
                     # Resized while suspended: JobSet keeps replicatedJobs immutable, so the JobSet is deleted
                     # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built
                     # again at the new size once it is gone. Secrets and the snapshot stay.
+                    # Only the version read (uid and resourceVersion preconditions): a cache view that is stale
+                    # (the JobSet resumed meanwhile, by another replica before a failover) deletes nothing.
                     log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
+                    meta = observed.jobset.get("metadata") or {}
                     await self._write("delete", self.client.delete(
                         c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, propagation="Foreground",
-                        uid=(observed.jobset.get("metadata") or {}).get("uid")))
+                        uid=meta.get("uid"), resource_version=meta.get("resourceVersion")))
                     continue
-            applied = await (self._apply_jobset(obj, observed) if obj["kind"] == c.JOBSET_KIND else self._apply(obj))
+            if obj["kind"] == c.JOBSET_KIND:
+                applied = await self._apply_jobset(obj, observed, bool(job.spec.suspend))
+                if applied is None:  # kept as it is (see _apply_jobset): the resume, or its watch event, comes back
+                    continue
+            else:
+                applied = await self._apply(obj)
             kind, uid = obj["kind"], job.metadata.uid or ""
             if kind == c.JOBSET_KIND:
                 self.store.jobsets.put(applied)
@@ -362,19 +370,32 @@ class Reconciler:
                 self.store.known.pod_groups.add(uid)
         return trainer.count if trainer is not None else None
 
-    async def _apply_jobset(self, obj: dict[str, Any], observed: Observed) -> dict[str, Any]:
-        """Apply the JobSet; one JobSet refuses as immutable is rebuilt when it is suspended and never ran."""
+    async def _apply_jobset(self, obj: dict[str, Any], observed: Observed, suspended: bool) -> dict[str, Any] | None:
+        """Apply the JobSet. One that JobSet refuses as immutable is rebuilt when it is suspended and never ran, and
+        only when the TrainJob resumes (docs/compatibility.md D24): while the TrainJob stays suspended it is kept as
+        it is (None), so taking over another controller's suspended JobSets re-creates nothing. The delete carries
+        the uid and resourceVersion read: a stale cache view (resumed meanwhile) deletes nothing (None)."""
         try:
             applied: dict[str, Any] = await self._write("apply", self.client.apply(obj, c.FIELD_MANAGER, force=True))
             return applied
         except ApiError as err:
+            name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
             if not (err.status in (403, 422) and "immutable" in err.message and rebuildable(observed.jobset)):
-                what = f"JobSet {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
-                raise ReconcileError(c.REASON_APPLY_FAILED, f"failed to apply {what}: {err.message}") from err
-            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it",
-                     namespace=obj["metadata"].get("namespace"), name=obj["metadata"]["name"], error=err.message)
-            await self._write("delete", self.client.delete(c.JOBSET_API_VERSION, c.JOBSET_KIND,
-                                                           obj["metadata"]["name"], obj["metadata"].get("namespace")))
+                raise ReconcileError(c.REASON_APPLY_FAILED,
+                                     f"failed to apply JobSet {namespace}/{name}: {err.message}") from err
+            if suspended:
+                log.info("suspended JobSet of an older shape refuses the update and never ran: kept until the "
+                         "TrainJob resumes", namespace=namespace, name=name)
+                return None
+            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it on resume",
+                     namespace=namespace, name=name, error=err.message[:300])
+            meta = (observed.jobset or {}).get("metadata") or {}
+            deleted = await self._write("delete", self.client.delete(
+                c.JOBSET_API_VERSION, c.JOBSET_KIND, name, namespace, uid=meta.get("uid"),
+                resource_version=meta.get("resourceVersion")))
+            if not deleted:
+                log.info("JobSet changed since it was read: not rebuilt", namespace=namespace, name=name)
+                return None
         return await self._apply(obj)
 
     async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:

@@ -290,17 +290,20 @@ class Client:
         return await self.request("PATCH", path, body=patch, content_type=MERGE)
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background", uid: str | None = None) -> bool:
-        """Delete; with `uid`, only that incarnation of the object (a precondition: a conflict means it was
-        replaced, and counts as not found)."""
+                     propagation: str = "Background", uid: str | None = None,
+                     resource_version: str | None = None) -> bool:
+        """Delete; with `uid`, only that incarnation of the object; with `resource_version`, only that version of
+        it (preconditions: a conflict means it was replaced or changed since it was read, and counts as not
+        deleted)."""
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
         try:
             await self.request("DELETE", resource_of(api_version, kind).path(namespace, name), body=options)
             return True
         except ApiError as err:
-            if err.not_found or (uid and err.conflict):
+            if err.not_found or (preconditions and err.conflict):
                 return False
             raise
 
