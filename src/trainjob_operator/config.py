@@ -35,6 +35,8 @@ class Webhook(_Section):
     failure_policy: Literal["Fail", "Ignore"] = "Fail"
     cert_validity_days: int = Field(default=365, ge=1)
     rotate_before_days: int = Field(default=30, ge=1)
+    cert_check_seconds: float = Field(default=300, ge=1)
+    """How often each replica re-reads the certificate Secret (rotation, another replica's rotation)."""
 
 
 class StatusServer(_Section):

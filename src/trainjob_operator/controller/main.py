@@ -382,7 +382,8 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
             tasks["webhook certificates"] = asyncio.create_task(keep_webhooks_current(
                 client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
-                also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle,
+                interval=cfg.webhook.cert_check_seconds, also=[status] if status is not None else [],
+                extra_hosts=hosts, on_bundle=manager.on_bundle,
                 fatal=fatal))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
