@@ -80,6 +80,8 @@ class Api:
         self.kubeconfig = kubeconfig
         self.loop = asyncio.new_event_loop()
         self.client = Client(k8s_config.load(kubeconfig), qps=0, burst=0, timeout=20)
+        self.webhook_failures: list[str] = []
+        """Every "failed calling webhook" answer create_all retried (the API server could not call ours)."""
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
@@ -114,6 +116,8 @@ class Api:
                 except ApiError as err:
                     if err.conflict:
                         return
+                    if "failed calling webhook" in err.message:
+                        self.webhook_failures.append(err.message)
                     if err.status in (400, 403, 422) and "failed calling webhook" not in err.message:
                         refused[obj["metadata"]["name"]] = err.message
                         return
