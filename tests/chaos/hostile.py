@@ -38,6 +38,7 @@ import yaml
 from aiohttp import web
 
 from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s.client import retry_key
 
 
 @dataclass
@@ -158,16 +159,20 @@ class HostileProxy:
     async def _serve(self, request: web.BaseRequest) -> web.StreamResponse:
         self.requests += 1
         watch = request.query.get("watch") in ("true", "1")
-        path = request.path
+        body = await request.read()
+        parsed: Any = None
+        if request.method == "POST" and body:
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(body)
+        path = retry_key(request.method, request.path, parsed)
         now = time.monotonic()
         if not watch:
             not_before = self._not_before.get(path)
             if not_before is not None and now < not_before - 0.05:
                 self.retry_after_violations += 1
                 if len(self.violations) < 20:
-                    self.violations.append(f"{request.method} {path} {not_before - now:.2f}s early")
+                    self.violations.append(f"{request.method} {request.path} {not_before - now:.2f}s early")
         f = self.faults
-        body = await request.read()
         if not self.active:
             return await (self._watch(request, None) if watch else self._forward(request, body))
         if watch:
@@ -235,11 +240,13 @@ class HostileProxy:
             return _status(503, "ServiceUnavailable", "the hostile proxy cannot reach the API server")
 
     async def _watch(self, request: web.BaseRequest, fault: str | None) -> web.StreamResponse:
+        """Forward a watch; while the proxy is active (whenever it turns so), the stream is cut after a while, and a
+        `watch_silent` one swallows everything until it is cut, a `watch_slow` one delays every event."""
         assert self._session is not None
         f = self.faults
         url = self.connection.server + request.path_qs
-        cut = self.rng.uniform(*f.watch_cut_s) if fault is not None or self.active else None
-        silent_until = time.monotonic() + self.rng.uniform(*f.silent_s) if fault == "watch_silent" else None
+        cut_at: float | None = None
+        silent = fault == "watch_silent"
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         try:
             async with self._session.get(url, headers=self._upstream_headers(request)) as upstream:
@@ -256,16 +263,24 @@ class HostileProxy:
                                                          "reason": "Expired", "code": 410}}
                     await response.write(json.dumps(error).encode() + b"\n")
                     return response
-                if silent_until is not None:
-                    cut = silent_until - time.monotonic()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(cut):
-                        async for line in upstream.content:
-                            if silent_until is not None:
-                                continue  # swallowed: the stream looks alive and says nothing, then is cut
-                            if fault == "watch_slow":
-                                await asyncio.sleep(self.rng.uniform(0.2, 1.5))
-                            await response.write(line)
+                while True:
+                    if self.active and cut_at is None:
+                        cut_at = time.monotonic() + self.rng.uniform(*(f.silent_s if silent else f.watch_cut_s))
+                    if cut_at is not None and time.monotonic() >= cut_at:
+                        if fault is None:
+                            self.injected["watch_cut"] += 1
+                        break
+                    try:
+                        line = await asyncio.wait_for(upstream.content.readline(), 1.0)
+                    except TimeoutError:
+                        continue
+                    if not line:
+                        break
+                    if silent:
+                        continue  # swallowed: the stream looks alive and says nothing, then is cut
+                    if fault == "watch_slow":
+                        await asyncio.sleep(self.rng.uniform(0.2, 1.5))
+                    await response.write(line)
         except (aiohttp.ClientError, TimeoutError, OSError, ConnectionResetError):
             pass
         return response

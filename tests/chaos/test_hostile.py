@@ -76,6 +76,8 @@ def test_hostile_network(exclusive: None, kube: Kube, kubeconfig: str, namespace
             "injected": float(sum(proxy.injected.values())), "converged_under_faults": float(len(under_faults)),
             "converge_after_heal_s": converge_s, "cpu_s_per_min_in_faults": cpu_per_min,
             "cpu_s_per_min_quiet_faults": quiet_cpu_per_min, **proxy.summary()})
+        if refused:
+            print("refused:", dict(list(refused.items())[:5]))
         if proxy.violations:
             print("Retry-After violations:", proxy.violations)
         print(f"\n(before deleting) {figures.line()}")
