@@ -60,7 +60,7 @@ class Faults:
     retry_after_s: tuple[int, int] = (1, 3)
     half_open_s: float = 45.0
     silent_s: tuple[float, float] = (5.0, 20.0)
-    watch_cut_s: tuple[float, float] = (5.0, 40.0)
+    watch_cut_s: tuple[float, float] = (3.0, 15.0)
 
 
 def _status(code: int, reason: str, message: str, retry_after: int | None = None) -> web.Response:

@@ -26,7 +26,7 @@ HOT_LOOP_CPU_S_PER_MIN = 30.0
 
 
 def test_hostile_network(exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path) -> None:
-    count, fault_s = size(40, 300), float(size(50, 240))
+    count, fault_s = size(30, 300), float(size(40, 240))
     proxy = HostileProxy(kubeconfig).start()
     replicas = Replicas(proxy.kubeconfig(tmp_path / "hostile.kubeconfig"), tmp_path, 1)
     api = Api(kubeconfig)
