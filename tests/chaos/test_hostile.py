@@ -119,7 +119,7 @@ def test_the_proxy_injects_and_heals(tmp_path: Path, kubeconfig: str) -> None:
         async def run() -> tuple[list[Any], list[Any], list[Any]]:
             healthy = await probe(5)
             proxy.active = True
-            hostile = await probe(60)
+            hostile = await probe(80)
             proxy.active = False
             healed = await probe(5)
             await client.close()
@@ -130,7 +130,7 @@ def test_the_proxy_injects_and_heals(tmp_path: Path, kubeconfig: str) -> None:
         assert healthy == [True] * 5 and healed == [True] * 5
         assert set(hostile) - {True} and True in hostile, hostile
         assert proxy.injected
-        if 429 in hostile and hostile.index(429) + 1 < len(hostile):
-            assert proxy.retry_after_violations >= 1  # the probe retried at once
+        assert proxy.injected["throttle"] + proxy.injected["error_503"] >= 1, proxy.injected
+        assert proxy.retry_after_violations == 0, proxy.violations  # the client waited as asked, probing at once
     finally:
         proxy.stop()

@@ -46,6 +46,11 @@ def with_patches(*patches: dict[str, Any]) -> dict[str, Any]:
     pytest.param(with_patches(patch("a.io/m", time=EARLIER), patch("b.io/n", time=EARLIER)),
                  with_patches(patch("a.io/m", time=EARLIER)), None, id="a new manager keeps a given time"),
     pytest.param({"spec": {}}, None, None, id="no patches, nothing to do"),
+    pytest.param(with_patches({"manager": {"x": 1}}, {"manager": ["m"], "time": EARLIER}),
+                 with_patches({"manager": {"x": 1}}), None,
+                 id="a manager that is no string is left to the schema (found by the admission fuzz: TypeError)"),
+    pytest.param(with_patches({"manager": 7}, patch("a.io/m")), None, [{"manager": 7}, patch("a.io/m", time=NOW)],
+                 id="the other patches are still stamped"),
 ])
 def test_runtime_patch_times(new: dict[str, Any], old: dict[str, Any] | None,
                              want: list[dict[str, Any]] | None) -> None:

@@ -444,3 +444,57 @@ def test_after_a_429_with_retry_after_the_next_request_for_that_object_waits() -
     (first, t0), (_, _), (third, t2) = sent
     assert first.startswith("/apis/g/v1/namespaces/n/trainjobs/a") and third.startswith(first.removesuffix("/status"))
     assert t2 - t0 >= 0.39
+
+
+# --- kopf's watch streams survive the API server's answers (found by the hostile network, issue 17) --------------
+
+
+def _kopf_error(status: int) -> Exception:
+    from kopf._cogs.clients import errors as kopf_errors
+
+    cls = kopf_errors.APIServerError if status >= 500 else kopf_errors.APIClientError
+    return cls({"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"}, status=status,
+               headers={})
+
+
+@pytest.mark.parametrize(("error", "survives"), [
+    pytest.param(_kopf_error(410), True, id="410 Gone as the watch request's status: list again"),
+    pytest.param(_kopf_error(503), True, id="a 5xx past kopf's retries: list again"),
+    pytest.param(_kopf_error(429), True, id="429 past kopf's retries: list again"),
+    pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
+    pytest.param(TimeoutError(), True, id="a timeout: list again"),
+    pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
+    pytest.param(ValueError("bug"), False, id="a bug: still fatal"),
+])
+def test_a_failed_watch_stream_lists_again_instead_of_ending_the_operator(error: Exception, survives: bool) -> None:
+    """Before: kopf's watcher raised, its orchestrator failed and the operator stopped (exit 1) after 17 s of
+    hostile network; kopf only restarts on a 410 ERROR event inside the stream."""
+    from trainjob_operator.controller import main
+
+    async def stream(**_: Any) -> Any:
+        yield {"type": "ADDED", "object": {}}
+        raise error
+
+    async def consume() -> list[Any]:
+        return [event async for event in main.resilient_watch(stream)(resource="jobsets")]
+
+    main.WATCH_RESTART_PAUSE, pause = 0.0, main.WATCH_RESTART_PAUSE
+    try:
+        if survives:
+            assert asyncio.run(consume()) == [{"type": "ADDED", "object": {}}]
+        else:
+            with pytest.raises(type(error)):
+                asyncio.run(consume())
+    finally:
+        main.WATCH_RESTART_PAUSE = pause
+
+
+def test_the_hardened_watch_is_what_kopf_runs() -> None:
+    from kopf._cogs.clients import watching
+
+    from trainjob_operator.controller import main
+
+    main.harden_kopf_watches()
+    main.harden_kopf_watches()  # idempotent: wrapped once
+    assert watching.continuous_watch.resilient is True  # type: ignore[attr-defined]
+    assert watching.continuous_watch.__name__ == "watch"
