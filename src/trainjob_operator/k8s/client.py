@@ -55,8 +55,8 @@ def retry_key(method: str, path: str, body: Any = None) -> str:
     the new object's name), whatever the verb and subresource."""
     path = path.split("?", 1)[0]
     if method == "POST" and isinstance(body, dict):
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-        name = meta.get("name") or meta.get("generateName")
+        meta = body.get("metadata")
+        name = (meta.get("name") or meta.get("generateName")) if isinstance(meta, dict) else None
         if name:
             path = f"{path}/{name}"
     for suffix in ("/status", "/scale"):
