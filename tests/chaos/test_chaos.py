@@ -168,8 +168,8 @@ def needles_for(tracker: Tracker, api: Api) -> set[str]:
 
 def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
                                       tmp_path: Path) -> None:
-    count, kills = size(45, 1000), size(3, 10)
-    spread = size(18.0, 150.0)
+    count, kills = size(30, 1000), size(2, 10)
+    spread = size(12.0, 150.0)
     rng = random.Random(17)
     replicas = Replicas(kubeconfig, tmp_path, 2)
     balancer = Balancer([s.webhook_port for s in replicas.slots]).start()
@@ -244,7 +244,7 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
 
 def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
                                                namespace: str, tmp_path: Path) -> None:
-    count = size(30, 300)
+    count = size(24, 300)
     spread = size(10.0, 40.0)
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
@@ -338,8 +338,8 @@ def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeco
     """Two replicas behind one balancer; the certificate comes due during a burst, several times. One replica checks
     every 2 s and rotates; the other keeps its default (5 minutes) and goes on serving the certificate it loaded:
     the API server must keep trusting both (no webhook call failing on TLS), nothing refused, nothing lost."""
-    count, rotations = size(30, 300), size(2, 5)
-    spread = float(size(20, 120))
+    count, rotations = size(24, 300), size(2, 5)
+    spread = float(size(12, 120))
     replicas = Replicas(kubeconfig, tmp_path, 2, webhook={"replica-a": {"cert_check_seconds": 2}})
     balancer = Balancer([s.webhook_port for s in replicas.slots]).start()
     replicas.url_port = balancer.port
@@ -440,7 +440,7 @@ def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, ku
     from hypothesis import HealthCheck, given, settings
     from test_fuzz import hostile_pairs
 
-    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "40")), 2000)
+    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "30")), 2000)
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []

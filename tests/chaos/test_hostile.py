@@ -26,7 +26,7 @@ HOT_LOOP_CPU_S_PER_MIN = 30.0
 
 
 def test_hostile_network(exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path) -> None:
-    count, fault_s = size(30, 300), float(size(40, 240))
+    count, fault_s = size(24, 300), float(size(25, 240))
     proxy = HostileProxy(kubeconfig).start()
     replicas = Replicas(proxy.kubeconfig(tmp_path / "hostile.kubeconfig"), tmp_path, 1)
     api = Api(kubeconfig)
@@ -119,13 +119,13 @@ def test_the_proxy_injects_and_heals(tmp_path: Path, kubeconfig: str) -> None:
         async def run() -> tuple[list[Any], list[Any], list[Any]]:
             healthy = await probe(5)
             proxy.active = True
-            hostile = await probe(80)
+            hostile = await probe(50)
             proxy.active = False
             healed = await probe(5)
             await client.close()
             return healthy, hostile, healed
 
-        proxy.faults.half_open_s = 6.0
+        proxy.faults.half_open_s = 3.0
         healthy, hostile, healed = asyncio.run(run())
         assert healthy == [True] * 5 and healed == [True] * 5
         assert set(hostile) - {True} and True in hostile, hostile

@@ -113,7 +113,7 @@ def touched(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]])
 @pytest.mark.skipif(not upstream_run.available(), reason="upstream's controller is not built (make tools-upstream)")
 def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
                                              namespace: str, tmp_path: Path) -> None:
-    count = size(18, 200)
+    count = size(12, 200)
     api = Api(kubeconfig)
     upstream = None
     replicas = Replicas(kubeconfig, tmp_path, 1)
