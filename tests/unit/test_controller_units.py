@@ -111,9 +111,9 @@ def _signed_by(cert_pem: bytes, ca_pem: bytes) -> bool:
 
 
 def test_a_rotation_keeps_the_ca_so_the_previous_certificate_stays_trusted() -> None:
-    """Found by the certificate rotation under load (issue 17): every rotation made a new CA, so the caBundle
-    published by the rotating replica stopped trusting the other replica's certificate (failed admissions until
-    its next check, 5 minutes) and trainer pods lost the status server's CA."""
+    """Found by the certificate rotation under load (issue 17: ca_changed=2): every rotation made a new CA, so
+    trainer pods of running TrainJobs (whose CA ConfigMap is never re-applied) lost the status server's CA, and the
+    caBundle the rotating replica published no longer covered the certificate another replica still served."""
     now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     first = certs.generate(["127.0.0.1"], now, days=365)
     later = now + dt.timedelta(days=340)
