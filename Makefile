@@ -112,7 +112,7 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
-chaos: $(STAMP) tools ## full-size fault runs (kills, API server restart, fuzz) on the local control plane; figures
+chaos: $(STAMP) tools ## full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover, fuzz); figures
 	@mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT)
 	@echo ">> offline fuzz of validate/render/status/CLI (2,000 cases per property)"
 	@TRAINJOB_FUZZ_EXAMPLES=2000 $(PYTEST) tests/unit/test_fuzz.py -q

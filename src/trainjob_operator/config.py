@@ -35,6 +35,8 @@ class Webhook(_Section):
     failure_policy: Literal["Fail", "Ignore"] = "Fail"
     cert_validity_days: int = Field(default=365, ge=1)
     rotate_before_days: int = Field(default=30, ge=1)
+    cert_check_seconds: float = Field(default=300, ge=1)
+    """How often each replica re-reads the certificate Secret (rotation, another replica's rotation)."""
 
 
 class StatusServer(_Section):
@@ -47,6 +49,10 @@ class StatusServer(_Section):
     url_host: str | None = None
     """Host written into the pods' KUBEFLOW_TRAINER_SERVER_URL (defaults to `webhook.url_host`, then `host`);
     with `webhook.service_name` the URL is `https://<service>.<namespace>.svc:<port>`."""
+    url_port: int | None = Field(default=None, ge=1, le=65535)
+    """Port written into that URL (defaults to `port`): replicas behind one local load balancer, as with
+    `webhook.url_port`. Every replica must write the same URL, or a suspended JobSet one built cannot be resumed
+    in place by another (JobSet refuses pod template changes)."""
     qps: float = Field(default=2, ge=0)
     """Accepted updates per second per TrainJob (the SDK sends at most one per 5 s per pod); 0 means no limit."""
     burst: int = Field(default=20, ge=1)

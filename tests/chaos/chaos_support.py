@@ -28,6 +28,7 @@ from typing import Any
 from trainjob_operator.api import constants as c
 from trainjob_operator.k8s import config as k8s_config
 from trainjob_operator.k8s.client import ApiError, Client
+from trainjob_operator.runtime.plugins.jobset import rebuildable
 
 FULL = os.environ.get("TRAINJOB_CHAOS_SIZE", "ci") == "full"
 RUN_FOR = "trainjob-operator.test/run-for"
@@ -79,6 +80,8 @@ class Api:
         self.kubeconfig = kubeconfig
         self.loop = asyncio.new_event_loop()
         self.client = Client(k8s_config.load(kubeconfig), qps=0, burst=0, timeout=20)
+        self.webhook_failures: list[str] = []
+        """Every "failed calling webhook" answer create_all retried (the API server could not call ours)."""
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
@@ -113,6 +116,8 @@ class Api:
                 except ApiError as err:
                     if err.conflict:
                         return
+                    if "failed calling webhook" in err.message:
+                        self.webhook_failures.append(err.message)
                     if err.status in (400, 403, 422) and "failed calling webhook" not in err.message:
                         refused[obj["metadata"]["name"]] = err.message
                         return
@@ -221,6 +226,14 @@ class Seen:
     running_generation: dict[str, int] = field(default_factory=dict)
     """uid → generation when first seen running (not suspended)."""
     data: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)
+    """uids in the order first seen."""
+    never_ran: dict[str, bool] = field(default_factory=dict)
+    """JobSets: uid → suspended and never ran at every sighting (`rebuildable`, docs/compatibility.md D24)."""
+
+    def replaced(self) -> list[str]:
+        """The uids another one replaced (every one but the newest)."""
+        return self.order[:-1]
 
 
 class Tracker:
@@ -258,7 +271,10 @@ class Tracker:
         for js in api.run(api.client.list("jobset.x-k8s.io/v1alpha2", "JobSet", self.namespace)):
             meta = js["metadata"]
             seen = self.jobsets.setdefault(meta["name"], Seen())
+            if meta["uid"] not in seen.uids:
+                seen.order.append(meta["uid"])
             seen.uids.add(meta["uid"])
+            seen.never_ran[meta["uid"]] = seen.never_ran.get(meta["uid"], True) and rebuildable(js)
             if not (js.get("spec") or {}).get("suspend"):
                 seen.running_generation.setdefault(meta["uid"], int(meta.get("generation") or 0))
             elif meta["uid"] in seen.running_generation:  # suspended again after running: a mutation
@@ -274,7 +290,16 @@ class Tracker:
             self.secret_values.update(str(v) for v in data.values())
 
     def recreated_jobsets(self) -> int:
-        return sum(1 for seen in self.jobsets.values() if len(seen.uids) > 1)
+        """JobSets deleted and created again although they had run (or were not seen suspended and never run):
+        real duplicates."""
+        return sum(1 for seen in self.jobsets.values()
+                   if any(not seen.never_ran.get(uid, False) for uid in seen.replaced()))
+
+    def rebuilt_suspended(self) -> int:
+        """JobSets re-created only ever having been suspended and never run: the rebuild of D24 (an older shape
+        JobSet refuses in place) or of a resize while suspended; nothing had started."""
+        return sum(1 for seen in self.jobsets.values()
+                   if seen.replaced() and all(seen.never_ran.get(uid, False) for uid in seen.replaced()))
 
     def mutated_jobsets(self, final: list[dict[str, Any]]) -> int:
         """Running JobSets whose generation moved after they were first seen running."""

@@ -54,26 +54,41 @@ class Slot:
     name: str
     health_port: int = field(default_factory=free_port)
     webhook_port: int = field(default_factory=free_port)
+    status_port: int = field(default_factory=free_port)
     incarnation: int = 0
     process: OperatorProcess | None = None
 
 
 class Replicas:
-    """Operator replicas with fixed ports (a killed one comes back on the same ports, as a restarted pod would)."""
+    """Operator replicas with fixed ports (a killed one comes back on the same ports, as a restarted pod would).
+    Their status servers sit behind one local load balancer, as behind a Service: every replica writes the same
+    KUBEFLOW_TRAINER_SERVER_URL into trainer pods (with one URL per replica, a suspended JobSet built by one could
+    not be resumed in place by another: JobSet refuses pod template changes, and D24 rebuilt it)."""
 
-    def __init__(self, kubeconfig: str, tmp: Path, count: int, url_port: int | None = None) -> None:
+    def __init__(self, kubeconfig: str, tmp: Path, count: int, url_port: int | None = None,
+                 webhook: dict[str, dict[str, Any]] | None = None) -> None:
         self.kubeconfig, self.tmp, self.url_port = kubeconfig, tmp, url_port
+        self.webhook = webhook or {}
+        """Per replica name: more `webhook` settings."""
         self.slots = [Slot(f"replica-{chr(97 + i)}") for i in range(count)]
         self.logs: list[Path] = []
+        self.status_balancer = Balancer([s.status_port for s in self.slots])
+        self._balancing = False
 
     def start(self, slot: Slot) -> OperatorProcess:
+        if not self._balancing:
+            self.status_balancer.start()
+            self._balancing = True
         slot.incarnation += 1
-        webhook: dict[str, Any] = {"port": slot.webhook_port}
+        webhook: dict[str, Any] = {"port": slot.webhook_port, **self.webhook.get(slot.name, {})}
         if self.url_port:
             webhook["url_port"] = self.url_port
+        status = {"port": slot.status_port, "url_port": self.status_balancer.port}
         slot.process = OperatorProcess(self.kubeconfig, f"{slot.name}-{slot.incarnation}",
-                                       {"leader_election": LEADER_ELECTION, "webhook": webhook},
-                                       health_port=slot.health_port, webhook_port=slot.webhook_port).start(self.tmp)
+                                       {"leader_election": LEADER_ELECTION, "webhook": webhook,
+                                        "status_server": status},
+                                       health_port=slot.health_port, webhook_port=slot.webhook_port,
+                                       status_port=slot.status_port).start(self.tmp)
         assert slot.process.log_path is not None
         self.logs.append(slot.process.log_path)
         return slot.process
@@ -97,6 +112,9 @@ class Replicas:
         for slot in self.slots:
             if slot.process is not None:
                 slot.process.stop()
+        if self._balancing:
+            self.status_balancer.stop()
+            self._balancing = False
 
 
 def wait(fn: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
@@ -148,14 +166,10 @@ def needles_for(tracker: Tracker, api: Api) -> set[str]:
 # --- replica kills --------------------------------------------------------------------------------------------
 
 
-# Open (issue 17): after the issue 12/13 branches were merged, one CI-sized run counted 3 duplicated children
-# (cause not found yet; before the merge, 3 CI-sized runs and one full run counted 0). Kept running so the
-# figures stay visible; not strict, so a clean run passes.
-@pytest.mark.xfail(reason="open: 3 duplicates seen once after the lifecycle/v2.4 merge (issue 17)", strict=False)
 def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
                                       tmp_path: Path) -> None:
-    count, kills = size(60, 1000), size(3, 10)
-    spread = size(24.0, 150.0)
+    count, kills = size(30, 1000), size(2, 10)
+    spread = size(12.0, 150.0)
     rng = random.Random(17)
     replicas = Replicas(kubeconfig, tmp_path, 2)
     balancer = Balancer([s.webhook_port for s in replicas.slots]).start()
@@ -205,7 +219,8 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
         figures = Figures("replica-kills", {
             "trainjobs": 0, "refused": len(refused), "lost": len(want - done),
             "duplicates": tracker.recreated_jobsets(), "mutated": tracker.mutated_jobsets(jobsets),
-            "regenerated": tracker.regenerated_secrets(),
+            # nothing is resized here and every replica writes the same pod template: no rebuild is due either
+            "rebuilt_suspended": tracker.rebuilt_suspended(), "regenerated": tracker.regenerated_secrets(),
         })
         figures.counts.pop("trainjobs")
         figures.measures.update({"trainjobs": float(len(want)), "kills": float(len(failovers)),
@@ -229,8 +244,8 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
 
 def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
                                                namespace: str, tmp_path: Path) -> None:
-    count = size(45, 300)
-    spread = size(12.0, 40.0)
+    count = size(24, 300)
+    spread = size(10.0, 40.0)
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
     tracker = Tracker(lambda: Api(kubeconfig), namespace, interval=1).start()
@@ -295,6 +310,112 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
         api.close()
 
 
+# --- certificate rotation under load ---------------------------------------------------------------------------
+
+
+def force_rotation(api: Api, now: float) -> tuple[str, str]:
+    """Make the webhook certificate look due for rotation, as time would: the same CA and key, a serving certificate
+    expiring in a day (inside `rotate_before_days`). Returns (the CA written, the certificate written)."""
+    import base64
+    import datetime as dt
+
+    from trainjob_operator import certs
+
+    secret = api.run(api.client.get("v1", "Secret", "trainjob-operator-webhook-cert", OPERATOR_NAMESPACE))
+    assert secret is not None
+    data = secret["data"]
+    bundle = certs.Bundle(*(base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
+    stamp = dt.datetime.fromtimestamp(now, dt.UTC) - dt.timedelta(days=364)
+    due = certs.generate(sorted(bundle.sans()), stamp, days=365, ca_of=bundle)
+    data = {k: base64.b64encode(v).decode() for k, v in (("ca.crt", due.ca_cert), ("ca.key", due.ca_key),
+                                                         ("tls.crt", due.cert), ("tls.key", due.key))}
+    api.run(api.client.replace({**secret, "data": data}))
+    return data["ca.crt"], data["tls.crt"]
+
+
+def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
+                                            tmp_path: Path) -> None:
+    """Two replicas behind one balancer; the certificate comes due during a burst, several times. One replica checks
+    every 2 s and rotates; the other keeps its default (5 minutes) and goes on serving the certificate it loaded:
+    the API server must keep trusting both (no webhook call failing on TLS), nothing refused, nothing lost."""
+    count, rotations = size(24, 300), size(2, 5)
+    spread = float(size(12, 120))
+    replicas = Replicas(kubeconfig, tmp_path, 2, webhook={"replica-a": {"cert_check_seconds": 2}})
+    balancer = Balancer([s.webhook_port for s in replicas.slots]).start()
+    replicas.url_port = balancer.port
+    api = Api(kubeconfig)
+    tracker = Tracker(lambda: Api(kubeconfig), namespace, interval=2).start()
+    cas: set[str] = set()
+    keys: set[str] = set()
+    took: list[float] = []
+    errors: list[str] = []
+    try:
+        replicas.start_all()
+        assert not api.create_all(runtimes(namespace), concurrency=1)
+        jobs = trainjobs(namespace, count, seed=31, suspended_share=0.0)
+
+        def secret_data() -> dict[str, str]:
+            secret = api_rot.run(api_rot.client.get("v1", "Secret", "trainjob-operator-webhook-cert",
+                                                    OPERATOR_NAMESPACE)) or {}
+            data = dict(secret.get("data") or {})
+            cas.add(data.get("ca.crt", ""))
+            keys.add(data.get("tls.key", ""))
+            return data
+
+        api_rot = Api(kubeconfig)
+
+        def rotate() -> None:
+            try:
+                secret_data()
+                for _ in range(rotations):
+                    time.sleep(spread / (rotations + 1))
+                    _, written = force_rotation(api_rot, time.time())
+                    began = time.monotonic()
+                    wait(lambda written=written: secret_data().get("tls.crt") not in (written, None), 60,
+                         "the replica rotating the certificate")
+                    took.append(time.monotonic() - began)
+            except BaseException as err:
+                errors.append(repr(err))
+            finally:
+                api_rot.close()
+
+        thread = threading.Thread(target=rotate, daemon=True)
+        thread.start()
+        refused = api.create_all(jobs, spread_seconds=spread)
+        thread.join(timeout=spread + 120)
+        assert not errors, errors
+        want = {j["metadata"]["name"] for j in jobs} - set(refused)
+        done, jobsets = converged(api, namespace, want)
+        deadline = time.monotonic() + size(180, 600)
+        while done != want and time.monotonic() < deadline:
+            time.sleep(2)
+            done, jobsets = converged(api, namespace, want)
+        tracker.observe(api)
+        mutated = tracker.mutated_jobsets(jobsets)
+        tls = [m for m in api.webhook_failures if "x509" in m or "certificate" in m or "tls" in m.lower()]
+        if api.webhook_failures:
+            print("webhook call failures:", api.webhook_failures[:3])
+        figures = Figures("cert-rotation", {
+            "refused": len(refused), "tls_failures": len(tls), "ca_changed": len(cas - {""}) - 1,
+            "lost": len(want - done), "duplicates": tracker.recreated_jobsets(), "mutated": mutated,
+            "regenerated": tracker.regenerated_secrets()},
+            {"trainjobs": float(len(want)), "rotations": float(len(took)),
+             "webhook_call_failures": float(len(api.webhook_failures)),
+             "max_rotation_s": max(took, default=0.0)})
+        figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
+        tracker.stop()
+        needles = secret_needles([*tracker.secret_values, *(k for k in keys if k),
+                                  *webhook_cert_values(api, OPERATOR_NAMESPACE)])
+        tracebacks, leaks = scan_logs(replicas.logs, needles)
+        figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
+        figures.report()
+    finally:
+        tracker.stop()
+        replicas.stop_all()
+        balancer.stop()
+        api.close()
+
+
 # --- fuzzed input through the real admission path -------------------------------------------------------------
 
 FIELD = re.compile(r"\b(spec|metadata|status|apiVersion|kind)\b|<root>|<nil>|Go struct field \w")
@@ -319,7 +440,7 @@ def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, ku
     from hypothesis import HealthCheck, given, settings
     from test_fuzz import hostile_pairs
 
-    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "40")), 2000)
+    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "30")), 2000)
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []

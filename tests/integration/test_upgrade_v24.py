@@ -79,19 +79,22 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
     tj_uid = eventually(lambda: (kube.get("trainjob", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"),
                         "the TrainJob")
 
-    def rebuilt() -> dict[str, Any] | None:
-        js = kube.get("jobset", "mpi-old", namespace)
-        return js if js and js["metadata"]["uid"] != old_uid and launcher_env(js) >= PRTE else None
-
-    jobset = eventually(rebuilt, "the JobSet rebuilt in the v2.4 shape while suspended")
-    assert jobset["spec"]["suspend"] is True
-    assert [r["uid"] for r in jobset["metadata"]["ownerReferences"]] == [tj_uid]
+    # While the TrainJob stays suspended the old-shape JobSet is kept as it is (taking over suspended JobSets
+    # re-creates none); the operator has seen it refuse the update by then.
+    eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and (t.get("status") or {}).get("state"),
+               "the TrainJob reconciled")
+    kept = kube.get("jobset", "mpi-old", namespace)
+    assert kept is not None and kept["metadata"]["uid"] == old_uid and kept["spec"]["suspend"] is True
 
     kube.patch("trainjob", "mpi-old", namespace, {"spec": {"suspend": False}})
-    resumed = eventually(lambda: (js := kube.get("jobset", "mpi-old", namespace)) and not js["spec"].get("suspend")
-                         and js, "the JobSet resumed")
-    assert resumed["metadata"]["uid"] == jobset["metadata"]["uid"]  # resumed in place, not rebuilt again
-    assert launcher_env(resumed) >= PRTE
+
+    def rebuilt() -> dict[str, Any] | None:
+        js = kube.get("jobset", "mpi-old", namespace)
+        return js if js and js["metadata"]["uid"] != old_uid and launcher_env(js) >= PRTE \
+            and not js["spec"].get("suspend") else None
+
+    resumed = eventually(rebuilt, "the JobSet rebuilt in the v2.4 shape on resume, running")
+    assert [r["uid"] for r in resumed["metadata"]["ownerReferences"]] == [tj_uid]
     # Resumed: the Suspended condition is removed (docs/compatibility.md D18), so the SDK sees Running.
     tj = eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and
                     condition(t, c.CONDITION_SUSPENDED) is None and (t.get("status") or {}).get("state") == "Running"

@@ -46,6 +46,11 @@ def with_patches(*patches: dict[str, Any]) -> dict[str, Any]:
     pytest.param(with_patches(patch("a.io/m", time=EARLIER), patch("b.io/n", time=EARLIER)),
                  with_patches(patch("a.io/m", time=EARLIER)), None, id="a new manager keeps a given time"),
     pytest.param({"spec": {}}, None, None, id="no patches, nothing to do"),
+    pytest.param(with_patches({"manager": {"x": 1}}, {"manager": ["m"], "time": EARLIER}),
+                 with_patches({"manager": {"x": 1}}), None,
+                 id="a manager that is no string is left to the schema (found by the admission fuzz: TypeError)"),
+    pytest.param(with_patches({"manager": 7}, patch("a.io/m")), None, [{"manager": 7}, patch("a.io/m", time=NOW)],
+                 id="the other patches are still stamped"),
 ])
 def test_runtime_patch_times(new: dict[str, Any], old: dict[str, Any] | None,
                              want: list[dict[str, Any]] | None) -> None:
@@ -88,6 +93,79 @@ def test_certificates_rotate_when_expiring_or_for_new_hosts() -> None:
     assert not certs.needs_rotation(bundle, ["127.0.0.1"], now, before_days=30)
     assert certs.needs_rotation(bundle, ["127.0.0.1"], now + dt.timedelta(days=340), before_days=30)
     assert certs.needs_rotation(bundle, ["svc.ns.svc"], now, before_days=30)
+
+
+def _signed_by(cert_pem: bytes, ca_pem: bytes) -> bool:
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    cert, ca = x509.load_pem_x509_certificate(cert_pem), x509.load_pem_x509_certificate(ca_pem)
+    public = ca.public_key()
+    assert isinstance(public, ec.EllipticCurvePublicKey) and cert.signature_hash_algorithm is not None
+    try:
+        public.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
+    except InvalidSignature:
+        return False
+    return cert.issuer == ca.subject
+
+
+def test_a_rotation_keeps_the_ca_so_the_previous_certificate_stays_trusted() -> None:
+    """Found by the certificate rotation under load (issue 17: ca_changed=2): every rotation made a new CA, so
+    trainer pods of running TrainJobs (whose CA ConfigMap is never re-applied) lost the status server's CA, and the
+    caBundle the rotating replica published no longer covered the certificate another replica still served."""
+    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    first = certs.generate(["127.0.0.1"], now, days=365)
+    later = now + dt.timedelta(days=340)
+    assert certs.ca_outlives(first, later, 365)
+    rotated = certs.generate(["127.0.0.1"], later, days=365, ca_of=first)
+    assert (rotated.ca_cert, rotated.ca_key) == (first.ca_cert, first.ca_key)
+    assert rotated.cert != first.cert and rotated.key != first.key
+    assert _signed_by(rotated.cert, first.ca_cert) and _signed_by(first.cert, rotated.ca_cert)
+    assert not certs.needs_rotation(rotated, ["127.0.0.1"], later, before_days=30)
+
+
+@pytest.mark.parametrize(("case", "want"), [
+    pytest.param("valid for long", True, id="a CA valid past the new certificate (and a day) is kept"),
+    pytest.param("expiring", False, id="a CA expiring before the new certificate would: a new CA"),
+    pytest.param("other key", False, id="a CA whose key does not match: a new CA"),
+    pytest.param("garbage", False, id="an unreadable CA: a new CA"),
+])
+def test_when_a_rotation_keeps_the_ca(case: str, want: bool) -> None:
+    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    bundle = certs.generate(["127.0.0.1"], now, days=365)  # the CA lasts 730 days
+    when = now + dt.timedelta(days=400 if case == "expiring" else 10)
+    if case == "other key":
+        bundle = certs.Bundle(bundle.ca_cert, certs.generate(["x"], now).ca_key, bundle.cert, bundle.key)
+    if case == "garbage":
+        bundle = certs.Bundle(b"not a certificate", b"not a key", bundle.cert, bundle.key)
+    assert certs.ca_outlives(bundle, when, 365) is want
+
+
+def test_ensure_certificate_rotates_an_expiring_certificate_under_the_same_ca() -> None:
+    from trainjob_operator.controller.admission import ensure_certificate
+
+    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    old = certs.generate(["127.0.0.1"], now - dt.timedelta(days=350), days=365)
+    secret = {"metadata": {"name": "cert", "namespace": "ops", "resourceVersion": "5"},
+              "data": {k: base64.b64encode(v).decode() for k, v in (("ca.crt", old.ca_cert), ("ca.key", old.ca_key),
+                                                                     ("tls.crt", old.cert), ("tls.key", old.key))}}
+    written: list[dict[str, Any]] = []
+
+    class Secrets:
+        async def get(self, *args: Any) -> dict[str, Any]:
+            return secret
+
+        async def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+            written.append(body)
+            return body
+
+    cfg = config_module.Webhook(cert_secret_name="cert")
+    bundle = asyncio.run(ensure_certificate(Secrets(), cfg, "ops", now))  # type: ignore[arg-type]
+    [body] = written
+    assert body["data"]["ca.crt"] == secret["data"]["ca.crt"] and body["data"]["ca.key"] == secret["data"]["ca.key"]
+    assert body["metadata"]["resourceVersion"] == "5"
+    assert bundle.cert != old.cert and _signed_by(bundle.cert, old.ca_cert)
 
 
 def test_work_queue_runs_each_key_once_at_a_time_and_coalesces() -> None:
@@ -189,3 +267,20 @@ def test_reconcile_error_condition_is_set_kept_and_removed() -> None:
                                  now + dt.timedelta(hours=1))
     assert later.conditions is not None and later.conditions[0].last_transition_time == NOW
     assert with_reconcile_error(later, None, now).to_wire() == {}
+
+
+@pytest.mark.parametrize(("status_server", "webhook_service", "webhook_url_host", "want"), [
+    pytest.param({}, None, None, "https://127.0.0.1:10443", id="out of a cluster: the listening host and port"),
+    pytest.param({"url_port": 7443}, None, "10.0.0.5", "https://10.0.0.5:7443",
+                 id="replicas behind one local load balancer: every one writes the balancer's port"),
+    pytest.param({"url_host": "st.local", "port": 9000}, None, "10.0.0.5", "https://st.local:9000",
+                 id="its own url_host wins over the webhook's"),
+    pytest.param({"url_port": 7443}, "svc", None, "https://svc.ops.svc:10443",
+                 id="in a cluster: the Service and the served port, url_port ignored"),
+])
+def test_the_status_server_url_trainer_pods_get(status_server: dict[str, Any], webhook_service: str | None,
+                                                webhook_url_host: str | None, want: str) -> None:
+    from trainjob_operator.controller.statusserver import base_url
+
+    cfg = config_module.StatusServer.model_validate(status_server)
+    assert base_url(cfg, webhook_service, webhook_url_host, "ops") == want

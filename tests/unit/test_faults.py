@@ -390,3 +390,111 @@ def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
 
     line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
     assert (line["event"], line["error_type"], "exception" in line) == ("event loop error", "RuntimeError", False)
+
+
+# --- Retry-After is honoured for the object it was about (found by the hostile network, issue 17) ----------------
+
+
+@pytest.mark.parametrize(("method", "path", "body", "want"), [
+    pytest.param("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", None, "/apis/g/v1/namespaces/n/trainjobs/a",
+                 id="a status write is about the object itself"),
+    pytest.param("GET", "/apis/g/v1/namespaces/n/trainjobs/a?x=1", None, "/apis/g/v1/namespaces/n/trainjobs/a",
+                 id="the query does not matter"),
+    pytest.param("POST", "/api/v1/namespaces/n/configmaps", {"metadata": {"name": "a-snap"}},
+                 "/api/v1/namespaces/n/configmaps/a-snap", id="a create is about the object it creates"),
+    pytest.param("POST", "/api/v1/namespaces/n/events", {"metadata": {"generateName": "a."}},
+                 "/api/v1/namespaces/n/events/a.", id="a generated name: its prefix"),
+])
+def test_what_a_retry_after_is_about(method: str, path: str, body: Any, want: str) -> None:
+    from trainjob_operator.k8s.client import retry_key
+
+    assert retry_key(method, path, body) == want
+
+
+def test_after_a_429_with_retry_after_the_next_request_for_that_object_waits() -> None:
+    """Before: a reconcile a watch event triggered, or the leader elector's next renewal, asked again at once (the
+    hostile-network scenario counted 110 requests before the Retry-After the API server asked for)."""
+    import ssl
+    import time
+
+    from trainjob_operator.k8s.client import Client
+    from trainjob_operator.k8s.config import Connection
+
+    sent: list[tuple[str, float]] = []
+
+    async def scenario() -> None:
+        client = Client(Connection(server="https://k", ssl_context=ssl.create_default_context()), qps=0, burst=0)
+
+        async def send(method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
+            sent.append((path, time.monotonic()))
+            if len(sent) == 1:
+                raise ApiError(429, "TooManyRequests", "slow down", {}, retry_after=0.4)
+            return {}
+
+        client._send = send  # type: ignore[method-assign]
+        with pytest.raises(ApiError):
+            await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", body={})
+        started = time.monotonic()
+        await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/b/status", body={})
+        assert time.monotonic() - started < 0.2, "another object is not held back"
+        await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a", body={})
+        await client.close()
+
+    asyncio.run(scenario())
+    (first, t0), (_, _), (third, t2) = sent
+    assert first.startswith("/apis/g/v1/namespaces/n/trainjobs/a") and third.startswith(first.removesuffix("/status"))
+    assert t2 - t0 >= 0.39
+
+
+# --- kopf's watch streams survive the API server's answers (found by the hostile network, issue 17) --------------
+
+
+def _kopf_error(status: int) -> Exception:
+    from kopf._cogs.clients import errors as kopf_errors
+
+    cls = kopf_errors.APIServerError if status >= 500 else kopf_errors.APIClientError
+    return cls({"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"}, status=status,
+               headers={})
+
+
+@pytest.mark.parametrize(("error", "survives"), [
+    pytest.param(_kopf_error(410), True, id="410 Gone as the watch request's status: list again"),
+    pytest.param(_kopf_error(503), True, id="a 5xx past kopf's retries: list again"),
+    pytest.param(_kopf_error(429), True, id="429 past kopf's retries: list again"),
+    pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
+    pytest.param(TimeoutError(), True, id="a timeout: list again"),
+    pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
+    pytest.param(ValueError("bug"), False, id="a bug: still fatal"),
+])
+def test_a_failed_watch_stream_lists_again_instead_of_ending_the_operator(error: Exception, survives: bool) -> None:
+    """Before: kopf's watcher raised, its orchestrator failed and the operator stopped (exit 1) after 17 s of
+    hostile network; kopf only restarts on a 410 ERROR event inside the stream."""
+    from trainjob_operator.controller import main
+
+    async def stream(**_: Any) -> Any:
+        yield {"type": "ADDED", "object": {}}
+        raise error
+
+    async def consume() -> list[Any]:
+        return [event async for event in main.resilient_watch(stream)(resource="jobsets")]
+
+    main.WATCH_RESTART_PAUSE, pause = 0.0, main.WATCH_RESTART_PAUSE
+    try:
+        if survives:
+            assert asyncio.run(consume()) == [{"type": "ADDED", "object": {}}]
+        else:
+            with pytest.raises(type(error)):
+                asyncio.run(consume())
+    finally:
+        main.WATCH_RESTART_PAUSE = pause
+
+
+def test_the_hardened_watch_is_what_kopf_runs() -> None:
+    from kopf._cogs.clients import watching
+
+    from trainjob_operator.controller import main
+
+    main.harden_kopf_watches()
+    main.harden_kopf_watches()  # idempotent: wrapped once
+    assert watching.continuous_watch.resilient is True  # type: ignore[attr-defined]
+    assert watching.continuous_watch.__name__ == "watch"

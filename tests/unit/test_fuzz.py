@@ -142,6 +142,13 @@ def jobset_for(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def pipeline(raw_job: dict[str, Any], raw_runtime: dict[str, Any]) -> str:
     """What the API server, the webhooks and the reconciler do with the pair; returns how far it got."""
+    from trainjob_operator.runtime.defaulting import keep_newer_fields, stamp_patch_times
+
+    # The mutating webhook sees the raw object before the schema does (found by the admission fuzz: a runtime
+    # patch's manager that is no string raised TypeError there); create and update.
+    for old in (None, raw_job):
+        stamp_patch_times(raw_job, old, "2026-01-01T00:00:00Z")
+        keep_newer_fields(raw_job, old, full_update=True)
     runtime, schema = check_runtime(raw_runtime)
     if runtime is None or schema.errors:
         assert all(str(e) for e in schema.errors)

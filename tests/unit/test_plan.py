@@ -144,10 +144,12 @@ def test_children(case: BuildCase) -> None:
 
 def test_a_resized_suspended_trainjob_deletes_its_jobset_in_the_foreground_instead_of_applying_it() -> None:
     built = plan.children(FRAMEWORK, JOB.suspend().obj(), TORCH.source(), Observed())
-    old = {**built.writes[0].obj, "metadata": {**built.writes[0].obj["metadata"], "uid": "js-uid"}}  # type: ignore[union-attr]
+    old = {**built.writes[0].obj, "metadata": {**built.writes[0].obj["metadata"], "uid": "js-uid",  # type: ignore[union-attr]
+                                               "resourceVersion": "5"}}  # type: ignore[union-attr]
     resized = plan.children(FRAMEWORK, JOB.suspend().trainer(numNodes=4).obj(), TORCH.source(), Observed(jobset=old))
     assert resized == plan.Children(
-        (plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", "Foreground", "js-uid"),), (), 4)
+        (plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", "Foreground", "js-uid", "5"),), (),
+        4)
 
 
 def test_what_the_plugins_cannot_build_is_a_build_failure() -> None:
@@ -159,23 +161,27 @@ def test_what_the_plugins_cannot_build_is_a_build_failure() -> None:
 
 
 APPLY_JOBSET = plan.Apply(jobset(True))
-NEVER_RAN = Observed(jobset=jobset(True))
+READ = jobset(True)
+READ["metadata"] = {**READ["metadata"], "uid": "js-uid", "resourceVersion": "7"}
+NEVER_RAN = Observed(jobset=READ)
 REFUSALS = {
-    "a never-run suspended JobSet refusing an immutable change is deleted and applied again": (
-        APPLY_JOBSET, 422, "spec.replicatedJobs: field is immutable", NEVER_RAN,
-        plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default")),
+    "a never-run suspended JobSet refusing an immutable change is deleted on resume, only the version read": (
+        APPLY_JOBSET, 422, "spec.replicatedJobs: field is immutable", NEVER_RAN, False,
+        plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", uid="js-uid", resource_version="7")),
+    "while the TrainJob stays suspended such a JobSet is kept as it is (a takeover re-creates nothing)": (
+        APPLY_JOBSET, 422, "spec.replicatedJobs: field is immutable", NEVER_RAN, True, plan.Keep()),
     "a JobSet that runs is never deleted for a refused change": (
-        APPLY_JOBSET, 422, "field is immutable", Observed(jobset=jobset(False)), None),
-    "a refusal that is not about immutability is a failure": (APPLY_JOBSET, 422, "invalid", NEVER_RAN, None),
+        APPLY_JOBSET, 422, "field is immutable", Observed(jobset=jobset(False)), False, None),
+    "a refusal that is not about immutability is a failure": (APPLY_JOBSET, 422, "invalid", NEVER_RAN, False, None),
     "another kind's refusal is a failure": (plan.Apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "x", "namespace": "default"}}), 422, "field is immutable", NEVER_RAN, None),
+        "name": "x", "namespace": "default"}}), 422, "field is immutable", NEVER_RAN, False, None),
 }
 
 
 @pytest.mark.parametrize("case", REFUSALS.values(), ids=REFUSALS.keys())
-def test_rebuild_after_refusal(case: tuple[Any, int, str, Observed, plan.Delete | None]) -> None:
-    write, status, message, observed, want = case
-    assert plan.rebuild_after_refusal(write, status, message, observed) == want
+def test_rebuild_after_refusal(case: tuple[Any, int, str, Observed, bool, plan.Delete | plan.Keep | None]) -> None:
+    write, status, message, observed, suspended, want = case
+    assert plan.rebuild_after_refusal(write, status, message, observed, suspended) == want
 
 
 def test_a_failed_write_names_the_verb_and_the_object() -> None:

@@ -32,6 +32,10 @@ class FakeClient:
     pods: list[dict[str, Any]] = field(default_factory=list)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     trainjob: dict[str, Any] = field(default_factory=dict)
+    refuse_jobset: str | None = None
+    """An apply of the JobSet fails with this 422 message (JobSet's webhook refusing a change)."""
+    delete_conflicts: bool = False
+    """A delete's preconditions fail (the object changed since it was read): answers False, as the client does."""
 
     async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Any:
         self.calls.append(("get", kind, name))
@@ -44,11 +48,13 @@ class FakeClient:
 
     async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = True) -> dict[str, Any]:
         self.calls.append(("apply", obj["kind"], obj["metadata"]["name"]))
+        if obj["kind"] == c.JOBSET_KIND and self.refuse_jobset:
+            raise ApiError(422, "Invalid", self.refuse_jobset, {})
         return {**obj, "metadata": {**obj["metadata"], "uid": f"{obj['kind']}-uid", "resourceVersion": "1"}}
 
     async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
         self.calls.append(("create", obj["kind"], obj["metadata"].get("name")))
-        if (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"]) in self.objects:
+        if (obj["kind"], obj["metadata"]["namespace"], obj["metadata"].get("name")) in self.objects:
             raise ApiError(409, "AlreadyExists", "exists", {})
         return obj
 
@@ -60,9 +66,10 @@ class FakeClient:
         return self.trainjob
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background", uid: str | None = None) -> bool:
-        self.calls.append(("delete", kind, name, propagation, uid))
-        return True
+                     propagation: str = "Background", uid: str | None = None,
+                     resource_version: str | None = None) -> bool:
+        self.calls.append(("delete", kind, name, propagation, uid) + ((resource_version,) if resource_version else ()))
+        return not (self.delete_conflicts and (uid or resource_version))
 
 
 def reconciler(client: FakeClient, job: TrainJobBuilder, jobset: dict[str, Any] | None = None) -> Reconciler:
@@ -170,7 +177,7 @@ def test_a_resized_suspended_trainjob_gets_its_jobset_rebuilt() -> None:
     rec.store.trainjobs.put(client.trainjob)
     asyncio.run(rec.reconcile(KEY))
     jobset_writes = [call for call in client.calls if call[1] == c.JOBSET_KIND and call[0] in ("apply", "delete")]
-    assert jobset_writes == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "JobSet-uid")]
+    assert jobset_writes == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "JobSet-uid", "1")]
     client.calls.clear()
     stored = rec.store.jobsets.get(KEY)
     assert stored is not None
@@ -251,3 +258,87 @@ def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() ->
     rec.store.runtimes.put(GANG_RT.raw())
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [("get", c.POD_GROUP_KIND, "test-job"), ("apply", c.JOBSET_KIND, "test-job")]
+
+
+# --- D24 rebuilds: only on resume, only the version read (issue 17) ------------------------------------------------
+
+IMMUTABLE = 'JobSet.jobset.x-k8s.io "test-job" is invalid: spec.replicatedJobs: Invalid value: [...]: field is ' \
+    "immutable"
+
+
+def _old_shape() -> dict[str, Any]:
+    """A suspended JobSet that never ran, of the same size, built by another controller (or an older version):
+    JobSet refuses ours (another env, say) as immutable."""
+    client = FakeClient()
+    rec = reconciler(client, JOB.suspend())
+    asyncio.run(rec.reconcile(KEY))
+    built = rec.store.jobsets.get(KEY)
+    assert built is not None
+    return {**built, "metadata": {"name": "test-job", "namespace": "default", "uid": "old-uid", "resourceVersion": "7"},
+            "status": {}}
+
+
+OLD_SHAPE = _old_shape()
+
+
+def jobset_calls(client: FakeClient) -> list[tuple[Any, ...]]:
+    return [call for call in client.calls if call[1] == c.JOBSET_KIND]
+
+
+def test_a_suspended_older_shape_jobset_is_kept_while_the_trainjob_stays_suspended() -> None:
+    """Taking over upstream's suspended JobSets re-creates none: the rebuild waits for the resume."""
+    client = FakeClient(refuse_jobset=IMMUTABLE)
+    rec = reconciler(client, JOB.suspend(), OLD_SHAPE)
+    result = asyncio.run(rec.reconcile(KEY))
+    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job")]
+    assert result.error is False
+    assert rec.store.jobsets.get(KEY) == OLD_SHAPE
+    assert all("ReconcileFailed" not in str(call) for call in client.calls if call[0] == "patch")
+
+
+def test_on_resume_a_never_started_older_shape_jobset_is_rebuilt_once_only_the_version_read() -> None:
+    client = FakeClient(refuse_jobset=IMMUTABLE)
+    rec = reconciler(client, JOB, OLD_SHAPE)
+
+    async def rebuilt() -> None:
+        client.refuse_jobset = IMMUTABLE
+        original = client.delete
+
+        async def delete(*args: Any, **kwargs: Any) -> bool:
+            client.refuse_jobset = None  # gone: the next apply creates the JobSet in the current shape
+            return await original(*args, **kwargs)
+
+        client.delete = delete  # type: ignore[method-assign]
+        await rec.reconcile(KEY)
+
+    asyncio.run(rebuilt())
+    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job"),
+                                    ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7"),
+                                    ("apply", c.JOBSET_KIND, "test-job")]
+
+
+def test_a_stale_view_of_a_resumed_jobset_deletes_and_recreates_nothing() -> None:
+    """After a failover the cache may still show the JobSet suspended and never run while the old leader resumed it:
+    the delete's uid and resourceVersion preconditions fail, and nothing is created again."""
+    client = FakeClient(refuse_jobset=IMMUTABLE, delete_conflicts=True)
+    rec = reconciler(client, JOB, OLD_SHAPE)
+    result = asyncio.run(rec.reconcile(KEY))
+    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job"),
+                                    ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7")]
+    assert result.error is False
+
+
+def test_a_jobset_that_ran_is_never_rebuilt_whatever_it_refuses() -> None:
+    ran = {**OLD_SHAPE, "status": {"replicatedJobsStatus": [{"name": "node", "active": 1}]}}
+    client = FakeClient(refuse_jobset=IMMUTABLE)
+    rec = reconciler(client, JOB, ran)
+    result = asyncio.run(rec.reconcile(KEY))
+    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job")]
+    assert result.error is True
+
+
+def test_a_resize_deletes_only_the_version_read() -> None:
+    client = FakeClient(delete_conflicts=True)
+    rec = reconciler(client, JOB.suspend().trainer(numNodes=3), OLD_SHAPE)
+    asyncio.run(rec.reconcile(KEY))
+    assert jobset_calls(client) == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "old-uid", "7")]

@@ -152,7 +152,8 @@ async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: 
         bundle = _bundle_of(secret) if secret else None
         if bundle is not None and not certs.needs_rotation(bundle, hosts, now, cfg.rotate_before_days):
             return bundle
-        fresh = certs.generate(hosts, now, cfg.cert_validity_days)
+        keep_ca = bundle is not None and certs.ca_outlives(bundle, now, cfg.cert_validity_days)
+        fresh = certs.generate(hosts, now, cfg.cert_validity_days, ca_of=bundle if keep_ca else None)
         body: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": cfg.cert_secret_name, "namespace": namespace,
@@ -167,7 +168,8 @@ async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: 
             else:
                 body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
                 await client.replace(body)
-            log.info("webhook certificate issued", secret=cfg.cert_secret_name, hosts=hosts)
+            log.info("webhook certificate issued", secret=cfg.cert_secret_name, hosts=hosts,
+                     ca="kept" if keep_ca else "new")
             return fresh
         except ApiError as err:
             if err.status not in (404, 409):

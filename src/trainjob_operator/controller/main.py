@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
 import kopf
 
 from .. import config as config_module
@@ -276,6 +277,43 @@ class NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
+WATCH_RESTART_PAUSE = 1.0
+"""Seconds between a watch stream that failed on the API server's side and its next listing (no spinning)."""
+
+
+def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
+    """kopf's `continuous_watch` (one listing and its watch requests), made to survive what the API server or the
+    network does to it: kopf restarts on a 410 Gone ERROR event, but a 410 answered as the HTTP status of the watch
+    request, or a 5xx, connection error or timeout that outlasts kopf's own retries, escaped its watcher and ended
+    the whole operator (found by the hostile-network scenario, issue 17). Those end this stream quietly instead:
+    kopf's `infinite_watch` lists again and watches on (after a pause). Anything else still propagates."""
+    from kopf._cogs.clients import errors as kopf_errors
+
+    async def watch(*args: Any, **kwargs: Any) -> Any:
+        try:
+            async for event in original(*args, **kwargs):
+                yield event
+        except (kopf_errors.APIServerError, kopf_errors.APIClientError, aiohttp.ClientError, TimeoutError) as err:
+            status = getattr(err, "status", None)
+            if isinstance(err, kopf_errors.APIClientError) and status not in (403, 410, 429):
+                raise
+            log.warning("watch stream failed; listing again", resource=str(kwargs.get("resource", "")),
+                        **logs.error_fields(err))
+            await asyncio.sleep(WATCH_RESTART_PAUSE)
+
+    return watch
+
+
+def harden_kopf_watches() -> None:
+    """Install `resilient_watch` into kopf (once)."""
+    from kopf._cogs.clients import watching
+
+    if not getattr(watching.continuous_watch, "resilient", False):
+        hardened = resilient_watch(watching.continuous_watch)
+        hardened.resilient = True  # type: ignore[attr-defined]
+        watching.continuous_watch = hardened
+
+
 def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used."""
     registry = kopf.OperatorRegistry()
@@ -286,6 +324,7 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         settings.watching.server_timeout = 600
         settings.watching.client_timeout = 660
         settings.networking.request_timeout = 30
+        settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
         settings.scanning.disabled = True
         settings.persistence.diffbase_storage = NoDiffBase()
 
@@ -401,7 +440,8 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
             tasks["webhook certificates"] = asyncio.create_task(keep_webhooks_current(
                 client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
-                also=[status] if status is not None else [], extra_hosts=hosts, on_bundle=manager.on_bundle,
+                interval=cfg.webhook.cert_check_seconds, also=[status] if status is not None else [],
+                extra_hosts=hosts, on_bundle=manager.on_bundle,
                 fatal=fatal))
         if cfg.leader_election.enabled:
             le = cfg.leader_election
@@ -429,6 +469,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                  status_server=cfg.status_server.enabled,
                  leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
         try:
+            harden_kopf_watches()
             await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
                                 namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag, stop_flag=stop)
         finally:

@@ -254,7 +254,9 @@ class Reconciler:
                 log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
                 await self._send(write)
                 continue
-            written = await self._send_child(write, observed)
+            written = await self._send_child(write, observed, bool(job.spec.suspend))
+            if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
+                continue
             ref = plan.ref_of(write.obj)
             kind = self.framework.kind(ref.api_version, ref.kind)
             if isinstance(write, plan.Create) or (kind is not None and kind.probe):
@@ -269,19 +271,28 @@ class Reconciler:
                 self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
         return children.nodes
 
-    async def _send_child(self, write: plan.Apply | plan.Create, observed: Observed) -> dict[str, Any]:
-        """One child's write; a conflict on a create means it exists; a refused apply may be a rebuild."""
+    async def _send_child(self, write: plan.Apply | plan.Create, observed: Observed,
+                          suspended: bool) -> dict[str, Any] | None:
+        """One child's write; a conflict on a create means it exists; a refused apply may be kept as it is (None)
+        or rebuilt."""
         try:
             return await self._send(write)  # type: ignore[no-any-return]
         except ApiError as err:
             if isinstance(write, plan.Create) and err.conflict:
                 return write.obj
-            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed)
+            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed, suspended)
             if rebuild is None:
                 raise plan.write_failed(write, err.message) from err
-            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it",
-                     namespace=rebuild.namespace, name=rebuild.name, error=err.message)
-        await self._send(rebuild)
+            name, namespace = write.obj["metadata"]["name"], write.obj["metadata"].get("namespace")
+            if isinstance(rebuild, plan.Keep):
+                log.info("suspended JobSet of an older shape refuses the update and never ran: kept until the "
+                         "TrainJob resumes", namespace=namespace, name=name)
+                return None
+            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it on resume",
+                     namespace=namespace, name=name, error=err.message[:300])
+        if not await self._send(rebuild):
+            log.info("JobSet changed since it was read: not rebuilt", namespace=namespace, name=name)
+            return None
         try:
             return await self._send(write)  # type: ignore[no-any-return]
         except ApiError as err:
@@ -292,7 +303,7 @@ class Reconciler:
         if isinstance(write, plan.Delete):
             return await self._write("delete", self.client.delete(
                 write.api_version, write.kind, write.name, write.namespace, propagation=write.propagation,
-                uid=write.uid))
+                uid=write.uid, resource_version=write.resource_version))
         if isinstance(write, plan.Create):
             return await self._write("create", self.client.create(write.obj, c.FIELD_MANAGER))
         return await self._write("apply", self.client.apply(write.obj, c.FIELD_MANAGER, force=True))

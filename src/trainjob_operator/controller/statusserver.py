@@ -172,7 +172,7 @@ def base_url(cfg: StatusServerConfig, webhook_service: str | None, webhook_url_h
     if webhook_service:
         return f"https://{webhook_service}.{operator_namespace}.svc:{cfg.port}"
     host = cfg.url_host or webhook_url_host or cfg.host
-    return f"https://{host}:{cfg.port}"
+    return f"https://{host}:{cfg.url_port or cfg.port}"
 
 
 __all__ = ["StatusServer", "base_url"]

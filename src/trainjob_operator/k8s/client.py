@@ -46,6 +46,24 @@ def is_transient(err: BaseException) -> bool:
     return isinstance(err, aiohttp.ClientError | OSError | TimeoutError | asyncio.TimeoutError)
 
 
+RETRY_AFTER_CAP = 60.0
+"""Longest wait a Retry-After imposes on the next request for the same object."""
+
+
+def retry_key(method: str, path: str, body: Any = None) -> str:
+    """What a Retry-After is about: the object of the request (its path; for a create, the collection's path and
+    the new object's name), whatever the verb and subresource."""
+    path = path.split("?", 1)[0]
+    if method == "POST" and isinstance(body, dict):
+        meta = body.get("metadata")
+        name = (meta.get("name") or meta.get("generateName")) if isinstance(meta, dict) else None
+        if name:
+            path = f"{path}/{name}"
+    for suffix in ("/status", "/scale"):
+        path = path.removesuffix(suffix)
+    return path
+
+
 def retry_after(err: BaseException) -> float | None:
     return err.retry_after if isinstance(err, ApiError) else None
 
@@ -161,6 +179,8 @@ class Client:
         self._retired: list[aiohttp.ClientSession] = []
         self._refreshing = asyncio.Lock()
         self._ahead: asyncio.Task[Connection] | None = None
+        self._not_before: dict[str, float] = {}
+        """Per object path: when the API server's Retry-After (429/503) allows the next request for it."""
 
     async def __aenter__(self) -> "Client":
         return self
@@ -217,13 +237,32 @@ class Client:
             await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
         data = json.dumps(body) if body is not None else None
         query = f"?{urlencode(params)}" if params else ""
+        target = retry_key(method, path, body)
+        await self._honour_retry_after(target)
         try:
             return await self._send(method, path + query, data, content_type)
         except ApiError as err:
+            if err.retry_after and err.status in (429, 503):
+                self._not_before[target] = time.monotonic() + min(err.retry_after, RETRY_AFTER_CAP)
             if err.status != 401 or not self.connection.refreshable:
                 raise
         await self.refresh(min_age=1.0)  # a rotated token file, an exec token revoked early: once more
         return await self._send(method, path + query, data, content_type)
+
+    async def _honour_retry_after(self, target: str) -> None:
+        """The API server asked to wait before asking again about this object (429/503 with Retry-After): whoever
+        asks next (a reconcile a watch event triggered, the leader elector's next renewal) waits that long."""
+        when = self._not_before.get(target)
+        if when is None:
+            return
+        wait = when - time.monotonic()
+        if wait <= 0:
+            del self._not_before[target]
+            return
+        if len(self._not_before) > 4096:  # bounded: drop what has expired
+            now = time.monotonic()
+            self._not_before = {k: v for k, v in self._not_before.items() if v > now}
+        await asyncio.sleep(wait)
 
     def _refresh_if_expiring(self, now: dt.datetime) -> None:
         """Shortly before the credentials expire, resolve them again in the background: requests go on with the
@@ -294,17 +333,20 @@ class Client:
         return await self.request("PATCH", path, body=patch, content_type=MERGE)
 
     async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background", uid: str | None = None) -> bool:
-        """Delete; with `uid`, only that incarnation of the object (a precondition: a conflict means it was
-        replaced, and counts as not found)."""
+                     propagation: str = "Background", uid: str | None = None,
+                     resource_version: str | None = None) -> bool:
+        """Delete; with `uid`, only that incarnation of the object; with `resource_version`, only that version of
+        it (preconditions: a conflict means it was replaced or changed since it was read, and counts as not
+        deleted)."""
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
         try:
             await self.request("DELETE", resource_of(api_version, kind).path(namespace, name), body=options)
             return True
         except ApiError as err:
-            if err.not_found or (uid and err.conflict):
+            if err.not_found or (preconditions and err.conflict):
                 return False
             raise
 

@@ -20,12 +20,12 @@ def stamp_patch_times(new: dict[str, Any], old: dict[str, Any] | None, now: str)
     previous: dict[str, dict[str, Any]] = {}
     if old is not None:
         for patch in (old.get("spec") or {}).get("runtimePatches") or []:
-            if isinstance(patch, dict) and "manager" in patch:
+            if isinstance(patch, dict) and isinstance(patch.get("manager"), str):
                 previous[patch["manager"]] = patch
     stamped = []
     for patch in patches:
-        if not isinstance(patch, dict):
-            stamped.append(patch)
+        if not isinstance(patch, dict) or not isinstance(patch.get("manager", ""), str):
+            stamped.append(patch)  # not a patch: left to the schema and the validating webhook, which name the field
             continue
         before = previous.get(patch.get("manager", ""))
         if before is None:

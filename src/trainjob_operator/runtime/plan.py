@@ -72,6 +72,14 @@ class Delete:
     propagation: str = "Background"
     uid: str | None = None
     """Only this incarnation (a precondition): an object re-created under the same name is not touched."""
+    resource_version: str | None = None
+    """Only the version read (a precondition): a stale cache view (the JobSet resumed meanwhile, say by the replica
+    that led before a failover) deletes nothing."""
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Leave the refused object as it is; the event that changes the decision (a resume) brings the TrainJob back."""
 
 
 Write = Apply | Create | Delete
@@ -194,22 +202,29 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
                 # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built again at
                 # the new size once it is gone. Secrets and the snapshot stay.
                 writes.append(Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground",
-                                     meta.get("uid")))
+                                     meta.get("uid"), meta.get("resourceVersion")))
                 continue
         writes.append(Create(obj) if mode is Mode.CREATE_ONCE else Apply(obj))
     trainer = info.ancestor(c.ANCESTOR_TRAINER)
     return Children(tuple(writes), probes, trainer.count if trainer is not None else None)
 
 
-def rebuild_after_refusal(write: Write, status: int, message: str, observed: Observed) -> Delete | None:
-    """An apply the API server refused: a JobSet of an older shape that refuses the update as immutable and never
-    ran is deleted and applied again (the delete to send first); anything else is a failure (None)."""
+def rebuild_after_refusal(write: Write, status: int, message: str, observed: Observed,
+                          suspended: bool) -> Delete | Keep | None:
+    """An apply the API server refused. A JobSet of an older shape (another controller's, or built before the v2.4
+    env) that refuses the update as immutable and never ran is kept as it is while the TrainJob stays suspended, so
+    a takeover re-creates nothing; on resume it is deleted (only the version read) and applied again, the delete to
+    send first (docs/compatibility.md D24). Anything else is a failure (None)."""
     if not isinstance(write, Apply) or write.obj["kind"] != c.JOBSET_KIND:
         return None
     if not (status in (403, 422) and "immutable" in message and rebuildable(observed.jobset)):
         return None
+    if suspended:
+        return Keep()
     meta = write.obj["metadata"]
-    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, meta["name"], meta.get("namespace"))
+    read = (observed.jobset or {}).get("metadata") or {}
+    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, meta["name"], meta.get("namespace"),
+                  uid=read.get("uid"), resource_version=read.get("resourceVersion"))
 
 
 def write_failed(write: Write, message: str) -> Failure:
