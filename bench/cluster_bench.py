@@ -130,7 +130,7 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
                              str(info.kubeconfig), "--config", str(path)],
                             stdout=(logs / "ours.log").open("ab"), stderr=subprocess.STDOUT, cwd=REPO)
     process = Process(proc, f"http://127.0.0.1:{port}/metrics", "trainjob_operator_reconcile_duration_seconds_count")
-    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 60, proc)
+    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 300, proc)
     return process
 
 

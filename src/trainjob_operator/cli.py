@@ -11,7 +11,6 @@ pruned as the API server prunes them, with a `Warning: unknown field` line each 
 """
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime import yamltext
+from .runtime import jsontext, yamltext
 from .runtime.errors import BuildError, FieldError, describe, invalid
 from .runtime.info import RuntimeSource
 from .runtime.lifecycle import effective_run_policy
@@ -358,7 +357,7 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
 
 def dump(objects: list[dict[str, Any]], output: str, out: TextIO) -> None:
     if output == "json":
-        json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, out, indent=2)
+        out.write(jsontext.indented({"apiVersion": "v1", "kind": "List", "items": objects}))
         out.write("\n")
     else:
         out.write(yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, explicit_start=True))
