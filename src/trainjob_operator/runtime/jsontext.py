@@ -2,8 +2,8 @@
 
 The fast path never changes a byte of what is produced: `indented` is exactly `json.dumps(value, indent=2)` (ASCII
 only, `\\uXXXX` escapes, Python's float spelling) and falls back to it whenever orjson would spell something
-differently (non-ASCII text and DEL, floats in exponent form, a null that may be a NaN, integers beyond 64 bits, keys that
-are not strings).
+differently (non-ASCII text and DEL, floats in exponent form, a null that may be a NaN, integers beyond 64 bits,
+keys that are not strings).
 `compact`/`loads` are for the operator's own caches, where only the value round trip matters.
 """
 
