@@ -24,7 +24,7 @@ from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime import jsontext, yamltext
+from .runtime import jsontext, yamldump, yamltext
 from .runtime.errors import BuildError, FieldError, describe, invalid
 from .runtime.info import RuntimeSource
 from .runtime.lifecycle import effective_run_policy
@@ -35,21 +35,6 @@ from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, ch
 
 PROG = "trainjob-operator"
 RUNTIME_KINDS = (c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
-
-try:
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # PyYAML built without libyaml
-    _Dumper = yaml.SafeDumper
-
-
-def _represent_str(dumper: Any, value: str) -> Any:
-    """Multi-line strings (hostfiles, snapshots) as readable literal blocks."""
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
 
 class UsageError(Exception):
     """Input the CLI cannot work with at all (exit 2)."""
@@ -360,7 +345,7 @@ def dump(objects: list[dict[str, Any]], output: str, out: TextIO) -> None:
         out.write(jsontext.indented({"apiVersion": "v1", "kind": "List", "items": objects}))
         out.write("\n")
     else:
-        out.write(yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, explicit_start=True))
+        out.write(yamldump.dump_all(objects))
 
 
 def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:

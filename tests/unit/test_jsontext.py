@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainjob_operator import cli
-from trainjob_operator.runtime import jsontext
+from trainjob_operator.runtime import jsontext, yamldump
 from trainjob_operator.runtime.pipeline import Framework
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -71,3 +71,24 @@ def test_render_output_is_the_same_on_the_fast_and_the_pure_path(output: str, mo
     pure = rendered(output, False, monkeypatch, tmp_path)
     assert fast == pure
     assert fast.count("kind: JobSet" if output == "yaml" else '"kind": "JobSet"') == 6
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+    | st.floats(allow_nan=True, allow_infinity=True),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30)
+
+
+@given(st.lists(yaml_values, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_yaml_fast_dump_is_byte_for_byte_pyyamls(objects: list[Any]) -> None:
+    assert yamldump.dump_all(objects) == yamldump.dump_all(objects, fast=False)
+
+
+def test_yaml_fast_dump_keeps_anchors_and_aliases_of_shared_objects() -> None:
+    shared = {"name": "node", "multi": "line one\nline two\n"}
+    objects = [{"a": shared, "b": shared, "c": [shared, (1, 2)]}, {"d": [shared], "e": 1.5}]
+    text = yamldump.dump_all(objects)
+    assert text == yamldump.dump_all(objects, fast=False)
+    assert "&id001" in text and "*id001" in text and "|" in text
