@@ -9,6 +9,7 @@ differently.
 import json
 from typing import Any, Final
 
+_orjson: Any
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; a source install without it still works
@@ -21,7 +22,7 @@ def indented(value: Any, fast: bool = True) -> str:
     """`json.dumps(value, indent=2)`, byte for byte."""
     if fast and _orjson is not None:
         try:
-            data = _orjson.dumps(value, option=_orjson.OPT_INDENT_2)
+            data: bytes = _orjson.dumps(value, option=_orjson.OPT_INDENT_2)
             # Both write the same tokens in the same order; where they spell one differently (non-ASCII text and DEL,
             # floats: 1e-05 / 0.00001, NaN / null), their compact forms differ too. The standard library's compact
             # encoder is its C one (the indenting one is pure Python), so the check costs a fraction of the saving.
@@ -37,7 +38,8 @@ def compact(value: Any) -> bytes:
     """Compact JSON (UTF-8) of a JSON-like value: what the caches keep."""
     if _orjson is not None:
         try:
-            return _orjson.dumps(value)
+            encoded: bytes = _orjson.dumps(value)
+            return encoded
         except TypeError:
             pass
     return json.dumps(value, separators=(",", ":")).encode()

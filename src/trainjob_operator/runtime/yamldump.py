@@ -88,4 +88,4 @@ class FastDumper(PlainDumper):
 def dump_all(objects: list[Any], fast: bool = True) -> str:
     """Every object as one document of a YAML stream, each starting with `---`."""
     dumper = FastDumper if fast and not FastDumper.yaml_path_resolvers else PlainDumper
-    return yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True)  # type: ignore[no-any-return]
+    return yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True)
