@@ -7,7 +7,6 @@ takes them and watches for the operator's answers. Prints one JSON document with
                         (the ceiling: TrainJobs created as for `trainjobs`, and this client does exactly
                         the operator's writes for each: the runtime snapshot ConfigMap and the JobSet's apply,
                         with C workers)
-
   loadgen.py complete   --kubeconfig K --namespace NS                 (mark every JobSet Completed, time Complete)
 
 `trainjobs` and `ceiling` run a probe beside the burst: another client doing ordinary reads and writes (GET and
