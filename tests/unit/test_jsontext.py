@@ -92,3 +92,17 @@ def test_yaml_fast_dump_keeps_anchors_and_aliases_of_shared_objects() -> None:
     text = yamldump.dump_all(objects)
     assert text == yamldump.dump_all(objects, fast=False)
     assert "&id001" in text and "*id001" in text and "|" in text
+
+
+def test_compact_keeps_no_more_memory_than_its_text() -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [jsontext.compact({"metadata": {"name": f"job-{i}"}}) for i in range(2000)]
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert used < 2000 * 200, f"{used / 2000:.0f} bytes per ~35-byte text"
+    assert jsontext.loads(kept[0]) == {"metadata": {"name": "job-0"}}
