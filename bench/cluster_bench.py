@@ -224,7 +224,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int
                  ) -> dict[str, float]:
-    """The operator's requests per TrainJob by verb; the load generator's own TrainJob creates are removed."""
+    """The operator's requests per TrainJob by verb and resource; the load generator's own TrainJob creates are
+    removed."""
     resources = {"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"}
     verbs: dict[str, float] = {}
     for (verb, resource), value in after.items():
@@ -232,7 +233,7 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
             delta = value - before.get((verb, resource), 0.0)
             if verb == "POST" and resource == "trainjobs":
                 delta -= n
-            verbs[verb] = verbs.get(verb, 0.0) + delta
+            verbs[f"{verb} {resource}"] = verbs.get(f"{verb} {resource}", 0.0) + delta
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
