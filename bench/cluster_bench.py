@@ -237,7 +237,7 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
-STEADY_WINDOW_S = 20.0
+STEADY_WINDOW_S = 60.0
 
 
 def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
@@ -250,8 +250,11 @@ def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Sett
         resync = time.monotonic() - started
         cpu_before = process.cpu_seconds()
         time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
-        return {"resync_s": resync, "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
-                "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+        result = {"resync_s": resync,
+                  "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
+                  "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+        say(f"steady state, {n} TrainJobs, {contender.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in result.items()))
+        return result
     finally:
         process.stop()
 
