@@ -89,3 +89,21 @@ def test_a_hold_delays_every_caller_of_the_resource() -> None:
 def test_the_default_client_limit_is_a_ceiling_not_the_pace() -> None:
     client = config_module.OperatorConfig().client
     assert (client.qps, client.burst) == (1000, 2000)
+
+
+@pytest.mark.parametrize(("env", "proxy_url", "want"), [
+    pytest.param({}, None, None, id="no proxy anywhere"),
+    pytest.param({"HTTPS_PROXY": "http://p:3128"}, None, "http://p:3128", id="the environment's"),
+    pytest.param({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "api.example"}, None, None, id="NO_PROXY names it"),
+    pytest.param({"HTTPS_PROXY": "http://p:3128"}, "http://k:8080", "http://k:8080", id="the kubeconfig's wins"),
+])
+def test_the_proxy_is_resolved_once_as_kubectl_resolves_it(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                                            proxy_url: str | None, want: str | None) -> None:
+    from trainjob_operator.k8s.client import env_proxy
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY",
+                 "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert env_proxy("https://api.example:6443", proxy_url)[0] == want

@@ -14,6 +14,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from ..runtime import jsontext
 from . import config as k8s_config
@@ -152,6 +154,17 @@ def resource_name(path: str) -> str:
     return parts[0] if parts else ""
 
 
+def env_proxy(server: str, proxy_url: str | None) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy for `server`: the kubeconfig's `proxy-url`, else the environment's ($HTTPS_PROXY, $NO_PROXY...)."""
+    if proxy_url:
+        return proxy_url, None
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(server))
+    except LookupError:  # no proxy for this URL
+        return None, None
+    return str(proxy), auth
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     try:
         return KNOWN[(api_version, kind)]
@@ -192,10 +205,11 @@ class Client:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.connection.ssl_context, limit=64)
-            # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY.
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
-                                                  proxy=self.connection.proxy_url,
-                                                  trust_env=not self.connection.proxy_url)
+            # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY, read once here. (aiohttp's
+            # trust_env would read them, and ~/.netrc, in a thread for every request: two thread hops per call.)
+            proxy, proxy_auth = env_proxy(self.connection.server, self.connection.proxy_url)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, proxy=proxy,
+                                                  proxy_auth=proxy_auth)
         return self._session
 
     async def refresh(self, min_age: float = 0.0) -> Connection:
