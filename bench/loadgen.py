@@ -157,21 +157,29 @@ async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
             "latencies": latencies, **probe.result()}
 
 
+FAKE_CA = "-----BEGIN CERTIFICATE-----\n" + "A" * 1000 + "\n-----END CERTIFICATE-----\n"
+
+
 class OperatorWrites:
-    """The operator's writes for each TrainJob, done by a plain client: the runtime snapshot ConfigMap (create) and
-    the JobSet (server-side apply), bodies built by the operator's own pipeline before the clock starts."""
+    """The operator's writes for each TrainJob, done by a plain client: the runtime snapshot ConfigMap (create), the
+    status server's CA ConfigMap and the JobSet (server-side apply), bodies built by the operator's own pipeline before
+    the clock starts."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         from trainjob_operator.api.runtime import ClusterTrainingRuntime
         from trainjob_operator.api.trainjob import TrainJob
         from trainjob_operator.runtime import jsontext
         from trainjob_operator.runtime.info import RuntimeSource
+        from trainjob_operator.runtime.observed import Observed, StatusServer
         from trainjob_operator.runtime.pipeline import Framework
         from trainjob_operator.runtime.snapshot import build_snapshot
 
         runtime_path = Path(__file__).resolve().parent / "runtime.json"
         runtime = RuntimeSource.of(ClusterTrainingRuntime.model_validate(json.loads(runtime_path.read_text())))
         framework = Framework.from_registry()
+        # The operator runs with its status server on (the default): the trainer gets its URL, and the CA goes into
+        # a ConfigMap, one more write per TrainJob.
+        observed = Observed(status_server=StatusServer("https://127.0.0.1:10443", FAKE_CA))
         self.args = args
         self.client = connect(args.kubeconfig)
         self.pending: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
@@ -181,7 +189,7 @@ class OperatorWrites:
             raw = trainjob(args.namespace, name, args.runtime)
             raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
             job = TrainJob.model_validate(raw)
-            objects = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime)]
+            objects = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, observed)]
             self.templates[name] = jsontext.compact(objects)
         self.jsontext = jsontext
 
@@ -190,11 +198,10 @@ class OperatorWrites:
             while True:
                 name, uid = await self.pending.get()
                 body = self.templates[name].replace(b"00000000-0000-0000-0000-000000000000", uid.encode())
-                for obj in self.jsontext.loads(body):
-                    if obj["kind"] == "ConfigMap":
-                        await self.client.create(obj, "trainer")
-                    else:
-                        await self.client.apply(obj, "trainer", force=True)
+                snapshot, *children = self.jsontext.loads(body)
+                await self.client.create(snapshot, "trainer")  # as the operator: a create, then applies
+                for obj in children:
+                    await self.client.apply(obj, "trainer", force=True)
 
         await asyncio.gather(*(worker() for _ in range(self.args.concurrency)))
 
