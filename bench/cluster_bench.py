@@ -238,16 +238,18 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
 
 
 STEADY_WINDOW_S = 60.0
+STEADY_SETTLE_S = 15.0
 
 
 def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
                  ) -> dict[str, Any]:
     """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
+    started = time.monotonic()  # from the process's start: a restart's resync includes starting up
     process = contender.start(info, settings, logs)
-    started = time.monotonic()
     try:
         wait(lambda: process.reconciles() >= n, f"{contender.name} resyncing {n} TrainJobs", 900, process.proc)
         resync = time.monotonic() - started
+        time.sleep(STEADY_SETTLE_S)  # one-off work after a resync (idle workers exiting, a heap trim) is not idle
         cpu_before = process.cpu_seconds()
         time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
         result = {"resync_s": resync,
