@@ -361,7 +361,8 @@ def markdown(report: dict[str, Any]) -> str:
              f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
              "(other work shared the machine: compare the columns of one table, not across runs)", "",
              "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
-             "(snapshot ConfigMap create + JobSet apply, bodies from the operator's pipeline) at the best of "
+             "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
+             "pipeline) at the best of "
              f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}."]
     for scenario in report["burst"]:
         ceiling = scenario.get("ceiling") or {}
