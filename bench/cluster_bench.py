@@ -435,7 +435,8 @@ def main() -> int:
     parser.add_argument("--settings", default="defaults,equal,pinned",
                         help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy "
                              "neighbour)")
-    parser.add_argument("--ceiling-concurrency", type=int, help="skip the search for the ceiling's best concurrency")
+    parser.add_argument("--ceiling-concurrency", type=int,
+                        help="skip the search for the ceiling's best concurrency (0: no ceiling runs)")
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-state (restart, idle) measurement")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
@@ -457,12 +458,13 @@ def main() -> int:
                                   "load_before": load_average()}
         chosen = [SETTINGS[name] for name in args.settings.split(",")]
         for n in sizes:
-            concurrency = args.ceiling_concurrency or (64 if args.smoke else best_concurrency(info, n))
+            concurrency = args.ceiling_concurrency if args.ceiling_concurrency is not None else \
+                (64 if args.smoke else best_concurrency(info, n))
             for settings in ([DEFAULTS] if args.smoke else chosen):
                 results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
                 ceilings: list[dict[str, Any]] = []
                 for r in range(runs):
-                    if settings is not PINNED:
+                    if settings is not PINNED and concurrency:
                         ceilings.append(ceiling_run(info, n, concurrency))
                         say(f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
                             f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms")
