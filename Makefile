@@ -15,7 +15,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cluster demo demo-offline demo-down clean
+.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -126,7 +126,10 @@ bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJob
 bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status), medians of 3
 	@$(PY) bench/cluster_bench.py
 
-bench: bench-render bench-cluster ## all benchmarks
+bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5
+	@$(PY) bench/cli_bench.py --jobs 2000 --runs 5
+
+bench: bench-render bench-cli bench-cluster ## all benchmarks
 
 demo-offline: $(STAMP) ## render the example TrainJobs against the example runtimes, offline
 	@echo ">> validating examples/trainjobs.yaml against examples/runtimes.yaml"

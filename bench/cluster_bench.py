@@ -35,15 +35,7 @@ sys.path.insert(0, str(BENCH))
 
 from trainjob_dev import cluster  # noqa: E402
 
-TORCH_RUNTIME = {
-    "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
-    "metadata": {"name": "torch-distributed", "labels": {"trainer.kubeflow.org/framework": "torch"}},
-    "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [{
-        "name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                                     "spec": {"template": {"spec": {"containers": [{
-                                         "name": "node", "image": "pytorch/pytorch:2.13.0",
-                                         "command": ["torchrun", "train.py"]}]}}}}}]}}},
-}
+TORCH_RUNTIME = json.loads((BENCH / "runtime.json").read_text())
 WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
 
 
@@ -65,10 +57,26 @@ class Settings:
     qps: float | None = None
     burst: int | None = None
     concurrency: int | None = None
+    pinned: bool = False
+    """The contender pinned to one core (taskset) beside a busy neighbour on that core."""
 
 
 DEFAULTS = Settings("defaults")
 EQUAL = Settings("equal (qps 100, burst 200, 5 workers)", qps=100, burst=200, concurrency=5)
+PINNED = Settings("defaults, one core shared with a busy neighbour", pinned=True)
+CEILING_CONCURRENCY = (16, 64, 256)
+
+
+class Neighbour:
+    """A busy loop pinned to core 0, and the contender's threads pinned there too: CPU is scarce, both alike."""
+
+    def __init__(self, pid: int) -> None:
+        subprocess.run(["taskset", "-a", "-p", "-c", "0", str(pid)], check=True, capture_output=True)
+        self.proc = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 @dataclass
@@ -131,7 +139,7 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
                              str(info.kubeconfig), "--config", str(path)],
                             stdout=(logs / "ours.log").open("ab"), stderr=subprocess.STDOUT, cwd=REPO)
     process = Process(proc, f"http://127.0.0.1:{port}/metrics", "trainjob_operator_reconcile_duration_seconds_count")
-    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 60, proc)
+    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 300, proc)
     return process
 
 
@@ -189,10 +197,11 @@ def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float
     return totals
 
 
-def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0) -> dict[str, Any]:
+def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0, concurrency: int = 64
+            ) -> dict[str, Any]:
     out = subprocess.run([sys.executable, str(BENCH / "loadgen.py"), mode, "--kubeconfig", str(info.kubeconfig),
-                          "--namespace", namespace, "--n", str(n)], capture_output=True, text=True, check=True,
-                         timeout=3600)
+                          "--namespace", namespace, "--n", str(n), "--concurrency", str(concurrency)],
+                         capture_output=True, text=True, check=True, timeout=3600)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -216,7 +225,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int
                  ) -> dict[str, float]:
-    """The operator's requests per TrainJob by verb; the load generator's own TrainJob creates are removed."""
+    """The operator's requests per TrainJob by verb and resource; the load generator's own TrainJob creates are
+    removed."""
     resources = {"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"}
     verbs: dict[str, float] = {}
     for (verb, resource), value in after.items():
@@ -224,25 +234,30 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
             delta = value - before.get((verb, resource), 0.0)
             if verb == "POST" and resource == "trainjobs":
                 delta -= n
-            verbs[verb] = verbs.get(verb, 0.0) + delta
+            verbs[f"{verb} {resource}"] = verbs.get(f"{verb} {resource}", 0.0) + delta
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
-STEADY_WINDOW_S = 20.0
+STEADY_WINDOW_S = 60.0
+STEADY_SETTLE_S = 15.0
 
 
 def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
                  ) -> dict[str, Any]:
     """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
+    started = time.monotonic()  # from the process's start: a restart's resync includes starting up
     process = contender.start(info, settings, logs)
-    started = time.monotonic()
     try:
         wait(lambda: process.reconciles() >= n, f"{contender.name} resyncing {n} TrainJobs", 900, process.proc)
         resync = time.monotonic() - started
+        time.sleep(STEADY_SETTLE_S)  # one-off work after a resync (idle workers exiting, a heap trim) is not idle
         cpu_before = process.cpu_seconds()
         time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
-        return {"resync_s": resync, "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
-                "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+        result = {"resync_s": resync,
+                  "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
+                  "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+        say(f"steady state, {n} TrainJobs, {contender.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in result.items()))
+        return result
     finally:
         process.stop()
 
@@ -251,6 +266,7 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
               steady: bool = False) -> dict[str, Any]:
     ns = namespace(info, f"burst-{contender.name}")
     process = contender.start(info, settings, logs)
+    neighbour = Neighbour(process.proc.pid) if settings.pinned else None
     try:
         cpu_before = process.cpu_seconds()
         before = apiserver_requests(info)
@@ -263,7 +279,11 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
             "p50_ms": percentile(lat, 50) * 1000, "p95_ms": percentile(lat, 95) * 1000,
             "p99_ms": percentile(lat, 99) * 1000, "cpu_s": process.cpu_seconds() - cpu_before,
             "peak_rss_mib": process.peak_rss_mib(), "requests_per_trainjob": per_trainjob(before, after, n),
+            "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000, "probe_errors": result.get("probe_errors"),
         }
+        if neighbour is not None:
+            neighbour.stop()
+            neighbour = None
         if n <= 1000 and settings is DEFAULTS:
             status = loadgen(info, "complete", ns)
             slat = status.pop("latencies")
@@ -275,16 +295,35 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
             out["steady"] = steady_state(info, contender, settings, n, logs)
         return out
     finally:
+        if neighbour is not None:
+            neighbour.stop()
         process.stop()
         drop_namespace(info, ns)
 
 
-def ceiling_run(info: cluster.ClusterInfo, n: int) -> dict[str, Any]:
+def ceiling_run(info: cluster.ClusterInfo, n: int, concurrency: int) -> dict[str, Any]:
+    """No operator: the load generator creates the TrainJobs and does the operator's writes itself."""
     ns = namespace(info, "ceiling")
     try:
-        return loadgen(info, "jobsets", ns, n)
+        result = loadgen(info, "ceiling", ns, n, concurrency)
+        lat = result.pop("latencies")
+        return {"n": n, "concurrency": concurrency, "jobsets": result["jobsets"],
+                "all_jobsets_s": result["all_jobsets_seconds"],
+                "trainjobs_per_s": n / result["all_jobsets_seconds"] if result["all_jobsets_seconds"] else None,
+                "p50_ms": percentile(lat, 50) * 1000, "p95_ms": percentile(lat, 95) * 1000,
+                "p99_ms": percentile(lat, 99) * 1000, "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000,
+                "probe_errors": result.get("probe_errors")}
     finally:
         drop_namespace(info, ns)
+
+
+def best_concurrency(info: cluster.ClusterInfo, n: int) -> int:
+    """The ceiling's concurrency: the fastest of a few, on up to 1,000 TrainJobs."""
+    times = {}
+    for concurrency in CEILING_CONCURRENCY:
+        times[concurrency] = ceiling_run(info, min(n, 1000), concurrency)["all_jobsets_s"]
+        say(f"ceiling probe: concurrency {concurrency}: {times[concurrency]:.1f}s for {min(n, 1000)} TrainJobs")
+    return min(times, key=lambda k: times[k])
 
 
 def prepare(info: cluster.ClusterInfo) -> None:
@@ -304,22 +343,37 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+BURST_ROWS = (("all_jobsets_s", "time to all JobSets (s)"), ("trainjobs_per_s", "TrainJobs/s"),
+              ("p50_ms", "create→JobSet p50 (ms)"), ("p95_ms", "p95 (ms)"), ("p99_ms", "p99 (ms)"),
+              ("probe_p99_ms", "probe client p99 during the burst (ms)"), ("cpu_s", "operator CPU (s)"),
+              ("peak_rss_mib", "peak RSS (MiB)"))
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"
+
+
+def _ratio(a: Any, b: Any) -> str:
+    return f"{a / b:.2f}" if isinstance(a, int | float) and isinstance(b, int | float) and a and b else "-"
+
+
 def markdown(report: dict[str, Any]) -> str:
-    lines = [f"# Operator benchmarks ({report['stamp']})", "", f"Machine: {report['machine']}", ""]
-    lines.append(f"Ceiling: raw JobSet creates, median {report['ceiling']['per_second']:.0f}/s "
-                 f"(N={report['ceiling']['n']}, {report['runs']} runs)")
+    lines = [f"# Operator benchmarks ({report['stamp']})", "", f"Machine: {report['machine']}", "",
+             f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
+             "(other work shared the machine: compare the columns of one table, not across runs)", "",
+             "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
+             "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
+             "pipeline) at the best of "
+             f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}."]
     for scenario in report["burst"]:
-        lines += ["", f"## Burst N={scenario['n']}, {scenario['settings']}", "",
+        ceiling = scenario.get("ceiling") or {}
+        lines += ["", f"## Burst N={scenario['n']}, {scenario['settings']}"
+                  + (f" (ceiling at concurrency {ceiling.get('concurrency')})" if ceiling else ""), "",
                   "| metric | ours | upstream | ceiling | ours/upstream | ours/ceiling |", "|---|---|---|---|---|---|"]
-        for key, label in (("all_jobsets_s", "time to all JobSets (s)"), ("trainjobs_per_s", "TrainJobs/s"),
-                           ("p50_ms", "create→JobSet p50 (ms)"), ("p95_ms", "p95 (ms)"), ("p99_ms", "p99 (ms)"),
-                           ("cpu_s", "operator CPU (s)"), ("peak_rss_mib", "peak RSS (MiB)")):
-            ours, up = scenario["ours"].get(key), scenario.get("upstream", {}).get(key)
-            ceiling = report["ceiling"]["per_second"] if key == "trainjobs_per_s" else None
-            ratio = f"{ours / up:.2f}" if ours and up else "-"
-            to_ceiling = f"{ours / ceiling:.2f}" if ours and ceiling else "-"
-            fmt = (lambda v: f"{v:.1f}" if isinstance(v, float) else "-")  # noqa: E731
-            lines.append(f"| {label} | {fmt(ours)} | {fmt(up)} | {fmt(ceiling)} | {ratio} | {to_ceiling} |")
+        for key, label in BURST_ROWS:
+            ours, up, top = scenario["ours"].get(key), scenario.get("upstream", {}).get(key), ceiling.get(key)
+            lines.append(f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_fmt(top)} | {_ratio(ours, up)} | "
+                         f"{_ratio(ours, top)} |")
         lines.append(f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
                      f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |")
     for scenario in report["burst"]:
@@ -332,8 +386,7 @@ def markdown(report: dict[str, Any]) -> str:
                            ("idle_cpu_s_per_min", "idle CPU (s per minute)")):
             ours = scenario["ours"]["steady"].get(key)
             up = (scenario.get("upstream") or {}).get("steady", {}).get(key)
-            ratio = f"{ours / up:.2f}" if ours and up else "-"
-            lines.append(f"| {label} | {ours:.1f} | {up if up is None else round(up, 1)} | {ratio} |")
+            lines.append(f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_ratio(ours, up)} |")
     if report.get("status"):
         ours, up = report["status"].get("ours", {}), report["status"].get("upstream", {})
         lines += ["", f"## Status: N={ours.get('n')} JobSets marked Completed at once (defaults)", "",
@@ -341,9 +394,15 @@ def markdown(report: dict[str, Any]) -> str:
         for key, label in (("all_complete_s", "all TrainJobs Complete (s)"), ("p50_ms", "Completed→Complete p50 (ms)"),
                            ("p99_ms", "p99 (ms)")):
             a, b = ours.get(key), up.get(key)
-            lines.append(f"| {label} | {a:.1f} | {'-' if b is None else f'{b:.1f}'} | "
-                         f"{f'{a / b:.2f}' if a and b else '-'} |")
+            lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
     return "\n".join(lines) + "\n"
+
+
+SETTINGS = {"defaults": DEFAULTS, "equal": EQUAL, "pinned": PINNED}
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def machine() -> str:
@@ -374,6 +433,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--ours-only", action="store_true", help="skip upstream even when it is built")
+    parser.add_argument("--settings", default="defaults,equal,pinned",
+                        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy "
+                             "neighbour)")
+    parser.add_argument("--ceiling-concurrency", type=int,
+                        help="skip the search for the ceiling's best concurrency (0: no ceiling runs)")
+    parser.add_argument("--no-steady", action="store_true", help="skip the steady-state (restart, idle) measurement")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
     runs = 1 if args.smoke else args.runs
@@ -390,27 +455,35 @@ def main() -> int:
     try:
         prepare(info)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": machine(), "burst": []}
-        ceilings = []
-        for r in range(runs):
-            ceilings.append(ceiling_run(info, max(sizes)))
-            say(f"ceiling run {r + 1}: {ceilings[-1]['per_second']:.0f} JobSets/s")
-        report["ceiling"] = {"n": max(sizes), "per_second": statistics.median(c["per_second"] for c in ceilings)}
+        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": machine(), "burst": [],
+                                  "load_before": load_average()}
+        chosen = [SETTINGS[name] for name in args.settings.split(",")]
         for n in sizes:
-            for settings in ([DEFAULTS] if args.smoke else [DEFAULTS, EQUAL]):
+            concurrency = args.ceiling_concurrency if args.ceiling_concurrency is not None else \
+                (64 if args.smoke else best_concurrency(info, n))
+            for settings in ([DEFAULTS] if args.smoke else chosen):
                 results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
+                ceilings: list[dict[str, Any]] = []
                 for r in range(runs):
-                    for contender in contenders:  # alternate: ours, upstream, ours, ...
-                        steady = not args.smoke and n == max(sizes) and settings is DEFAULTS
+                    if settings is not PINNED and concurrency:
+                        ceilings.append(ceiling_run(info, n, concurrency))
+                        say(f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
+                            f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms")
+                    for contender in contenders:  # alternate: ceiling, ours, upstream, ceiling, ...
+                        steady = not args.smoke and n == max(sizes) and settings is DEFAULTS and not args.no_steady
                         result = burst_run(info, contender, settings, n, logs, steady)
                         results[contender.name].append(result)
                         say(f"N={n} {settings.name} {contender.name} run {r + 1}: "
-                            f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, "
+                            f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, probe p99 "
+                            f"{result['probe_p99_ms']:.0f} ms, CPU {result['cpu_s']:.1f}s, "
                             f"{result['requests_per_trainjob']}")
                 scenario: dict[str, Any] = {"n": n, "settings": settings.name}
+                if ceilings:
+                    scenario["ceiling"] = {k: median_of(ceilings, k) for k in ceilings[0] if k != "probe_errors"}
                 for name, runs_of in results.items():
                     scenario[name] = {k: median_of(runs_of, k) for k in (
-                        "all_jobsets_s", "trainjobs_per_s", "p50_ms", "p95_ms", "p99_ms", "cpu_s", "peak_rss_mib")}
+                        "all_jobsets_s", "trainjobs_per_s", "p50_ms", "p95_ms", "p99_ms", "probe_p99_ms", "cpu_s",
+                        "peak_rss_mib")}
                     scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
                     steadies = [x["steady"] for x in runs_of if x.get("steady")]
                     if steadies:
@@ -420,6 +493,7 @@ def main() -> int:
                         report.setdefault("status", {})[name] = {
                             k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]}
                 report["burst"].append(scenario)
+                report["load_after"] = load_average()
                 write(report, args.out, stamp, args.smoke)  # a partial report survives an interrupted run
         text = write(report, args.out, stamp, args.smoke)
         print(text)

@@ -11,7 +11,6 @@ pruned as the API server prunes them, with a `Warning: unknown field` line each 
 """
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,13 +18,12 @@ from functools import cache
 from importlib import resources
 from typing import Any, NoReturn, TextIO
 
-import yaml
-
+from . import jsontext
 from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime import yamltext
+from .runtime import yamldump, yamltext
 from .runtime.errors import BuildError, FieldError, describe, invalid
 from .runtime.info import RuntimeSource
 from .runtime.lifecycle import effective_run_policy
@@ -35,21 +33,6 @@ from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
 
 PROG = "trainjob-operator"
-
-try:
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # PyYAML built without libyaml
-    _Dumper = yaml.SafeDumper
-
-
-def _represent_str(dumper: Any, value: str) -> Any:
-    """Multi-line strings (hostfiles, snapshots) as readable literal blocks."""
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
 
 class UsageError(Exception):
     """Input the CLI cannot work with at all (exit 2)."""
@@ -341,10 +324,10 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
 
 def dump(objects: list[dict[str, Any]], output: str, out: TextIO) -> None:
     if output == "json":
-        json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, out, indent=2)
+        out.write(jsontext.indented({"apiVersion": "v1", "kind": "List", "items": objects}))
         out.write("\n")
     else:
-        out.write(yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, explicit_start=True))
+        out.write(yamldump.dump_all(objects))
 
 
 def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:

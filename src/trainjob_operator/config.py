@@ -12,9 +12,11 @@ class _Section(BaseModel):
 
 
 class ClientConnection(_Section):
-    # Per resource type, as controller-runtime's clients (whose defaults are 50/100).
-    qps: float = Field(default=100, ge=0)
-    burst: int = Field(default=200, ge=0)
+    # A ceiling per resource type, not the pace: the API server sets that with Priority and Fairness, and its 429
+    # Retry-After answers are honoured (every request to the resource waits). 0 turns the ceiling off.
+    # controller-runtime's clients default to 50/100, which caps a burst at ~50 objects/s whatever the server.
+    qps: float = Field(default=1000, ge=0)
+    burst: int = Field(default=2000, ge=0)
 
 
 class Webhook(_Section):

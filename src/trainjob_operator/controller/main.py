@@ -52,6 +52,8 @@ class Manager:
     webhooks_ready: asyncio.Event = field(default_factory=asyncio.Event)
     kopf_ready: asyncio.Event = field(default_factory=asyncio.Event)
     states: dict[Key, str] = field(default_factory=dict)
+    state_counts: dict[str, int] = field(default_factory=dict)
+    states_changed: asyncio.Event = field(default_factory=asyncio.Event)
     status_ca: str | None = None
     """The CA of the status server's certificate once settled (what trainer pods trust)."""
     preflight_done: bool = False
@@ -94,12 +96,24 @@ class Manager:
         self._seen("trainjobs", event, key)
         if event.get("type") == "DELETED":
             self.store.trainjobs.remove(key)
-            self.states.pop(key, None)
+            self._count_state(self.states.pop(key, None), None)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
             return
         self.store.trainjobs.put(obj)
-        self.states[key] = (obj.get("status") or {}).get("state") or c.STATE_PENDING
+        state = (obj.get("status") or {}).get("state") or c.STATE_PENDING
+        self._count_state(self.states.get(key), state)
+        self.states[key] = state
         self.queue.add(key)
+
+    def _count_state(self, old: str | None, new: str | None) -> None:
+        """The TrainJobs-by-state counts, kept as events arrive (no periodic walk over thousands of TrainJobs)."""
+        if old == new:
+            return
+        if old is not None:
+            self.state_counts[old] = self.state_counts.get(old, 1) - 1
+        if new is not None:
+            self.state_counts[new] = self.state_counts.get(new, 0) + 1
+        self.states_changed.set()
 
     def on_child(self, kind: ChildKind, event: dict[str, Any]) -> None:
         """A watched child kind (JobSets): cached, and its controlling TrainJob queued."""
@@ -210,20 +224,27 @@ class Manager:
                 return
             await asyncio.sleep(interval)
 
-    async def count_states(self, interval: float = 10) -> None:
-        """The TrainJobs-by-state gauge; also hands memory freed since the last pass back to the system (the
-        initial listing of thousands of objects is parsed at once, and glibc keeps freed heap otherwise)."""
+    async def count_states(self, interval: float = 10, trim_every: float = 60) -> None:
+        """The TrainJobs-by-state gauge, at most every `interval` seconds and only when a count changed; once changes
+        stop for an interval, memory freed meanwhile goes back to the system (the initial listing of thousands of
+        objects is parsed at once, and glibc keeps freed heap otherwise; trimming walks the heap, so at most every
+        `trim_every` seconds). Nothing runs while nothing changes: an idle operator uses no CPU."""
         trim = _malloc_trim()
-        passes = 0
+        last_trim = -trim_every
+        loop = asyncio.get_running_loop()
         while True:
-            counts: dict[str, int] = {}
-            for state in list(self.states.values()):
-                counts[state] = counts.get(state, 0) + 1
-            self.metrics.record_states(counts)
-            if passes % 6 == 1:  # trimming walks the heap: once a minute is enough
-                trim()
-            passes += 1
+            await self.states_changed.wait()
+            self.states_changed.clear()
+            self.metrics.record_states(self.state_counts)
             await asyncio.sleep(interval)
+            while not self.states_changed.is_set():  # quiet: trim once, when the last trim is old enough
+                wait = last_trim + trim_every - loop.time()
+                if wait <= 0:
+                    trim()
+                    last_trim = loop.time()
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.states_changed.wait(), wait)
 
 
 TRAINER_WATCHED = (("trainjobs", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))

@@ -1,10 +1,10 @@
 """In-memory views of the watched objects (an informer cache) and what the operator knows it created."""
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import jsontext
 from ..api import constants as c
 from ..runtime.framework import ChildKind
 from ..runtime.info import RuntimeSource
@@ -61,7 +61,7 @@ class ObjectCache:
         if version and version < self._versions.get(key, 0):
             return
         self._versions[key] = version
-        self._data[key] = json.dumps(slim(obj, self.keep_spec), separators=(",", ":")).encode()
+        self._data[key] = jsontext.compact(slim(obj, self.keep_spec))
 
     def remove(self, key: Key) -> None:
         self._data.pop(key, None)
@@ -69,14 +69,14 @@ class ObjectCache:
 
     def get(self, key: Key) -> dict[str, Any] | None:
         data = self._data.get(key)
-        return json.loads(data) if data is not None else None
+        return jsontext.loads(data) if data is not None else None
 
     def snapshot_keys(self) -> list[Key]:
         return list(self._data)
 
     def values(self) -> Iterator[dict[str, Any]]:
         for data in list(self._data.values()):
-            yield json.loads(data)
+            yield jsontext.loads(data)
 
     def __len__(self) -> int:
         return len(self._data)

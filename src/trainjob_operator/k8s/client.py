@@ -14,7 +14,10 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
+from .. import jsontext
 from . import config as k8s_config
 from .config import Connection
 
@@ -76,15 +79,24 @@ def _retry_after(header: str | None) -> float | None:
 
 
 class RateLimiter:
-    """Token bucket: `qps` tokens per second, up to `burst` at once (client-go's flowcontrol)."""
+    """Token bucket: `qps` tokens per second, up to `burst` at once (client-go's flowcontrol); `qps` 0 is no bucket.
+    Whatever the bucket, `hold` makes every caller wait until a moment the API server named (429 Retry-After)."""
 
     def __init__(self, qps: float, burst: int) -> None:
         self.qps, self.burst = qps, max(burst, 1)
         self._tokens = float(self.burst)
         self._stamp = time.monotonic()
         self._lock = asyncio.Lock()
+        self._not_before = 0.0
+
+    def hold(self, seconds: float) -> None:
+        """The API server asked for a pause (API Priority and Fairness rejecting, 429): nobody sends before it ends."""
+        self._not_before = max(self._not_before, time.monotonic() + seconds)
 
     async def acquire(self) -> None:
+        pause = self._not_before - time.monotonic()
+        if pause > 0:
+            await asyncio.sleep(pause)
         if self.qps <= 0:
             return
         async with self._lock:
@@ -98,6 +110,12 @@ class RateLimiter:
                 self._tokens = 0.0
             else:
                 self._tokens -= 1
+
+
+THROTTLE_RETRIES = 3
+"""Times a request the API server refused with 429 is sent again after its Retry-After (client-go: 10)."""
+THROTTLE_MAX_WAIT = 10.0
+"""The longest Retry-After waited in the client; longer ones go back to the caller (the work queue honours them)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +178,17 @@ def register(resources: Iterable[tuple[str, Resource]]) -> None:
         KNOWN.setdefault((resource.api_version, kind), resource)
 
 
+def env_proxy(server: str, proxy_url: str | None) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy for `server`: the kubeconfig's `proxy-url`, else the environment's ($HTTPS_PROXY, $NO_PROXY...)."""
+    if proxy_url:
+        return proxy_url, None
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(server))
+    except LookupError:  # no proxy for this URL
+        return None, None
+    return str(proxy), auth
+
+
 def resource_of(api_version: str, kind: str) -> Resource:
     try:
         return KNOWN[(api_version, kind)]
@@ -201,10 +230,11 @@ class Client:
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.connection.ssl_context, limit=64)
-            # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY.
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
-                                                  proxy=self.connection.proxy_url,
-                                                  trust_env=not self.connection.proxy_url)
+            # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY, read once here. (aiohttp's
+            # trust_env would read them, and ~/.netrc, in a thread for every request: two thread hops per call.)
+            proxy, proxy_auth = env_proxy(self.connection.server, self.connection.proxy_url)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, proxy=proxy,
+                                                  proxy_auth=proxy_auth)
         return self._session
 
     async def refresh(self, min_age: float = 0.0) -> Connection:
@@ -229,25 +259,40 @@ class Client:
         if limiter is None:
             # One bucket per resource type, as controller-runtime's clients have: the same settings mean the same.
             limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
-        await limiter.acquire()
+        data = jsontext.compact(body) if body is not None else None
+        query = f"?{urlencode(params)}" if params else ""
+        target = retry_key(method, path, body)
+        for attempt in range(THROTTLE_RETRIES + 1):
+            await limiter.acquire()
+            try:
+                return await self._request(method, resource, path + query, data, content_type, target)
+            except ApiError as err:
+                # API Priority and Fairness (or max-requests-inflight) refused: every request to this resource
+                # waits as long as the server asked, then this one goes again. The server sets the pace, not a
+                # fixed client-side QPS.
+                wait = err.retry_after if err.retry_after is not None else 1.0
+                if err.status != 429 or attempt == THROTTLE_RETRIES or wait > THROTTLE_MAX_WAIT:
+                    raise
+                limiter.hold(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _request(self, method: str, resource: str, path: str, data: bytes | None,
+                       content_type: str, target: str) -> dict[str, Any]:
         if self.on_request is not None:
             self.on_request(method, resource)
         self._refresh_if_expiring(dt.datetime.now(dt.UTC))
         if self.connection.expiry is not None and dt.datetime.now(dt.UTC) >= self.connection.expiry:
             await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
-        data = json.dumps(body) if body is not None else None
-        query = f"?{urlencode(params)}" if params else ""
-        target = retry_key(method, path, body)
         await self._honour_retry_after(target)
         try:
-            return await self._send(method, path + query, data, content_type)
+            return await self._send(method, path, data, content_type)
         except ApiError as err:
             if err.retry_after and err.status in (429, 503):
                 self._not_before[target] = time.monotonic() + min(err.retry_after, RETRY_AFTER_CAP)
             if err.status != 401 or not self.connection.refreshable:
                 raise
         await self.refresh(min_age=1.0)  # a rotated token file, an exec token revoked early: once more
-        return await self._send(method, path + query, data, content_type)
+        return await self._send(method, path, data, content_type)
 
     async def _honour_retry_after(self, target: str) -> None:
         """The API server asked to wait before asking again about this object (429/503 with Retry-After): whoever
@@ -273,7 +318,7 @@ class Client:
             self._ahead = asyncio.create_task(self.refresh(min_age=10.0))
             self._ahead.add_done_callback(lambda task: task.cancelled() or task.exception())  # errors: retried later
 
-    async def _send(self, method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
+    async def _send(self, method: str, path: str, data: bytes | None, content_type: str) -> dict[str, Any]:
         connection = self.connection
         headers = {"Accept": "application/json"}
         authorization = connection.header()
@@ -283,11 +328,11 @@ class Client:
             headers["Content-Type"] = content_type
         async with self._http().request(method, connection.server + path, data=data, headers=headers,
                                         server_hostname=connection.tls_server_name) as response:
-            text = await response.text()
-            payload: dict[str, Any] = json.loads(text) if text and text.lstrip().startswith("{") else {}
+            raw = await response.read()
+            payload: dict[str, Any] = jsontext.loads(raw) if raw.lstrip()[:1] == b"{" else {}
             if response.status >= 400:
                 raise ApiError(response.status, payload.get("reason", response.reason or ""),
-                               payload.get("message", text[:500]), payload,
+                               payload.get("message", raw[:500].decode(errors="replace")), payload,
                                _retry_after(response.headers.get("Retry-After")))
             return payload
 

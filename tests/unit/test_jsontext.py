@@ -1,0 +1,108 @@
+"""The fast JSON path (orjson) writes exactly what the standard library writes; the CLI's output does not change."""
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainjob_operator import cli, jsontext
+from trainjob_operator.runtime import yamldump
+from trainjob_operator.runtime.pipeline import Framework
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+    | st.floats(allow_nan=True, allow_infinity=True),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30)
+
+
+@pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed: only the standard library's path exists")
+@given(json_values)
+@settings(max_examples=400, deadline=None)
+def test_indented_is_byte_for_byte_the_standard_librarys(value: Any) -> None:
+    assert jsontext.indented(value) == json.dumps(value, indent=2)
+
+
+@pytest.mark.parametrize("value", [
+    pytest.param({"a": [1, 2.5, {"b": None}], "c": {}, "d": []}, id="nested containers, empty ones too"),
+    pytest.param({"é": "ü", "emoji": "🚀"}, id="non-ASCII text is escaped as json escapes it"),
+    pytest.param({"big": 1e16, "small": 1e-7}, id="floats in exponent form keep Python's spelling"),
+    pytest.param({"n": 2**64}, id="an integer beyond 64 bits"),
+    pytest.param({"nan": float("nan"), "inf": float("inf")}, id="NaN and infinities"),
+    pytest.param({"ctl": "a\x00b\x1f\x7f\"\\/\n\t"}, id="control characters and escapes"),
+    pytest.param({1: "x"}, id="a key that is not a string"),
+])
+def test_indented_matches_for_every_kind_of_value(value: Any) -> None:
+    assert jsontext.indented(value) == json.dumps(value, indent=2)
+    assert jsontext.indented(value, fast=False) == json.dumps(value, indent=2)
+
+
+@pytest.mark.parametrize("value", [{"a": [1, "é", None, True, 2.5]}, [], {"k": {"n": -3}}])
+def test_compact_round_trips(value: Any) -> None:
+    assert jsontext.loads(jsontext.compact(value)) == value
+
+
+def rendered(output: str, fast: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """The torch example TrainJob (the MPI one gets a new SSH key each time) under several names and namespaces."""
+    if not fast:
+        monkeypatch.setattr(jsontext, "_orjson", None)
+    text = (EXAMPLES / "trainjobs.yaml").read_text().split("\n---\n")[0]
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text("\n---\n".join(text.replace("name: multi-node-example", f"name: job-{i}\n  namespace: ns-{i % 3}")
+                                    for i in range(6)))
+    framework = Framework.from_registry()
+    checked = cli.check(cli.read_inputs([str(jobs)], [str(EXAMPLES / "runtimes.yaml")]), framework)
+    objects = cli.render(checked, framework, io.StringIO())
+    out = io.StringIO()
+    cli.dump(objects, output, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_render_output_is_the_same_on_the_fast_and_the_pure_path(output: str, monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    fast = rendered(output, True, monkeypatch, tmp_path)
+    pure = rendered(output, False, monkeypatch, tmp_path)
+    assert fast == pure
+    assert fast.count("kind: JobSet" if output == "yaml" else '"kind": "JobSet"') == 6
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+    | st.floats(allow_nan=True, allow_infinity=True),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30)
+
+
+@given(st.lists(yaml_values, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_yaml_fast_dump_is_byte_for_byte_pyyamls(objects: list[Any]) -> None:
+    assert yamldump.dump_all(objects) == yamldump.dump_all(objects, fast=False)
+
+
+def test_yaml_fast_dump_keeps_anchors_and_aliases_of_shared_objects() -> None:
+    shared = {"name": "node", "multi": "line one\nline two\n"}
+    objects = [{"a": shared, "b": shared, "c": [shared, (1, 2)]}, {"d": [shared], "e": 1.5}]
+    text = yamldump.dump_all(objects)
+    assert text == yamldump.dump_all(objects, fast=False)
+    assert "&id001" in text and "*id001" in text and "|" in text
+
+
+def test_compact_keeps_no_more_memory_than_its_text() -> None:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [jsontext.compact({"metadata": {"name": f"job-{i}"}}) for i in range(2000)]
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert used < 2000 * 200, f"{used / 2000:.0f} bytes per ~35-byte text"
+    assert jsontext.loads(kept[0]) == {"metadata": {"name": "job-0"}}
