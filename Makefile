@@ -47,6 +47,7 @@ tools-browser: ## install Chromium and chromedriver for the UI browser test (Deb
 
 lint: $(STAMP) ## ruff, mypy (strict, whole package + hack/trainjob_dev), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
+	@echo ">> ruff format"; $(VENV)/bin/ruff format --check --quiet src tests bench hack || { echo "run: .venv/bin/ruff format src tests bench hack"; exit 1; }
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
 	@$(MAKE) --no-print-directory crds-check

@@ -22,13 +22,17 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RUNTIMES = REPO / "examples" / "runtimes.yaml"
-COMMANDS = (("render -o json", ["render", "-o", "json"]), ("render -o yaml", ["render", "-o", "yaml"]),
-            ("validate", ["validate"]))
+COMMANDS = (
+    ("render -o json", ["render", "-o", "json"]),
+    ("render -o yaml", ["render", "-o", "yaml"]),
+    ("validate", ["validate"]),
+)
 
 
 def trainjobs(n: int) -> str:
     """N torch TrainJobs as a practitioner writes them, one YAML document each."""
-    return "".join(f"""---
+    return "".join(
+        f"""---
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 metadata:
@@ -45,7 +49,9 @@ spec:
     env:
       - name: EPOCHS
         value: "3"
-""" for i in range(n))
+"""
+        for i in range(n)
+    )
 
 
 def run_once(src: Path, args: list[str], path: Path) -> tuple[float, float]:
@@ -53,8 +59,14 @@ def run_once(src: Path, args: list[str], path: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "trainjob_operator.cli", *args, "-f", str(path), "-r", str(RUNTIMES)],
-                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=src.parent)
+    subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.cli", *args, "-f", str(path), "-r", str(RUNTIMES)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+        cwd=src.parent,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -79,8 +91,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    print(f"CLI benchmark: {args.jobs} TrainJobs, median of {args.runs} runs, process start subtracted; "
-          f"load average {load}", flush=True)
+    print(
+        f"CLI benchmark: {args.jobs} TrainJobs, median of {args.runs} runs, process start subtracted; "
+        f"load average {load}",
+        flush=True,
+    )
     results: dict[str, Any] = {"jobs": args.jobs, "runs": args.runs, "load_before": load}
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big.yaml", Path(tmp) / "one.yaml"
@@ -89,13 +104,17 @@ def main() -> int:
         for label, cmd in COMMANDS:
             ours = measure(REPO / "src", cmd, big, small, args.jobs, args.runs)
             row = {"ours": ours}
-            line = (f"  {label:16s} {ours['per_s_wall']:7.0f} TrainJobs/s wall, {ours['per_s_cpu']:7.0f}/s CPU "
-                    f"({ours['cpu_s']:.2f}s CPU)")
+            line = (
+                f"  {label:16s} {ours['per_s_wall']:7.0f} TrainJobs/s wall, {ours['per_s_cpu']:7.0f}/s CPU "
+                f"({ours['cpu_s']:.2f}s CPU)"
+            )
             if args.baseline_src:
                 base = measure(args.baseline_src, cmd, big, small, args.jobs, args.runs)
                 row["baseline"] = base
-                line += (f"; baseline {base['per_s_wall']:6.0f}/s wall, {base['per_s_cpu']:6.0f}/s CPU; "
-                         f"speed-up x{base['cpu_s'] / ours['cpu_s']:.2f} (CPU)")
+                line += (
+                    f"; baseline {base['per_s_wall']:6.0f}/s wall, {base['per_s_cpu']:6.0f}/s CPU; "
+                    f"speed-up x{base['cpu_s'] / ours['cpu_s']:.2f} (CPU)"
+                )
             results[label] = row
             print(line, flush=True)
     results["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])

@@ -107,8 +107,11 @@ class Process:
                 text = resp.read().decode()
         except OSError:
             return 0.0
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith(self.reconcile_metric) and not line.startswith("#"))
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(self.reconcile_metric) and not line.startswith("#")
+        )
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -127,17 +130,34 @@ class Contender:
 
 def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
     port = free_port()
-    config: dict[str, Any] = {"log_format": "json", "log_level": "WARNING", "health": {"port": port},
-                              "webhook": {"enabled": False}, "leader_election": {"enabled": False}}
+    config: dict[str, Any] = {
+        "log_format": "json",
+        "log_level": "WARNING",
+        "health": {"port": port},
+        "webhook": {"enabled": False},
+        "leader_election": {"enabled": False},
+    }
     if settings.qps is not None:
         config["client"] = {"qps": settings.qps, "burst": settings.burst}
     if settings.concurrency is not None:
         config["concurrency"] = settings.concurrency
     path = logs / f"ours-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(json.dumps(config))
-    proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig",
-                             str(info.kubeconfig), "--config", str(path)],
-                            stdout=(logs / "ours.log").open("ab"), stderr=subprocess.STDOUT, cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainjob_operator.cli",
+            "run",
+            "--kubeconfig",
+            str(info.kubeconfig),
+            "--config",
+            str(path),
+        ],
+        stdout=(logs / "ours.log").open("ab"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
     process = Process(proc, f"http://127.0.0.1:{port}/metrics", "trainjob_operator_reconcile_duration_seconds_count")
     wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 300, proc)
     return process
@@ -155,10 +175,14 @@ def upstream_contender() -> Contender | None:
 
     def start(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
         port = free_port()
-        proc = upstream_run.start(info, metrics_port=port, qps=settings.qps, burst=settings.burst,
-                                  concurrency=settings.concurrency, logs=logs)
-        process = Process(proc, f"http://127.0.0.1:{port}/metrics",
-                          'controller_runtime_reconcile_total{controller="trainjob_controller"')
+        proc = upstream_run.start(
+            info, metrics_port=port, qps=settings.qps, burst=settings.burst, concurrency=settings.concurrency, logs=logs
+        )
+        process = Process(
+            proc,
+            f"http://127.0.0.1:{port}/metrics",
+            'controller_runtime_reconcile_total{controller="trainjob_controller"',
+        )
         wait(lambda: upstream_run.ready(info, proc), "upstream ready", 120, proc)
         return process
 
@@ -190,18 +214,33 @@ def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
-        labels_text, value = line[len("apiserver_request_total{"):].rsplit("} ", 1)
+        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
         labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
         key = (labels.get("verb", "").strip('"'), labels.get("resource", "").strip('"'))
         totals[key] = totals.get(key, 0.0) + float(value)
     return totals
 
 
-def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0, concurrency: int = 64
-            ) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, str(BENCH / "loadgen.py"), mode, "--kubeconfig", str(info.kubeconfig),
-                          "--namespace", namespace, "--n", str(n), "--concurrency", str(concurrency)],
-                         capture_output=True, text=True, check=True, timeout=3600)
+def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0, concurrency: int = 64) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "loadgen.py"),
+            mode,
+            "--kubeconfig",
+            str(info.kubeconfig),
+            "--namespace",
+            namespace,
+            "--n",
+            str(n),
+            "--concurrency",
+            str(concurrency),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -223,8 +262,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int
-                 ) -> dict[str, float]:
+def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int) -> dict[str, float]:
     """The operator's requests per TrainJob by verb and resource; the load generator's own TrainJob creates are
     removed."""
     resources = {"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"}
@@ -242,8 +280,9 @@ STEADY_WINDOW_S = 60.0
 STEADY_SETTLE_S = 15.0
 
 
-def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
-                 ) -> dict[str, Any]:
+def steady_state(
+    info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
+) -> dict[str, Any]:
     """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
     started = time.monotonic()  # from the process's start: a restart's resync includes starting up
     process = contender.start(info, settings, logs)
@@ -253,17 +292,21 @@ def steady_state(info: cluster.ClusterInfo, contender: Contender, settings: Sett
         time.sleep(STEADY_SETTLE_S)  # one-off work after a resync (idle workers exiting, a heap trim) is not idle
         cpu_before = process.cpu_seconds()
         time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
-        result = {"resync_s": resync,
-                  "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
-                  "idle_rss_mib": process.rss_mib(), "peak_rss_mib": process.peak_rss_mib()}
+        result = {
+            "resync_s": resync,
+            "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
+            "idle_rss_mib": process.rss_mib(),
+            "peak_rss_mib": process.peak_rss_mib(),
+        }
         say(f"steady state, {n} TrainJobs, {contender.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in result.items()))
         return result
     finally:
         process.stop()
 
 
-def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path,
-              steady: bool = False) -> dict[str, Any]:
+def burst_run(
+    info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path, steady: bool = False
+) -> dict[str, Any]:
     ns = namespace(info, f"burst-{contender.name}")
     process = contender.start(info, settings, logs)
     neighbour = Neighbour(process.proc.pid) if settings.pinned else None
@@ -274,12 +317,18 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
         after = apiserver_requests(info)
         lat = result.pop("latencies")
         out = {
-            "n": n, "jobsets": result["jobsets"], "all_jobsets_s": result["all_jobsets_seconds"],
+            "n": n,
+            "jobsets": result["jobsets"],
+            "all_jobsets_s": result["all_jobsets_seconds"],
             "trainjobs_per_s": n / result["all_jobsets_seconds"] if result["all_jobsets_seconds"] else None,
-            "p50_ms": percentile(lat, 50) * 1000, "p95_ms": percentile(lat, 95) * 1000,
-            "p99_ms": percentile(lat, 99) * 1000, "cpu_s": process.cpu_seconds() - cpu_before,
-            "peak_rss_mib": process.peak_rss_mib(), "requests_per_trainjob": per_trainjob(before, after, n),
-            "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000, "probe_errors": result.get("probe_errors"),
+            "p50_ms": percentile(lat, 50) * 1000,
+            "p95_ms": percentile(lat, 95) * 1000,
+            "p99_ms": percentile(lat, 99) * 1000,
+            "cpu_s": process.cpu_seconds() - cpu_before,
+            "peak_rss_mib": process.peak_rss_mib(),
+            "requests_per_trainjob": per_trainjob(before, after, n),
+            "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000,
+            "probe_errors": result.get("probe_errors"),
         }
         if neighbour is not None:
             neighbour.stop()
@@ -287,9 +336,13 @@ def burst_run(info: cluster.ClusterInfo, contender: Contender, settings: Setting
         if n <= 1000 and settings is DEFAULTS:
             status = loadgen(info, "complete", ns)
             slat = status.pop("latencies")
-            out["status"] = {"n": status["n"], "complete": status["complete"],
-                             "all_complete_s": status["all_complete_seconds"],
-                             "p50_ms": percentile(slat, 50) * 1000, "p99_ms": percentile(slat, 99) * 1000}
+            out["status"] = {
+                "n": status["n"],
+                "complete": status["complete"],
+                "all_complete_s": status["all_complete_seconds"],
+                "p50_ms": percentile(slat, 50) * 1000,
+                "p99_ms": percentile(slat, 99) * 1000,
+            }
         process.stop()
         if steady:
             out["steady"] = steady_state(info, contender, settings, n, logs)
@@ -307,12 +360,18 @@ def ceiling_run(info: cluster.ClusterInfo, n: int, concurrency: int) -> dict[str
     try:
         result = loadgen(info, "ceiling", ns, n, concurrency)
         lat = result.pop("latencies")
-        return {"n": n, "concurrency": concurrency, "jobsets": result["jobsets"],
-                "all_jobsets_s": result["all_jobsets_seconds"],
-                "trainjobs_per_s": n / result["all_jobsets_seconds"] if result["all_jobsets_seconds"] else None,
-                "p50_ms": percentile(lat, 50) * 1000, "p95_ms": percentile(lat, 95) * 1000,
-                "p99_ms": percentile(lat, 99) * 1000, "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000,
-                "probe_errors": result.get("probe_errors")}
+        return {
+            "n": n,
+            "concurrency": concurrency,
+            "jobsets": result["jobsets"],
+            "all_jobsets_s": result["all_jobsets_seconds"],
+            "trainjobs_per_s": n / result["all_jobsets_seconds"] if result["all_jobsets_seconds"] else None,
+            "p50_ms": percentile(lat, 50) * 1000,
+            "p95_ms": percentile(lat, 95) * 1000,
+            "p99_ms": percentile(lat, 99) * 1000,
+            "probe_p99_ms": (result.get("probe_p99_s") or 0) * 1000,
+            "probe_errors": result.get("probe_errors"),
+        }
     finally:
         drop_namespace(info, ns)
 
@@ -343,10 +402,16 @@ def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-BURST_ROWS = (("all_jobsets_s", "time to all JobSets (s)"), ("trainjobs_per_s", "TrainJobs/s"),
-              ("p50_ms", "create→JobSet p50 (ms)"), ("p95_ms", "p95 (ms)"), ("p99_ms", "p99 (ms)"),
-              ("probe_p99_ms", "probe client p99 during the burst (ms)"), ("cpu_s", "operator CPU (s)"),
-              ("peak_rss_mib", "peak RSS (MiB)"))
+BURST_ROWS = (
+    ("all_jobsets_s", "time to all JobSets (s)"),
+    ("trainjobs_per_s", "TrainJobs/s"),
+    ("p50_ms", "create→JobSet p50 (ms)"),
+    ("p95_ms", "p95 (ms)"),
+    ("p99_ms", "p99 (ms)"),
+    ("probe_p99_ms", "probe client p99 during the burst (ms)"),
+    ("cpu_s", "operator CPU (s)"),
+    ("peak_rss_mib", "peak RSS (MiB)"),
+)
 
 
 def _fmt(value: Any) -> str:
@@ -358,41 +423,71 @@ def _ratio(a: Any, b: Any) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [f"# Operator benchmarks ({report['stamp']})", "", f"Machine: {report['machine']}", "",
-             f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
-             "(other work shared the machine: compare the columns of one table, not across runs)", "",
-             "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
-             "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
-             "pipeline) at the best of "
-             f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}."]
+    lines = [
+        f"# Operator benchmarks ({report['stamp']})",
+        "",
+        f"Machine: {report['machine']}",
+        "",
+        f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
+        "(other work shared the machine: compare the columns of one table, not across runs)",
+        "",
+        "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
+        "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
+        "pipeline) at the best of "
+        f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}.",
+    ]
     for scenario in report["burst"]:
         ceiling = scenario.get("ceiling") or {}
-        lines += ["", f"## Burst N={scenario['n']}, {scenario['settings']}"
-                  + (f" (ceiling at concurrency {ceiling.get('concurrency')})" if ceiling else ""), "",
-                  "| metric | ours | upstream | ceiling | ours/upstream | ours/ceiling |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## Burst N={scenario['n']}, {scenario['settings']}"
+            + (f" (ceiling at concurrency {ceiling.get('concurrency')})" if ceiling else ""),
+            "",
+            "| metric | ours | upstream | ceiling | ours/upstream | ours/ceiling |",
+            "|---|---|---|---|---|---|",
+        ]
         for key, label in BURST_ROWS:
             ours, up, top = scenario["ours"].get(key), scenario.get("upstream", {}).get(key), ceiling.get(key)
-            lines.append(f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_fmt(top)} | {_ratio(ours, up)} | "
-                         f"{_ratio(ours, top)} |")
-        lines.append(f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
-                     f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |")
+            lines.append(
+                f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_fmt(top)} | {_ratio(ours, up)} | {_ratio(ours, top)} |"
+            )
+        lines.append(
+            f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
+            f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |"
+        )
     for scenario in report["burst"]:
         if "steady" not in scenario["ours"]:
             continue
-        lines += ["", f"## Steady state with {scenario['n']} TrainJobs present (defaults)", "",
-                  "| metric | ours | upstream | ours/upstream |", "|---|---|---|---|"]
-        for key, label in (("resync_s", "resync after restart (s)"), ("idle_rss_mib", "idle RSS (MiB)"),
-                           ("peak_rss_mib", "peak RSS during resync (MiB)"),
-                           ("idle_cpu_s_per_min", "idle CPU (s per minute)")):
+        lines += [
+            "",
+            f"## Steady state with {scenario['n']} TrainJobs present (defaults)",
+            "",
+            "| metric | ours | upstream | ours/upstream |",
+            "|---|---|---|---|",
+        ]
+        for key, label in (
+            ("resync_s", "resync after restart (s)"),
+            ("idle_rss_mib", "idle RSS (MiB)"),
+            ("peak_rss_mib", "peak RSS during resync (MiB)"),
+            ("idle_cpu_s_per_min", "idle CPU (s per minute)"),
+        ):
             ours = scenario["ours"]["steady"].get(key)
             up = (scenario.get("upstream") or {}).get("steady", {}).get(key)
             lines.append(f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_ratio(ours, up)} |")
     if report.get("status"):
         ours, up = report["status"].get("ours", {}), report["status"].get("upstream", {})
-        lines += ["", f"## Status: N={ours.get('n')} JobSets marked Completed at once (defaults)", "",
-                  "| metric | ours | upstream | ours/upstream |", "|---|---|---|---|"]
-        for key, label in (("all_complete_s", "all TrainJobs Complete (s)"), ("p50_ms", "Completed→Complete p50 (ms)"),
-                           ("p99_ms", "p99 (ms)")):
+        lines += [
+            "",
+            f"## Status: N={ours.get('n')} JobSets marked Completed at once (defaults)",
+            "",
+            "| metric | ours | upstream | ours/upstream |",
+            "|---|---|---|---|",
+        ]
+        for key, label in (
+            ("all_complete_s", "all TrainJobs Complete (s)"),
+            ("p50_ms", "Completed→Complete p50 (ms)"),
+            ("p99_ms", "p99 (ms)"),
+        ):
             a, b = ours.get(key), up.get(key)
             lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
     return "\n".join(lines) + "\n"
@@ -407,13 +502,27 @@ def load_average() -> str:
 
 def machine() -> str:
     """CPU model, cores, memory, Python and the control plane's versions: what the numbers were measured on."""
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor() or platform.machine())
-    mem = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), 0)
-    return (f"{model}, {os.cpu_count()} cores, {mem} GiB, {platform.machine()}, Python {platform.python_version()}; "
-            "kube-apiserver v1.36.3 + etcd v3.6.16 (local processes, loopback), operator and upstream v2.3.0 "
-            "controller as local processes, webhooks and leader election off, JobSet controller stopped")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or platform.machine(),
+    )
+    mem = next(
+        (
+            int(line.split()[1]) // 1024 // 1024
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
+    return (
+        f"{model}, {os.cpu_count()} cores, {mem} GiB, {platform.machine()}, Python {platform.python_version()}; "
+        "kube-apiserver v1.36.3 + etcd v3.6.16 (local processes, loopback), operator and upstream v2.3.0 "
+        "controller as local processes, webhooks and leader election off, JobSet controller stopped"
+    )
 
 
 def write(report: dict[str, Any], out: Path, stamp: str, smoke: bool) -> str:
@@ -433,11 +542,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--ours-only", action="store_true", help="skip upstream even when it is built")
-    parser.add_argument("--settings", default="defaults,equal,pinned",
-                        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy "
-                             "neighbour)")
-    parser.add_argument("--ceiling-concurrency", type=int,
-                        help="skip the search for the ceiling's best concurrency (0: no ceiling runs)")
+    parser.add_argument(
+        "--settings",
+        default="defaults,equal,pinned",
+        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy neighbour)",
+    )
+    parser.add_argument(
+        "--ceiling-concurrency",
+        type=int,
+        help="skip the search for the ceiling's best concurrency (0: no ceiling runs)",
+    )
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-state (restart, idle) measurement")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
@@ -455,35 +569,57 @@ def main() -> int:
     try:
         prepare(info)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        report: dict[str, Any] = {"stamp": stamp, "runs": runs, "machine": machine(), "burst": [],
-                                  "load_before": load_average()}
+        report: dict[str, Any] = {
+            "stamp": stamp,
+            "runs": runs,
+            "machine": machine(),
+            "burst": [],
+            "load_before": load_average(),
+        }
         chosen = [SETTINGS[name] for name in args.settings.split(",")]
         for n in sizes:
-            concurrency = args.ceiling_concurrency if args.ceiling_concurrency is not None else \
-                (64 if args.smoke else best_concurrency(info, n))
-            for settings in ([DEFAULTS] if args.smoke else chosen):
+            concurrency = (
+                args.ceiling_concurrency
+                if args.ceiling_concurrency is not None
+                else (64 if args.smoke else best_concurrency(info, n))
+            )
+            for settings in [DEFAULTS] if args.smoke else chosen:
                 results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
                 ceilings: list[dict[str, Any]] = []
                 for r in range(runs):
                     if settings is not PINNED and concurrency:
                         ceilings.append(ceiling_run(info, n, concurrency))
-                        say(f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
-                            f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms")
+                        say(
+                            f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
+                            f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms"
+                        )
                     for contender in contenders:  # alternate: ceiling, ours, upstream, ceiling, ...
                         steady = not args.smoke and n == max(sizes) and settings is DEFAULTS and not args.no_steady
                         result = burst_run(info, contender, settings, n, logs, steady)
                         results[contender.name].append(result)
-                        say(f"N={n} {settings.name} {contender.name} run {r + 1}: "
+                        say(
+                            f"N={n} {settings.name} {contender.name} run {r + 1}: "
                             f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, probe p99 "
                             f"{result['probe_p99_ms']:.0f} ms, CPU {result['cpu_s']:.1f}s, "
-                            f"{result['requests_per_trainjob']}")
+                            f"{result['requests_per_trainjob']}"
+                        )
                 scenario: dict[str, Any] = {"n": n, "settings": settings.name}
                 if ceilings:
                     scenario["ceiling"] = {k: median_of(ceilings, k) for k in ceilings[0] if k != "probe_errors"}
                 for name, runs_of in results.items():
-                    scenario[name] = {k: median_of(runs_of, k) for k in (
-                        "all_jobsets_s", "trainjobs_per_s", "p50_ms", "p95_ms", "p99_ms", "probe_p99_ms", "cpu_s",
-                        "peak_rss_mib")}
+                    scenario[name] = {
+                        k: median_of(runs_of, k)
+                        for k in (
+                            "all_jobsets_s",
+                            "trainjobs_per_s",
+                            "p50_ms",
+                            "p95_ms",
+                            "p99_ms",
+                            "probe_p99_ms",
+                            "cpu_s",
+                            "peak_rss_mib",
+                        )
+                    }
                     scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
                     steadies = [x["steady"] for x in runs_of if x.get("steady")]
                     if steadies:
@@ -491,7 +627,8 @@ def main() -> int:
                     statuses = [x["status"] for x in runs_of if x.get("status")]
                     if statuses:
                         report.setdefault("status", {})[name] = {
-                            k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]}
+                            k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]
+                        }
                 report["burst"].append(scenario)
                 report["load_after"] = load_average()
                 write(report, args.out, stamp, args.smoke)  # a partial report survives an interrupted run

@@ -18,8 +18,9 @@ def connect(kubeconfig: str) -> Client:
     return Client(k8s_config.from_kubeconfig(kubeconfig), qps=0, burst=0, timeout=300)
 
 
-async def watch(client: Client, api_version: str, kind: str, namespace: str,
-                ready: asyncio.Event | None = None) -> AsyncIterator[tuple[str, dict[str, Any], float]]:
+async def watch(
+    client: Client, api_version: str, kind: str, namespace: str, ready: asyncio.Event | None = None
+) -> AsyncIterator[tuple[str, dict[str, Any], float]]:
     """(type, object, monotonic arrival time) for every event, from the current state on."""
     path = resource_of(api_version, kind).path(namespace)
     listing = await client.request("GET", path)
@@ -29,14 +30,17 @@ async def watch(client: Client, api_version: str, kind: str, namespace: str,
     if ready is not None:
         ready.set()
     while True:
-        url = (f"{client.connection.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
-               "&timeoutSeconds=600")
+        url = (
+            f"{client.connection.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
+            "&timeoutSeconds=600"
+        )
         headers = {"Accept": "application/json"}
         authorization = client.connection.header()
         if authorization:
             headers["Authorization"] = authorization
-        async with client._http().get(url, headers=headers,
-                                      timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
+        async with client._http().get(
+            url, headers=headers, timeout=aiohttp.ClientTimeout(total=None, sock_read=None)
+        ) as resp:
             async for line in resp.content:
                 if not line.strip():
                     continue

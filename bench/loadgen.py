@@ -39,19 +39,35 @@ CONCURRENCY = 64
 
 
 def trainjob(namespace: str, name: str, runtime: str) -> dict[str, Any]:
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}},
+    }
 
 
 def jobset(namespace: str, name: str) -> dict[str, Any]:
     pod = {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0"}]}}
-    return {"apiVersion": c.JOBSET_API_VERSION, "kind": "JobSet", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicatedJobs": [{"name": "node", "replicas": 1, "template": {"spec": {
-                "parallelism": 2, "completions": 2, "template": pod}}}]}}
+    return {
+        "apiVersion": c.JOBSET_API_VERSION,
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "replicas": 1,
+                    "template": {"spec": {"parallelism": 2, "completions": 2, "template": pod}},
+                }
+            ]
+        },
+    }
 
 
-async def create_all(client: Client, objects: list[dict[str, Any]],
-                     pending: asyncio.Queue[tuple[str, str]] | None = None) -> dict[str, float]:
+async def create_all(
+    client: Client, objects: list[dict[str, Any]], pending: asyncio.Queue[tuple[str, str]] | None = None
+) -> dict[str, float]:
     created: dict[str, float] = {}
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for obj in objects:
@@ -78,11 +94,18 @@ class Probe:
         self.errors = 0
 
     async def setup(self) -> None:
-        for path, obj in (("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                  "metadata": {"name": PROBE_NAMESPACE}}),
-                          (f"/apis/coordination.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/leases", {
-                              "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {"holderIdentity": "0"},
-                              "metadata": {"name": "probe", "namespace": PROBE_NAMESPACE}})):
+        for path, obj in (
+            ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROBE_NAMESPACE}}),
+            (
+                f"/apis/coordination.k8s.io/v1/namespaces/{PROBE_NAMESPACE}/leases",
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "spec": {"holderIdentity": "0"},
+                    "metadata": {"name": "probe", "namespace": PROBE_NAMESPACE},
+                },
+            ),
+        ):
             try:
                 await self.client.request("POST", path, body=obj)
             except ApiError as err:
@@ -93,10 +116,17 @@ class Probe:
         i = 0
         while not stop.is_set():
             i += 1
-            for call in (lambda: self.client.get(LEASE, "Lease", "probe", PROBE_NAMESPACE),
-                         lambda: self.client.merge_patch(LEASE, "Lease", "probe", PROBE_NAMESPACE,
-                                                         {"spec": {"holderIdentity": str(i)}}),  # noqa: B023
-                         lambda: self.client.list(LEASE, "Lease", PROBE_NAMESPACE)):
+            for call in (
+                lambda: self.client.get(LEASE, "Lease", "probe", PROBE_NAMESPACE),
+                lambda: self.client.merge_patch(
+                    LEASE,
+                    "Lease",
+                    "probe",
+                    PROBE_NAMESPACE,
+                    {"spec": {"holderIdentity": str(i)}},  # noqa: B023 (called at once)
+                ),
+                lambda: self.client.list(LEASE, "Lease", PROBE_NAMESPACE),
+            ):
                 start = time.monotonic()
                 try:
                     await call()
@@ -138,8 +168,11 @@ async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
     prober = asyncio.create_task(probe.run(stop_probe))
     start = time.monotonic()
     writes = asyncio.create_task(writer.run()) if writer is not None else None
-    created = await create_all(client, [trainjob(args.namespace, f"tj-{i:05d}", args.runtime) for i in range(args.n)],
-                               writer.pending if writer is not None else None)
+    created = await create_all(
+        client,
+        [trainjob(args.namespace, f"tj-{i:05d}", args.runtime) for i in range(args.n)],
+        writer.pending if writer is not None else None,
+    )
     created_by = time.monotonic() - start
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(done.wait(), timeout=args.timeout)
@@ -153,8 +186,14 @@ async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
     await probe.client.close()
     latencies = sorted(seen[n] - created[n] for n in created if n in seen)
     last = max(seen.values()) if seen else start
-    return {"n": args.n, "jobsets": len(seen), "create_seconds": created_by, "all_jobsets_seconds": last - start,
-            "latencies": latencies, **probe.result()}
+    return {
+        "n": args.n,
+        "jobsets": len(seen),
+        "create_seconds": created_by,
+        "all_jobsets_seconds": last - start,
+        "latencies": latencies,
+        **probe.result(),
+    }
 
 
 FAKE_CA = "-----BEGIN CERTIFICATE-----\n" + "A" * 1000 + "\n-----END CERTIFICATE-----\n"
@@ -236,9 +275,20 @@ async def complete(args: argparse.Namespace) -> dict[str, Any]:
     await ready.wait()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     patched: dict[str, float] = {}
-    status = {"status": {"conditions": [{"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
-                                          "message": "jobset completed successfully", "lastTransitionTime": stamp}],
-                         "terminalState": "Completed"}}
+    status = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Completed",
+                    "status": "True",
+                    "reason": "AllJobsCompleted",
+                    "message": "jobset completed successfully",
+                    "lastTransitionTime": stamp,
+                }
+            ],
+            "terminalState": "Completed",
+        }
+    }
     queue: asyncio.Queue[str] = asyncio.Queue()
     for name in names:
         queue.put_nowait(name)
@@ -246,8 +296,9 @@ async def complete(args: argparse.Namespace) -> dict[str, Any]:
     async def worker() -> None:
         while not queue.empty():
             name = queue.get_nowait()
-            await client.merge_patch(c.JOBSET_API_VERSION, c.JOBSET_KIND, name, args.namespace, status,
-                                     subresource="status")
+            await client.merge_patch(
+                c.JOBSET_API_VERSION, c.JOBSET_KIND, name, args.namespace, status, subresource="status"
+            )
             patched[name] = time.monotonic()
 
     start = time.monotonic()
@@ -257,8 +308,12 @@ async def complete(args: argparse.Namespace) -> dict[str, Any]:
     watcher.cancel()
     await client.close()
     latencies = sorted(seen[n] - patched[n] for n in patched if n in seen)
-    return {"n": len(names), "complete": len(seen), "all_complete_seconds": (max(seen.values()) - start) if seen
-            else None, "latencies": latencies}
+    return {
+        "n": len(names),
+        "complete": len(seen),
+        "all_complete_seconds": (max(seen.values()) - start) if seen else None,
+        "latencies": latencies,
+    }
 
 
 def main() -> int:
@@ -271,8 +326,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--concurrency", type=int, default=64, help="ceiling: workers doing the operator's writes")
     args = parser.parse_args()
-    result = asyncio.run({"trainjobs": trainjobs, "ceiling": trainjobs, "jobsets": jobsets,
-                          "complete": complete}[args.mode](args))
+    result = asyncio.run(
+        {"trainjobs": trainjobs, "ceiling": trainjobs, "jobsets": jobsets, "complete": complete}[args.mode](args)
+    )
     print(json.dumps(result))
     return 0
 

@@ -28,18 +28,27 @@ CTR = c.CLUSTER_TRAINING_RUNTIME_KIND
 
 
 def torch_runtime() -> RuntimeSource:
-    return (RuntimeBuilder.make("torch-distributed", CTR)
-            .jobs([replicated_job("node", "trainer", [container("node", "pytorch/pytorch:2.13.0")])])
-            .ml_policy(num_nodes=1, torch={}).source())
+    return (
+        RuntimeBuilder.make("torch-distributed", CTR)
+        .jobs([replicated_job("node", "trainer", [container("node", "pytorch/pytorch:2.13.0")])])
+        .ml_policy(num_nodes=1, torch={})
+        .source()
+    )
 
 
 def mpi_runtime() -> RuntimeSource:
     node = replicated_job("node", None, [container("node", "deepspeed", command=["/usr/sbin/sshd", "-De"])])
-    launcher = replicated_job("launcher", "trainer", [container("node", "deepspeed")],
-                              dependsOn=[{"name": "node", "status": "Ready"}])
-    return (RuntimeBuilder.make("deepspeed-distributed", CTR).jobs([node, launcher])
-            .ml_policy(num_nodes=1, mpi={"numProcPerNode": 1, "sshAuthMountPath": "/home/mpiuser/.ssh",
-                                         "runLauncherAsNode": True}).source())
+    launcher = replicated_job(
+        "launcher", "trainer", [container("node", "deepspeed")], dependsOn=[{"name": "node", "status": "Ready"}]
+    )
+    return (
+        RuntimeBuilder.make("deepspeed-distributed", CTR)
+        .jobs([node, launcher])
+        .ml_policy(
+            num_nodes=1, mpi={"numProcPerNode": 1, "sshAuthMountPath": "/home/mpiuser/.ssh", "runLauncherAsNode": True}
+        )
+        .source()
+    )
 
 
 def initializer_runtime() -> RuntimeSource:
@@ -56,8 +65,9 @@ def mpi_secrets(n: int) -> frozenset[ObjectRef]:
     return frozenset(ObjectRef("v1", "Secret", f"job-{i}-mpi-ssh-auth") for i in range(n))
 
 
-def scenario(framework: Framework, runtime: RuntimeSource, jobs: list[dict[str, Any]],
-             observed: Observed) -> Callable[[], None]:
+def scenario(
+    framework: Framework, runtime: RuntimeSource, jobs: list[dict[str, Any]], observed: Observed
+) -> Callable[[], None]:
     def run() -> None:
         for raw in jobs:
             framework.desired_objects(TrainJob.model_validate(raw), runtime, observed)
@@ -72,8 +82,13 @@ def measure(fn: Callable[[], None], n: int, runs: int) -> dict[str, float]:
         fn()
         durations.append(time.perf_counter() - start)
     median = statistics.median(durations)
-    return {"jobs_per_s": n / median, "us_per_job": median / n * 1e6, "median_s": median,
-            "min_s": min(durations), "max_s": max(durations)}
+    return {
+        "jobs_per_s": n / median,
+        "us_per_job": median / n * 1e6,
+        "median_s": median,
+        "min_s": min(durations),
+        "max_s": max(durations),
+    }
 
 
 def main() -> int:
@@ -85,27 +100,51 @@ def main() -> int:
     framework = Framework.from_registry()
     n = args.jobs
     scenarios = {
-        "torch (2 nodes, 4 GPUs)": scenario(framework, torch_runtime(), job_dicts(
-            n, "torch-distributed", numNodes=2, resourcesPerNode={"limits": {"nvidia.com/gpu": 4}}), Observed()),
-        "mpi (deepspeed, 4 nodes, Secret exists)": scenario(framework, mpi_runtime(), job_dicts(
-            n, "deepspeed-distributed", numNodes=4), Observed(existing=mpi_secrets(n))),
-        "initializers + coscheduling": scenario(framework, initializer_runtime(), [
-            {**raw, "spec": {**raw["spec"], "initializer": {"dataset": {"storageUri": "hf://d"},
-                                                            "model": {"storageUri": "hf://m"}}}}
-            for raw in job_dicts(n, "torch-with-initializers", numNodes=2)], Observed()),
-        "mpi first build (new ECDSA P-521 key)": scenario(framework, mpi_runtime(), job_dicts(
-            max(n // 10, 1), "deepspeed-distributed", numNodes=4), Observed()),
+        "torch (2 nodes, 4 GPUs)": scenario(
+            framework,
+            torch_runtime(),
+            job_dicts(n, "torch-distributed", numNodes=2, resourcesPerNode={"limits": {"nvidia.com/gpu": 4}}),
+            Observed(),
+        ),
+        "mpi (deepspeed, 4 nodes, Secret exists)": scenario(
+            framework,
+            mpi_runtime(),
+            job_dicts(n, "deepspeed-distributed", numNodes=4),
+            Observed(existing=mpi_secrets(n)),
+        ),
+        "initializers + coscheduling": scenario(
+            framework,
+            initializer_runtime(),
+            [
+                {
+                    **raw,
+                    "spec": {
+                        **raw["spec"],
+                        "initializer": {"dataset": {"storageUri": "hf://d"}, "model": {"storageUri": "hf://m"}},
+                    },
+                }
+                for raw in job_dicts(n, "torch-with-initializers", numNodes=2)
+            ],
+            Observed(),
+        ),
+        "mpi first build (new ECDSA P-521 key)": scenario(
+            framework, mpi_runtime(), job_dicts(max(n // 10, 1), "deepspeed-distributed", numNodes=4), Observed()
+        ),
     }
-    print(f"render benchmark: {n} TrainJobs per run, median of {args.runs} runs, "
-          f"Python {platform.python_version()} on {platform.machine()}", flush=True)
+    print(
+        f"render benchmark: {n} TrainJobs per run, median of {args.runs} runs, "
+        f"Python {platform.python_version()} on {platform.machine()}",
+        flush=True,
+    )
     results = {}
     for name, fn in scenarios.items():
         count = max(n // 10, 1) if "first build" in name else n
         fn()  # warm-up
         result = measure(fn, count, args.runs)
         results[name] = result
-        print(f"  {name:42s} {result['jobs_per_s']:9.0f} TrainJobs/s  {result['us_per_job']:8.1f} µs/TrainJob",
-              flush=True)
+        print(
+            f"  {name:42s} {result['jobs_per_s']:9.0f} TrainJobs/s  {result['us_per_job']:8.1f} µs/TrainJob", flush=True
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"jobs": n, "runs": args.runs, "results": results}, indent=2) + "\n")

@@ -51,12 +51,33 @@ def ready(port: int) -> bool:
 def start_operator(info: cluster.ClusterInfo) -> subprocess.Popen[bytes]:
     state = cluster.state_dir()
     config = state / "operator.yaml"
-    config.write_text(json.dumps({"operator_namespace": "kubeflow-system", "log_format": "console",
-                                  "health": {"port": HEALTH_PORT}, "webhook": {"port": WEBHOOK_PORT}}))
+    config.write_text(
+        json.dumps(
+            {
+                "operator_namespace": "kubeflow-system",
+                "log_format": "console",
+                "health": {"port": HEALTH_PORT},
+                "webhook": {"port": WEBHOOK_PORT},
+            }
+        )
+    )
     log = (state / "logs" / "operator.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig",
-                             str(info.kubeconfig), "--config", str(config)], stdout=log, stderr=subprocess.STDOUT,
-                            cwd=REPO, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainjob_operator.cli",
+            "run",
+            "--kubeconfig",
+            str(info.kubeconfig),
+            "--config",
+            str(config),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+        start_new_session=True,
+    )
     (state / "operator.pid").write_text(str(proc.pid))
     deadline = time.monotonic() + 60
     while not ready(HEALTH_PORT):

@@ -51,8 +51,12 @@ def find_helm() -> str:
     if os.environ.get("HELM"):
         return os.environ["HELM"]
     try:
-        bin_dir = subprocess.run(["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip()
+        bin_dir = subprocess.run(
+            ["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         bin_dir = ""
     if bin_dir and os.access(Path(bin_dir) / "helm", os.X_OK):
@@ -63,8 +67,7 @@ def find_helm() -> str:
     raise NoHelm("helm not found: set HELM, run `make tools WITH_HELM=1`, or put helm on PATH")
 
 
-def helm_template(*extra: str, helm: str | None = None, release: str = RELEASE,
-                  namespace: str = NAMESPACE) -> str:
+def helm_template(*extra: str, helm: str | None = None, release: str = RELEASE, namespace: str = NAMESPACE) -> str:
     cmd = [helm or find_helm(), "template", release, str(CHART), "--namespace", namespace, *extra]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
@@ -103,8 +106,10 @@ def dump(objects: list[dict[str, Any]]) -> str:
 
 
 def kustomization(resources: list[str]) -> str:
-    return HEADER + yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                                    "resources": resources}, sort_keys=False)
+    return HEADER + yaml.safe_dump(
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources},
+        sort_keys=False,
+    )
 
 
 def installer_runtimes(obj: dict[str, Any]) -> list[dict[str, Any]]:

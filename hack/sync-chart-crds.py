@@ -23,8 +23,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "trainjob-operator"
-COPIES = ((REPO / "crds", CHART / "files" / "crds"), (REPO / "runtimes", CHART / "files" / "runtimes"),
-          (REPO / "runtimes" / "data-cache", CHART / "files" / "runtimes" / "data-cache"))
+COPIES = (
+    (REPO / "crds", CHART / "files" / "crds"),
+    (REPO / "runtimes", CHART / "files" / "runtimes"),
+    (REPO / "runtimes" / "data-cache", CHART / "files" / "runtimes" / "data-cache"),
+)
 SCHEMA = CHART / "values.schema.json"
 RBAC = CHART / "templates" / "rbac.yaml"
 RBAC_BEGIN = "  # BEGIN child kinds: generated from the plugin registry by hack/sync-chart-crds.py (make chart-sync)\n"
@@ -48,8 +51,10 @@ def config_schema() -> dict[str, Any]:
 
     raw = OperatorConfig.model_json_schema()
     schema: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
-    schema["description"] = ("The operator's config file (trainjob_operator.config.OperatorConfig); the chart sets "
-                             "operator_namespace, webhook.host/service_name/service_port and health.host itself.")
+    schema["description"] = (
+        "The operator's config file (trainjob_operator.config.OperatorConfig); the chart sets "
+        "operator_namespace, webhook.host/service_name/service_port and health.host itself."
+    )
     return schema
 
 
@@ -65,11 +70,17 @@ def child_rules(kinds: list[Any] | None = None) -> str:
     lines = []
     for (group, verbs), kinds in rules.items():
         for kind in kinds:
-            lines += textwrap.wrap(f"{kind.kind} ({kind.api_version}): {kind.purpose or 'written by a plugin'}.",
-                                   width=118, initial_indent="  # ", subsequent_indent="  #   ")
-        lines += [f"  - apiGroups: [{json.dumps(group)}]",
-                  f"    resources: [{', '.join(json.dumps(k.plural) for k in kinds)}]",
-                  f"    verbs: [{', '.join(json.dumps(v) for v in verbs)}]"]
+            lines += textwrap.wrap(
+                f"{kind.kind} ({kind.api_version}): {kind.purpose or 'written by a plugin'}.",
+                width=118,
+                initial_indent="  # ",
+                subsequent_indent="  #   ",
+            )
+        lines += [
+            f"  - apiGroups: [{json.dumps(group)}]",
+            f"    resources: [{', '.join(json.dumps(k.plural) for k in kinds)}]",
+            f"    verbs: [{', '.join(json.dumps(v) for v in verbs)}]",
+        ]
     return "".join(line + "\n" for line in lines)
 
 

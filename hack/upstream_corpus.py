@@ -51,14 +51,20 @@ def load_check(corpus: Path) -> ModuleType:
     return module
 
 
-def v24_objects(objects: list[dict[str, Any]], trainjobs: list[dict[str, Any]],
-                runtimes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def v24_objects(
+    objects: list[dict[str, Any]], trainjobs: list[dict[str, Any]], runtimes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Upstream v2.3.0's objects with the v2.4 MPI delta (D23) applied."""
-    mpi_runtimes = {(r.get("metadata") or {}).get("name") for r in runtimes
-                    if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None}
-    images = {(t.get("metadata") or {}).get("name"): ((t.get("spec") or {}).get("trainer") or {}).get("image")
-              for t in trainjobs
-              if ((t.get("spec") or {}).get("runtimeRef") or {}).get("name") in mpi_runtimes}
+    mpi_runtimes = {
+        (r.get("metadata") or {}).get("name")
+        for r in runtimes
+        if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
+    }
+    images = {
+        (t.get("metadata") or {}).get("name"): ((t.get("spec") or {}).get("trainer") or {}).get("image")
+        for t in trainjobs
+        if ((t.get("spec") or {}).get("runtimeRef") or {}).get("name") in mpi_runtimes
+    }
     out = copy.deepcopy(objects)
     for obj in out:
         if obj.get("kind") != "JobSet" or obj["metadata"]["name"] not in images:
@@ -122,7 +128,7 @@ def apply_v24(check: Any, root: Path) -> list[str]:
     return sorted(changed)
 
 
-FLUX_RETIRED = "D3"   # "no Flux plugin": retired, Flux is built as upstream builds it
+FLUX_RETIRED = "D3"  # "no Flux plugin": retired, Flux is built as upstream builds it
 FLUX_SCRIPTS = "D12"  # Flux's two scripts are our own text (the rest of what Flux builds is upstream's)
 
 
@@ -166,11 +172,16 @@ def main(argv: list[str] | None = None) -> int:
         for path in root.rglob("*"):
             path.chmod(0o755 if path.is_dir() else 0o644)
         retired = retire_no_flux(root)
-        print(f"Flux is built ({FLUX_RETIRED} retired): {len(retired)} case(s) take upstream's verdict or "
-              f"{FLUX_SCRIPTS}: {', '.join(retired)}", flush=True)
+        print(
+            f"Flux is built ({FLUX_RETIRED} retired): {len(retired)} case(s) take upstream's verdict or "
+            f"{FLUX_SCRIPTS}: {', '.join(retired)}",
+            flush=True,
+        )
         changed = apply_v24(load_check(root), root)
-        print(f"v2.4 delta ({V24}, docs/compatibility.md) applied to {len(changed)} case(s): {', '.join(changed)}",
-              flush=True)
+        print(
+            f"v2.4 delta ({V24}, docs/compatibility.md) applied to {len(changed)} case(s): {', '.join(changed)}",
+            flush=True,
+        )
         cmd = [sys.executable, str(root / "check.py"), args.cli, str(root)]
         cmd += ["-v"] if args.v else []
         cmd += ["-k", args.k] if args.k else []

@@ -47,8 +47,13 @@ def container(name: str, image: str = "test:runtime", **fields: Any) -> dict[str
     return {"name": name, "image": image, **fields}
 
 
-def replicated_job(name: str, ancestor: str | None, containers: list[dict[str, Any]],
-                   volumes: list[dict[str, Any]] | None = None, **job_fields: Any) -> dict[str, Any]:
+def replicated_job(
+    name: str,
+    ancestor: str | None,
+    containers: list[dict[str, Any]],
+    volumes: list[dict[str, Any]] | None = None,
+    **job_fields: Any,
+) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": containers}
     if volumes is not None:
         pod["volumes"] = volumes
@@ -64,29 +69,63 @@ INITIALIZER_PVC = {"name": "initializer", "persistentVolumeClaim": {"claimName":
 def standard_jobs(image: str = "test:runtime", **node_fields: Any) -> list[dict[str, Any]]:
     """Upstream's fixture: dataset-initializer, model-initializer, node; `initializer` PVC everywhere."""
     return [
-        replicated_job(c.DATASET_INITIALIZER, c.DATASET_INITIALIZER, [container(
-            c.DATASET_INITIALIZER, image,
-            volumeMounts=[{"name": "initializer", "mountPath": "/workspace/dataset"}])], [INITIALIZER_PVC]),
-        replicated_job(c.MODEL_INITIALIZER, c.MODEL_INITIALIZER, [container(
-            c.MODEL_INITIALIZER, image,
-            volumeMounts=[{"name": "initializer", "mountPath": "/workspace/model"}])], [INITIALIZER_PVC]),
-        replicated_job(c.NODE, c.ANCESTOR_TRAINER, [container(
-            c.NODE, image,
-            volumeMounts=[{"name": "initializer", "mountPath": "/workspace/dataset"},
-                          {"name": "initializer", "mountPath": "/workspace/model"}], **node_fields)],
-            [INITIALIZER_PVC]),
+        replicated_job(
+            c.DATASET_INITIALIZER,
+            c.DATASET_INITIALIZER,
+            [
+                container(
+                    c.DATASET_INITIALIZER,
+                    image,
+                    volumeMounts=[{"name": "initializer", "mountPath": "/workspace/dataset"}],
+                )
+            ],
+            [INITIALIZER_PVC],
+        ),
+        replicated_job(
+            c.MODEL_INITIALIZER,
+            c.MODEL_INITIALIZER,
+            [
+                container(
+                    c.MODEL_INITIALIZER, image, volumeMounts=[{"name": "initializer", "mountPath": "/workspace/model"}]
+                )
+            ],
+            [INITIALIZER_PVC],
+        ),
+        replicated_job(
+            c.NODE,
+            c.ANCESTOR_TRAINER,
+            [
+                container(
+                    c.NODE,
+                    image,
+                    volumeMounts=[
+                        {"name": "initializer", "mountPath": "/workspace/dataset"},
+                        {"name": "initializer", "mountPath": "/workspace/model"},
+                    ],
+                    **node_fields,
+                )
+            ],
+            [INITIALIZER_PVC],
+        ),
     ]
 
 
 class RuntimeBuilder(_Builder):
     @classmethod
-    def make(cls, name: str = "test-runtime", kind: str = c.TRAINING_RUNTIME_KIND,
-             namespace: str | None = "default") -> "RuntimeBuilder":
+    def make(
+        cls, name: str = "test-runtime", kind: str = c.TRAINING_RUNTIME_KIND, namespace: str | None = "default"
+    ) -> "RuntimeBuilder":
         metadata: dict[str, Any] = {"name": name}
         if kind == c.TRAINING_RUNTIME_KIND and namespace:
             metadata["namespace"] = namespace
-        return cls({"apiVersion": c.API_VERSION, "kind": kind, "metadata": metadata,
-                    "spec": {"template": {"spec": {"replicatedJobs": standard_jobs()}}}})
+        return cls(
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": kind,
+                "metadata": metadata,
+                "spec": {"template": {"spec": {"replicatedJobs": standard_jobs()}}},
+            }
+        )
 
     def jobs(self, jobs: list[dict[str, Any]]) -> Self:
         return self.set("spec.template.spec.replicatedJobs", jobs)
@@ -98,8 +137,9 @@ class RuntimeBuilder(_Builder):
         return self.set("spec.mlPolicy", policy)
 
     def coscheduling(self, timeout: int | None = None) -> Self:
-        return self.set("spec.podGroupPolicy",
-                        {"coscheduling": {} if timeout is None else {"scheduleTimeoutSeconds": timeout}})
+        return self.set(
+            "spec.podGroupPolicy", {"coscheduling": {} if timeout is None else {"scheduleTimeoutSeconds": timeout}}
+        )
 
     def volcano(self, **source: Any) -> Self:
         return self.set("spec.podGroupPolicy", {"volcano": source})
@@ -135,13 +175,25 @@ class RuntimeBuilder(_Builder):
 
 class TrainJobBuilder(_Builder):
     @classmethod
-    def make(cls, name: str = "test-job", namespace: str = "default", uid: str | None = "uid",
-             runtime: str = "test-runtime", kind: str = c.TRAINING_RUNTIME_KIND) -> "TrainJobBuilder":
+    def make(
+        cls,
+        name: str = "test-job",
+        namespace: str = "default",
+        uid: str | None = "uid",
+        runtime: str = "test-runtime",
+        kind: str = c.TRAINING_RUNTIME_KIND,
+    ) -> "TrainJobBuilder":
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:
             metadata["uid"] = uid
-        return cls({"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "metadata": metadata,
-                    "spec": {"runtimeRef": {"name": runtime, "kind": kind, "apiGroup": c.GROUP}}})
+        return cls(
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": c.TRAINJOB_KIND,
+                "metadata": metadata,
+                "spec": {"runtimeRef": {"name": runtime, "kind": kind, "apiGroup": c.GROUP}},
+            }
+        )
 
     def suspend(self, value: bool = True) -> Self:
         return self.set("spec.suspend", value)
@@ -152,8 +204,13 @@ class TrainJobBuilder(_Builder):
     def initializer(self, **fields: Any) -> Self:
         return self.set("spec.initializer", fields)
 
-    def patch(self, manager: str, jobs: list[dict[str, Any]] | None = None,
-              metadata: dict[str, Any] | None = None, time: str | None = None) -> Self:
+    def patch(
+        self,
+        manager: str,
+        jobs: list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+        time: str | None = None,
+    ) -> Self:
         template: dict[str, Any] = {}
         if metadata is not None:
             template["metadata"] = metadata
@@ -169,8 +226,13 @@ class TrainJobBuilder(_Builder):
         return TrainJob.model_validate(self.raw())
 
 
-def pod_patch(job: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-              job_labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def pod_patch(
+    job: str,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    job_labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """One replicated-job entry of a runtime patch: Job-level labels, pod metadata and a PodSpecPatch."""
     pod_template: dict[str, Any] = {}
     meta: dict[str, Any] = {}
@@ -189,6 +251,7 @@ def pod_patch(job: str, labels: dict[str, str] | None = None, annotations: dict[
 
 
 # --- reading results ---------------------------------------------------------------------------------
+
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] == kind]

@@ -22,8 +22,12 @@ def _one(pattern: str, text: str) -> str | None:
 
 def broker_toml(init_sh: str) -> dict[str, Any] | None:
     """The heredoc written to broker.toml, parsed."""
-    found = re.search(r"^[^\n]*broker\.toml[^\n]*<<\s*'?(\w+)'?[^\n]*\n(.*?)\n\1$|"
-                      r"^[^\n]*<<\s*'?(\w+)'?[^\n]*broker\.toml[^\n]*\n(.*?)\n\3$", init_sh, re.MULTILINE | re.DOTALL)
+    found = re.search(
+        r"^[^\n]*broker\.toml[^\n]*<<\s*'?(\w+)'?[^\n]*\n(.*?)\n\1$|"
+        r"^[^\n]*<<\s*'?(\w+)'?[^\n]*broker\.toml[^\n]*\n(.*?)\n\3$",
+        init_sh,
+        re.MULTILINE | re.DOTALL,
+    )
     if not found:
         return None
     return tomllib.loads(found.group(2) if found.group(2) is not None else found.group(4))
@@ -46,7 +50,7 @@ def _z85_decode(text: str) -> bytes:
     out = b""
     for i in range(0, len(text), 5):
         value = 0
-        for ch in text[i:i + 5]:
+        for ch in text[i : i + 5]:
             value = value * 85 + Z85.index(ch)
         out += value.to_bytes(4, "big")
     return out

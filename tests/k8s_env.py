@@ -21,8 +21,8 @@ def _expand(value: str, defined: dict[str, str]) -> str:
             if nxt == "(":
                 end = value.find(")", i + 2)
                 if end != -1:
-                    name = value[i + 2:end]
-                    out.append(defined[name] if name in defined else value[i:end + 1])
+                    name = value[i + 2 : end]
+                    out.append(defined[name] if name in defined else value[i : end + 1])
                     i = end + 1
                     continue
         out.append(value[i])

@@ -44,16 +44,31 @@ class OperatorProcess:
     log_path: Path | None = None
 
     def start(self, tmp: Path) -> OperatorProcess:
-        config = {"operator_namespace": OPERATOR_NAMESPACE, "log_format": "json",
-                  "health": {"port": self.health_port}, "webhook": {"port": self.webhook_port},
-                  "status_server": {"port": self.status_port}, **self.extra_config}
+        config = {
+            "operator_namespace": OPERATOR_NAMESPACE,
+            "log_format": "json",
+            "health": {"port": self.health_port},
+            "webhook": {"port": self.webhook_port},
+            "status_server": {"port": self.status_port},
+            **self.extra_config,
+        }
         config_path = tmp / f"{self.name}.yaml"
         config_path.write_text(yaml.safe_dump(config))
         self.log_path = tmp / f"{self.name}.log"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig", self.kubeconfig,
-             "--config", str(config_path)],
-            stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, cwd=REPO,
+            [
+                sys.executable,
+                "-m",
+                "trainjob_operator.cli",
+                "run",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--config",
+                str(config_path),
+            ],
+            stdout=self.log_path.open("wb"),
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
         )
         return self
 
@@ -81,7 +96,7 @@ class OperatorProcess:
                 continue
             metric, _, value = line.rpartition(" ")
             if metric == name or metric.startswith(name + "{"):
-                got = metric[len(name):].strip("{}")
+                got = metric[len(name) :].strip("{}")
                 if all(part in got.split(",") for part in want.split(",") if part):
                     total += float(value)
         return total
@@ -110,20 +125,27 @@ class Kube:
         self.cluster = cluster
 
     def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([str(self.cluster.kubectl_path), *args], input=stdin, capture_output=True,
-                                text=True, env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)},
-                                timeout=60)
+        result = subprocess.run(
+            [str(self.cluster.kubectl_path), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)},
+            timeout=60,
+        )
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
         return result
 
-    def apply(self, *objects: dict[str, Any], namespace: str | None = None,
-              check: bool = True) -> subprocess.CompletedProcess[str]:
+    def apply(
+        self, *objects: dict[str, Any], namespace: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         args = ["apply", "-f", "-"] + (["-n", namespace] if namespace else [])
         return self.run(*args, stdin=yaml.safe_dump_all(objects), check=check)
 
-    def create(self, obj: dict[str, Any], namespace: str | None = None,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
+    def create(
+        self, obj: dict[str, Any], namespace: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         args = ["create", "-f", "-"] + (["-n", namespace] if namespace else [])
         return self.run(*args, stdin=yaml.safe_dump(obj), check=check)
 
@@ -141,10 +163,10 @@ class Kube:
         items: list[dict[str, Any]] = json.loads(self.run("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
         return items
 
-    def patch(self, kind: str, name: str, namespace: str, patch: dict[str, Any], kind_of: str = "merge",
-              check: bool = True) -> subprocess.CompletedProcess[str]:
-        return self.run("patch", kind, name, "-n", namespace, "--type", kind_of, "-p", json.dumps(patch),
-                        check=check)
+    def patch(
+        self, kind: str, name: str, namespace: str, patch: dict[str, Any], kind_of: str = "merge", check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run("patch", kind, name, "-n", namespace, "--type", kind_of, "-p", json.dumps(patch), check=check)
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         args = ["delete", kind, name, "--ignore-not-found", "--wait=false"] + (["-n", namespace] if namespace else [])
@@ -173,8 +195,11 @@ def installed(kube: Kube) -> None:
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
     from trainjob_dev import cluster as cluster_lib
 
-    eventually(lambda: cluster_lib.crds_established(kube.cluster, "trainer.kubeflow.org", 3),
-               "our CRDs Established", timeout=60)
+    eventually(
+        lambda: cluster_lib.crds_established(kube.cluster, "trainer.kubeflow.org", 3),
+        "our CRDs Established",
+        timeout=60,
+    )
     kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
 
 
@@ -184,14 +209,24 @@ _SESSION: dict[str, Any] = {"process": None, "users": 0}
 
 
 @pytest.fixture(scope="session")
-def operator(kubeconfig: str, kube: Kube, installed: None,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+def operator(
+    kubeconfig: str, kube: Kube, installed: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
     """The operator for the whole session, with short leader-election timings."""
     if _SESSION["process"] is None:
         tmp = tmp_path_factory.mktemp("operator")
-        process = OperatorProcess(kubeconfig, "operator-a", {"leader_election": {
-            "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
-            "retry_period_seconds": 1}}).start(tmp)
+        process = OperatorProcess(
+            kubeconfig,
+            "operator-a",
+            {
+                "leader_election": {
+                    "lease_name": "trainjob-operator-test",
+                    "lease_duration_seconds": 4,
+                    "renew_deadline_seconds": 3,
+                    "retry_period_seconds": 1,
+                }
+            },
+        ).start(tmp)
         _SESSION["process"] = process
         try:
             eventually(process.ready, "operator readiness", timeout=60)
@@ -208,8 +243,10 @@ def operator(kubeconfig: str, kube: Kube, installed: None,
         if _SESSION["users"] == 0:
             _SESSION["process"].stop()
             _SESSION["process"] = None
-            for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
-                               ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
+            for kind, name in (
+                ("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
+                ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org"),
+            ):
                 kube.delete(kind, name)
 
 

@@ -10,16 +10,45 @@ from __future__ import annotations
 from typing import Any
 
 # baseline
-BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
-SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
-                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
-                "net.ipv4.tcp_keepalive_probes"}
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
 SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
 # restricted
-RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
-                      "projected", "secret"}
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
 RESTRICTED_ADD_CAPABILITIES = {"NET_BIND_SERVICE"}
 VOLUME_META = {"name"}
 
@@ -102,7 +131,8 @@ def restricted_violations(pod: dict[str, Any]) -> list[str]:
         if sc.get("runAsUser") == 0:
             problems.append(f"{where} runAsUser=0")
         if (sc.get("seccompProfile") and _seccomp_type(sc) not in ("RuntimeDefault", "Localhost")) or (
-                not sc.get("seccompProfile") and pod_seccomp not in ("RuntimeDefault", "Localhost")):
+            not sc.get("seccompProfile") and pod_seccomp not in ("RuntimeDefault", "Localhost")
+        ):
             problems.append(f"{where} seccompProfile not RuntimeDefault/Localhost")
         caps = sc.get("capabilities") or {}
         if "ALL" not in (caps.get("drop") or []):

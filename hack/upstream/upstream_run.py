@@ -33,13 +33,16 @@ import yaml
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BINARY = "trainer-controller-manager"
-WEBHOOK_CONFIGURATIONS = (("ValidatingWebhookConfiguration", "validator.trainer.kubeflow.org"),
-                          ("MutatingWebhookConfiguration", "defaulter.trainer.kubeflow.org"))
+WEBHOOK_CONFIGURATIONS = (
+    ("ValidatingWebhookConfiguration", "validator.trainer.kubeflow.org"),
+    ("MutatingWebhookConfiguration", "defaulter.trainer.kubeflow.org"),
+)
 
 
 def bin_dir() -> Path:
-    out = subprocess.run(["bash", str(HERE / "build.sh"), "--print-bin-dir"], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        ["bash", str(HERE / "build.sh"), "--print-bin-dir"], capture_output=True, text=True, check=True
+    )
     return Path(out.stdout.strip())
 
 
@@ -65,25 +68,36 @@ def _free_port() -> int:
 def _certs_dir() -> Path:
     hack_dir = str(REPO / "hack")
     import sys
+
     if hack_dir not in sys.path:
         sys.path.insert(0, hack_dir)
     from trainjob_dev import cluster as cluster_lib
+
     return cluster_lib.state_dir() / "certs"
 
 
-def start(info: Any, *, logs: Path, metrics_port: int | None = None, qps: float = 50, burst: int = 100,
-          concurrency: int | None = None, feature_gates: dict[str, bool] | None = None) -> subprocess.Popen[bytes]:
+def start(
+    info: Any,
+    *,
+    logs: Path,
+    metrics_port: int | None = None,
+    qps: float = 50,
+    burst: int = 100,
+    concurrency: int | None = None,
+    feature_gates: dict[str, bool] | None = None,
+) -> subprocess.Popen[bytes]:
     """Start the controller against `info.kubeconfig` (a ClusterInfo); returns the process, with the attributes
     `health_port`, `webhook_port`, `workdir` set on it."""
     logs.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="upstream-trainer-", dir=logs))
-    certs = work / "k8s-webhook-server" / "serving-certs"   # controller-runtime's default under $TMPDIR
+    certs = work / "k8s-webhook-server" / "serving-certs"  # controller-runtime's default under $TMPDIR
     certs.mkdir(parents=True)
     for name in ("tls.crt", "tls.key"):
         shutil.copy(_certs_dir() / name, certs / name)
     health, webhook = _free_port(), _free_port()
     config: dict[str, Any] = {
-        "apiVersion": "config.trainer.kubeflow.org/v1alpha1", "kind": "Configuration",
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
         "webhook": {"host": "127.0.0.1", "port": webhook},
         "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}" if metrics_port else "0", "secureServing": False},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
@@ -99,8 +113,10 @@ def start(info: Any, *, logs: Path, metrics_port: int | None = None, qps: float 
     kubeconfig = str(info.kubeconfig)
     proc = subprocess.Popen(
         [str(bin_dir() / BINARY), "--config", str(work / "config.yaml"), "--kubeconfig", kubeconfig],
-        stdout=(logs / "upstream-trainer.log").open("ab"), stderr=subprocess.STDOUT,
-        env={**os.environ, "TMPDIR": str(work), "KUBECONFIG": kubeconfig})
+        stdout=(logs / "upstream-trainer.log").open("ab"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TMPDIR": str(work), "KUBECONFIG": kubeconfig},
+    )
     proc.health_port = health  # type: ignore[attr-defined]
     proc.webhook_port = webhook  # type: ignore[attr-defined]
     proc.workdir = work  # type: ignore[attr-defined]
@@ -121,15 +137,21 @@ def ready(info: Any, proc: subprocess.Popen[bytes]) -> bool:
 def webhook_configurations(info: Any, proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
     """Upstream's webhook configurations (its kustomization) pointed at `proc` on 127.0.0.1."""
     kubectl = str(Path(info.bin_dir) / "kubectl")
-    rendered = subprocess.run([kubectl, "kustomize", str(bin_dir() / "share" / "trainer" / "webhook")],
-                              capture_output=True, text=True, check=True).stdout
+    rendered = subprocess.run(
+        [kubectl, "kustomize", str(bin_dir() / "share" / "trainer" / "webhook")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     ca = base64.b64encode((_certs_dir() / "ca.crt").read_bytes()).decode()
     configs = [c for c in yaml.safe_load_all(rendered) if c]
     for config in configs:
         for hook in config["webhooks"]:
             path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{proc.webhook_port}{path}",  # type: ignore[attr-defined]
-                                    "caBundle": ca}
+            hook["clientConfig"] = {
+                "url": f"https://127.0.0.1:{proc.webhook_port}{path}",  # type: ignore[attr-defined]
+                "caBundle": ca,
+            }
     return configs
 
 

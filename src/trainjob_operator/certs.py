@@ -26,12 +26,14 @@ class Bundle:
         cert = x509.load_pem_x509_certificate(self.cert)
         ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         return {str(v) for v in ext.get_values_for_type(x509.DNSName)} | {
-            str(v) for v in ext.get_values_for_type(x509.IPAddress)}
+            str(v) for v in ext.get_values_for_type(x509.IPAddress)
+        }
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _san(name: str) -> x509.GeneralName:
@@ -67,30 +69,60 @@ def generate(hosts: list[str], now: dt.datetime, days: int = 365, ca_of: Bundle 
         return _serving(hosts, start, now, days, ca, loaded, ca_of.ca_cert, ca_of.ca_key)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME)])
-    ca = (x509.CertificateBuilder().subject_name(ca_subject).issuer_name(ca_subject)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(start).not_valid_after(now + dt.timedelta(days=days * 2))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    return _serving(hosts, start, now, days, ca, ca_key, ca.public_bytes(serialization.Encoding.PEM),
-                    _pem_key(ca_key))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_subject)
+        .issuer_name(ca_subject)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(now + dt.timedelta(days=days * 2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return _serving(hosts, start, now, days, ca, ca_key, ca.public_bytes(serialization.Encoding.PEM), _pem_key(ca_key))
 
 
-def _serving(hosts: list[str], start: dt.datetime, now: dt.datetime, days: int, ca: x509.Certificate,
-             ca_key: ec.EllipticCurvePrivateKey, ca_pem: bytes, ca_key_pem: bytes) -> Bundle:
+def _serving(
+    hosts: list[str],
+    start: dt.datetime,
+    now: dt.datetime,
+    days: int,
+    ca: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_pem: bytes,
+    ca_key_pem: bytes,
+) -> Bundle:
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(start).not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    return Bundle(ca_cert=ca_pem, ca_key=ca_key_pem, cert=cert.public_bytes(serialization.Encoding.PEM),
-                  key=_pem_key(key))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return Bundle(
+        ca_cert=ca_pem, ca_key=ca_key_pem, cert=cert.public_bytes(serialization.Encoding.PEM), key=_pem_key(key)
+    )
 
 
 def needs_rotation(bundle: Bundle, hosts: list[str], now: dt.datetime, before_days: int) -> bool:

@@ -34,6 +34,7 @@ from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, ch
 
 PROG = "trainjob-operator"
 
+
 class UsageError(Exception):
     """Input the CLI cannot work with at all (exit 2)."""
 
@@ -96,8 +97,7 @@ def refuse_legacy(doc: Document, path: str) -> None:
         raise UsageError(f"{doc.label} is {shape}; convert it with `{PROG} convert -f {path}` and use the output")
 
 
-def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str],
-                old_files: Sequence[str] = ()) -> Inputs:
+def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str], old_files: Sequence[str] = ()) -> Inputs:
     """Every object of every file, sorted by kind: a file may mix TrainJobs and runtimes (upstream's examples do)."""
     inputs = Inputs()
     found_in_f = 0
@@ -238,13 +238,21 @@ def _check(inputs: Inputs, framework: Framework) -> Checked:
         if job is not None:
             ref = job.spec.runtime_ref
             kind = ref.kind or ""
-            if ref.api_group == c.GROUP and kind in c.RUNTIME_KINDS and \
-                    catalog.lookup(kind, job.namespace, ref.name) is None:
+            if (
+                ref.api_group == c.GROUP
+                and kind in c.RUNTIME_KINDS
+                and catalog.lookup(kind, job.namespace, ref.name) is None
+            ):
                 where = f"{job.namespace}/{ref.name}" if kind == c.TRAINING_RUNTIME_KIND else ref.name
                 if catalog.is_invalid(kind, job.namespace, ref.name):
-                    problems.append(invalid("spec.runtimeRef", ref.to_wire(),
-                                            f"{kind} {where} is invalid (its errors are listed above): the API "
-                                            "server would not have stored it"))
+                    problems.append(
+                        invalid(
+                            "spec.runtimeRef",
+                            ref.to_wire(),
+                            f"{kind} {where} is invalid (its errors are listed above): the API "
+                            "server would not have stored it",
+                        )
+                    )
                     errors.append((doc, problems))
                 else:
                     unusable.append(f"{doc.label}: runtime {kind} {where} not found in the -r files")
@@ -305,9 +313,12 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
         assert runtime is not None  # check() kept only TrainJobs with a runtime
         manager = foreign_manager(job)
         if manager is not None:
-            print(f"Warning: {doc.label}: spec.managedBy is {manager!r}: trainjob-operator does not reconcile this "
-                  f"TrainJob and would not build the objects below (upstream's runtime builds them; the controller "
-                  f"named in managedBy decides)", file=err)
+            print(
+                f"Warning: {doc.label}: spec.managedBy is {manager!r}: trainjob-operator does not reconcile this "
+                f"TrainJob and would not build the objects below (upstream's runtime builds them; the controller "
+                f"named in managedBy decides)",
+                file=err,
+            )
         try:
             built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime)]
         except BuildError as error:
@@ -353,24 +364,52 @@ def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
     sub = p.add_subparsers(dest="command", required=True)
-    for name, help_text in (("render", "print every object the operator would apply for the TrainJobs"),
-                            ("validate", "run CRD-level and admission validation on TrainJobs and runtimes")):
+    for name, help_text in (
+        ("render", "print every object the operator would apply for the TrainJobs"),
+        ("validate", "run CRD-level and admission validation on TrainJobs and runtimes"),
+    ):
         cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("-f", "--filename", action="append", required=True, metavar="TRAINJOBS.yaml",
-                         help="TrainJobs (a YAML stream); repeatable")
-        cmd.add_argument("-r", "--runtimes", action="append", default=[], metavar="RUNTIMES.yaml",
-                         help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable")
+        cmd.add_argument(
+            "-f",
+            "--filename",
+            action="append",
+            required=True,
+            metavar="TRAINJOBS.yaml",
+            help="TrainJobs (a YAML stream); repeatable",
+        )
+        cmd.add_argument(
+            "-r",
+            "--runtimes",
+            action="append",
+            default=[],
+            metavar="RUNTIMES.yaml",
+            help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable",
+        )
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
         else:
-            cmd.add_argument("--old", action="append", default=[], metavar="STORED.yaml",
-                             help="the stored TrainJobs that -f updates (matched by namespace/name): also run the "
-                                  "update rules (immutable fields, resize while suspended); repeatable")
-    conv = sub.add_parser("convert", help="rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 "
-                                          "TrainJobs and runtimes as trainer.kubeflow.org/v1alpha1; stderr lists "
-                                          "what has no home")
-    conv.add_argument("-f", "--filename", action="append", required=True, metavar="OLD.yaml",
-                      help="objects to convert (a YAML stream); repeatable")
+            cmd.add_argument(
+                "--old",
+                action="append",
+                default=[],
+                metavar="STORED.yaml",
+                help="the stored TrainJobs that -f updates (matched by namespace/name): also run the "
+                "update rules (immutable fields, resize while suspended); repeatable",
+            )
+    conv = sub.add_parser(
+        "convert",
+        help="rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 "
+        "TrainJobs and runtimes as trainer.kubeflow.org/v1alpha1; stderr lists "
+        "what has no home",
+    )
+    conv.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="OLD.yaml",
+        help="objects to convert (a YAML stream); repeatable",
+    )
     conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
@@ -419,8 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         report(checked, sys.stderr)
         if args.command == "validate":
             if checked.exit_code == 0:
-                print(f"valid: {checked.trainjob_count} TrainJob(s), {checked.runtime_count} runtime(s)",
-                      file=sys.stderr)
+                print(
+                    f"valid: {checked.trainjob_count} TrainJob(s), {checked.runtime_count} runtime(s)", file=sys.stderr
+                )
             return checked.exit_code
         objects = render(checked, framework, sys.stderr)
         if objects or checked.exit_code == 0:

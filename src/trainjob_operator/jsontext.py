@@ -18,6 +18,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; a source insta
 FAST: Final = _orjson is not None
 """True when orjson is installed and used."""
 
+
 def indented(value: Any, fast: bool = True) -> str:
     """`json.dumps(value, indent=2)`, byte for byte."""
     if fast and _orjson is not None:

@@ -16,8 +16,9 @@ from typing import Any
 
 import structlog
 
-SECRET_KEYS = frozenset({"data", "stringData", "ssh-privatekey", "ssh-publickey", "token", "tls.key", "ca.key",
-                         "private_key", "privateKey"})
+SECRET_KEYS = frozenset(
+    {"data", "stringData", "ssh-privatekey", "ssh-publickey", "token", "tls.key", "ca.key", "private_key", "privateKey"}
+)
 REDACTED = "<redacted>"
 MAX_TEXT = 8000
 """A logged text (a traceback included) longer than this is cut: a log line must never block the operator."""
@@ -26,7 +27,8 @@ _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 
 _PEM_B64 = re.compile(r"LS0tLS1CRUdJT[A-Za-z0-9+/=\\n]*")  # base64 of "-----BEGIN": Secret data as stored
 _SECRET_PAIR = re.compile(
     r"""(["']?(?:ssh-privatekey|tls\.key|ca\.key|token|stringData|private_?[kK]ey)["']?\s*[:=]\s*)"""
-    r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)""")
+    r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)"""
+)
 
 
 def scrub(text: str) -> str:
@@ -90,10 +92,12 @@ def configure(fmt: str = "json", level: str = "INFO") -> None:
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*shared[:-2], structlog.stdlib.ExtraAdder(), *shared[-2:]],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-    ))
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared[:-2], structlog.stdlib.ExtraAdder(), *shared[-2:]],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -18,42 +18,76 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.trainjobs = Gauge("trainjob_operator_trainjobs", "TrainJobs known to the operator, by state",
-                               ["state"], registry=self.registry)
+        self.trainjobs = Gauge(
+            "trainjob_operator_trainjobs",
+            "TrainJobs known to the operator, by state",
+            ["state"],
+            registry=self.registry,
+        )
         self.reconcile_seconds = Histogram(
-            "trainjob_operator_reconcile_duration_seconds", "Time to reconcile one TrainJob", ["result"],
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=self.registry)
+            "trainjob_operator_reconcile_duration_seconds",
+            "Time to reconcile one TrainJob",
+            ["result"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
         self.create_to_jobset_seconds = Histogram(
-            "trainjob_operator_create_to_jobset_seconds", "From TrainJob creation to its JobSet applied",
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120), registry=self.registry)
-        self.apply_errors = Counter("trainjob_operator_apply_errors_total", "Failed builds or applies, by reason",
-                                    ["reason"], registry=self.registry)
+            "trainjob_operator_create_to_jobset_seconds",
+            "From TrainJob creation to its JobSet applied",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
+            registry=self.registry,
+        )
+        self.apply_errors = Counter(
+            "trainjob_operator_apply_errors_total",
+            "Failed builds or applies, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
         self.reconcile_failures = Counter(
             "trainjob_operator_reconcile_failures_total",
             "Reconcile passes that failed on an error outside the TrainJob (API outage, throttling), by error type",
-            ["error"], registry=self.registry)
+            ["error"],
+            registry=self.registry,
+        )
         self.webhook_seconds = Histogram(
-            "trainjob_operator_webhook_duration_seconds", "Admission webhook latency", ["webhook", "allowed"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1), registry=self.registry)
-        self.api_requests = Counter("trainjob_operator_api_requests_total",
-                                    "Requests of the reconciler and webhooks to the API server, by verb and resource",
-                                    ["verb", "resource"], registry=self.registry)
+            "trainjob_operator_webhook_duration_seconds",
+            "Admission webhook latency",
+            ["webhook", "allowed"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+            registry=self.registry,
+        )
+        self.api_requests = Counter(
+            "trainjob_operator_api_requests_total",
+            "Requests of the reconciler and webhooks to the API server, by verb and resource",
+            ["verb", "resource"],
+            registry=self.registry,
+        )
         self.status_updates = Counter(
             "trainjob_operator_status_updates_total",
-            "Requests to the TrainJob status server (progress from trainer pods), by HTTP answer code", ["code"],
-            registry=self.registry)
+            "Requests to the TrainJob status server (progress from trainer pods), by HTTP answer code",
+            ["code"],
+            registry=self.registry,
+        )
         self.status_update_seconds = Histogram(
             "trainjob_operator_status_update_duration_seconds",
             "Status server latency, authentication and the status write included",
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5), registry=self.registry)
-        self.ttl_deletions = Counter("trainjob_operator_ttl_deletions_total",
-                                     "TrainJobs deleted because their ttlSecondsAfterFinished expired",
-                                     registry=self.registry)
-        self.startup_failures = Counter("trainjob_operator_startup_deadline_failures_total",
-                                        "TrainJobs failed because a pod could not start within the startup deadline",
-                                        ["reason"], registry=self.registry)
-        self.leader = Gauge("trainjob_operator_leader", "1 while this replica holds the leader Lease",
-                            registry=self.registry)
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=self.registry,
+        )
+        self.ttl_deletions = Counter(
+            "trainjob_operator_ttl_deletions_total",
+            "TrainJobs deleted because their ttlSecondsAfterFinished expired",
+            registry=self.registry,
+        )
+        self.startup_failures = Counter(
+            "trainjob_operator_startup_deadline_failures_total",
+            "TrainJobs failed because a pod could not start within the startup deadline",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "trainjob_operator_leader", "1 while this replica holds the leader Lease", registry=self.registry
+        )
         for state in STATES:
             self.trainjobs.labels(state=state).set(0)
 

@@ -60,8 +60,9 @@ class Figures:
         target = os.environ.get("TRAINJOB_CHAOS_REPORT")
         if target:
             with open(target, "a", encoding="utf-8") as out:
-                out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} size={'full' if FULL else 'ci'} "
-                          f"{line}\n")
+                out.write(
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} size={'full' if FULL else 'ci'} {line}\n"
+                )
         bad = {k: v for k, v in self.counts.items() if v}
         assert not bad, f"{self.scenario}: nonzero counts {bad}"
 
@@ -101,8 +102,9 @@ class Api:
                 time.sleep(1)
         return []
 
-    def create_all(self, objects: list[dict[str, Any]], concurrency: int = 16, attempts: int = 60,
-                   spread_seconds: float = 0.0) -> dict[str, str]:
+    def create_all(
+        self, objects: list[dict[str, Any]], concurrency: int = 16, attempts: int = 60, spread_seconds: float = 0.0
+    ) -> dict[str, str]:
         """Create every object, the i-th not before i/len × `spread_seconds` (a burst lasting that long), retrying
         refusals of a webhook mid-failover and connection errors; returns what the API server refused for good
         (name → message)."""
@@ -158,21 +160,26 @@ class Api:
 
 
 def _pod(command: list[str], run_for: str) -> dict[str, Any]:
-    return {"metadata": {"annotations": {RUN_FOR: run_for}},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "node", "image": "trainer:x",
-                                                               "command": command}]}}
+    return {
+        "metadata": {"annotations": {RUN_FOR: run_for}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "node", "image": "trainer:x", "command": command}]},
+    }
 
 
 def runtimes(namespace: str, run_for: str = "900s") -> list[dict[str, Any]]:
     """torch; MPI (launcher + nodes, an SSH Secret each); torch with dataset and model initializers."""
+
     def rjob(name: str, ancestor: str | None, pod: dict[str, Any]) -> dict[str, Any]:
         meta = {"labels": {c.ANCESTOR_LABEL: ancestor}} if ancestor else {}
         return {"name": name, "template": {"metadata": meta, "spec": {"backoffLimit": 0, "template": pod}}}
 
     def runtime(name: str, policy: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"mlPolicy": policy, "template": {"spec": {"replicatedJobs": jobs}}}}
+        return {
+            "apiVersion": c.API_VERSION,
+            "kind": "TrainingRuntime",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"mlPolicy": policy, "template": {"spec": {"replicatedJobs": jobs}}},
+        }
 
     init_pod = _pod(["init"], "1s")
     init_pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace"}]
@@ -185,16 +192,29 @@ def runtimes(namespace: str, run_for: str = "900s") -> list[dict[str, Any]]:
     node["spec"]["containers"][0]["volumeMounts"] = [{"name": "initializer", "mountPath": "/workspace"}]
     node["spec"]["volumes"] = [{"name": "initializer", "emptyDir": {}}]
     init_node = rjob("node", "trainer", node)
-    init_node["dependsOn"] = [{"name": c.DATASET_INITIALIZER, "status": "Complete"},
-                              {"name": c.MODEL_INITIALIZER, "status": "Complete"}]
+    init_node["dependsOn"] = [
+        {"name": c.DATASET_INITIALIZER, "status": "Complete"},
+        {"name": c.MODEL_INITIALIZER, "status": "Complete"},
+    ]
     return [
         runtime("torch", {"numNodes": 1, "torch": {}}, [rjob("node", "trainer", _pod(["torchrun", "t.py"], run_for))]),
-        runtime("mpi", {"numNodes": 1, "mpi": {"numProcPerNode": 1}},
-                [rjob("launcher", "trainer", _pod(["mpirun", "hostname"], run_for)),
-                 rjob("node", None, _pod(["sshd"], run_for))]),
-        runtime("torch-init", {"numNodes": 1, "torch": {}},
-                [rjob(c.DATASET_INITIALIZER, c.DATASET_INITIALIZER, dataset),
-                 rjob(c.MODEL_INITIALIZER, c.MODEL_INITIALIZER, model), init_node]),
+        runtime(
+            "mpi",
+            {"numNodes": 1, "mpi": {"numProcPerNode": 1}},
+            [
+                rjob("launcher", "trainer", _pod(["mpirun", "hostname"], run_for)),
+                rjob("node", None, _pod(["sshd"], run_for)),
+            ],
+        ),
+        runtime(
+            "torch-init",
+            {"numNodes": 1, "torch": {}},
+            [
+                rjob(c.DATASET_INITIALIZER, c.DATASET_INITIALIZER, dataset),
+                rjob(c.MODEL_INITIALIZER, c.MODEL_INITIALIZER, model),
+                init_node,
+            ],
+        ),
     ]
 
 
@@ -208,12 +228,17 @@ def trainjobs(namespace: str, count: int, seed: int, suspended_share: float = 0.
         if kind == "mpi":
             spec["trainer"] = {"numNodes": 2}
         if kind == "torch-init":
-            spec["initializer"] = {"dataset": {"storageUri": "hf://datasets/x/y"},
-                                   "model": {"storageUri": "hf://x/m"}}
+            spec["initializer"] = {"dataset": {"storageUri": "hf://datasets/x/y"}, "model": {"storageUri": "hf://x/m"}}
         if rng.random() < suspended_share:
             spec["suspend"] = True
-        jobs.append({"apiVersion": c.API_VERSION, "kind": "TrainJob",
-                     "metadata": {"name": f"{kind}-{index:05d}", "namespace": namespace}, "spec": spec})
+        jobs.append(
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": "TrainJob",
+                "metadata": {"name": f"{kind}-{index:05d}", "namespace": namespace},
+                "spec": spec,
+            }
+        )
     return jobs
 
 
@@ -292,14 +317,18 @@ class Tracker:
     def recreated_jobsets(self) -> int:
         """JobSets deleted and created again although they had run (or were not seen suspended and never run):
         real duplicates."""
-        return sum(1 for seen in self.jobsets.values()
-                   if any(not seen.never_ran.get(uid, False) for uid in seen.replaced()))
+        return sum(
+            1 for seen in self.jobsets.values() if any(not seen.never_ran.get(uid, False) for uid in seen.replaced())
+        )
 
     def rebuilt_suspended(self) -> int:
         """JobSets re-created only ever having been suspended and never run: the rebuild of D24 (an older shape
         JobSet refuses in place) or of a resize while suspended; nothing had started."""
-        return sum(1 for seen in self.jobsets.values()
-                   if seen.replaced() and all(seen.never_ran.get(uid, False) for uid in seen.replaced()))
+        return sum(
+            1
+            for seen in self.jobsets.values()
+            if seen.replaced() and all(seen.never_ran.get(uid, False) for uid in seen.replaced())
+        )
 
     def mutated_jobsets(self, final: list[dict[str, Any]]) -> int:
         """Running JobSets whose generation moved after they were first seen running."""
@@ -384,7 +413,8 @@ class Balancer:
     def start(self) -> Balancer:
         self._thread.start()
         self._server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(self._handle, "127.0.0.1", self.port), self._loop).result(10)
+            asyncio.start_server(self._handle, "127.0.0.1", self.port), self._loop
+        ).result(10)
         return self
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -430,9 +460,13 @@ def process_cpu_seconds(pid: int) -> float:
 def kwokctl(cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
     from trainjob_dev import cluster as cluster_lib
 
-    return subprocess.run([str(Path(cluster.bin_dir) / "kwokctl"), "--name", cluster.name, *args],
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **cluster_lib._kwok_env(Path(cluster.bin_dir))})
+    return subprocess.run(
+        [str(Path(cluster.bin_dir) / "kwokctl"), "--name", cluster.name, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **cluster_lib._kwok_env(Path(cluster.bin_dir))},
+    )
 
 
 class Watchdog:
@@ -476,7 +510,12 @@ class Watchdog:
                     if comp is None:
                         continue
                     log = (self.root / "logs" / f"{comp['name']}.log").open("ab")
-                    proc = subprocess.Popen([comp["binary"], *comp.get("args", [])], cwd=comp.get("workDir"),
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                    proc = subprocess.Popen(
+                        [comp["binary"], *comp.get("args", [])],
+                        cwd=comp.get("workDir"),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                     pid_file.write_text(str(proc.pid))
                     self.revived.append(comp["name"])

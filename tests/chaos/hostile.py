@@ -64,8 +64,15 @@ class Faults:
 
 
 def _status(code: int, reason: str, message: str, retry_after: int | None = None) -> web.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
     if retry_after is not None:
         body["details"] = {"retryAfterSeconds": retry_after}
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -101,7 +108,8 @@ class HostileProxy:
     async def _start(self) -> None:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=self.connection.ssl_context, limit=0),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10))
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
         server = web.Server(self._handle)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
@@ -126,11 +134,18 @@ class HostileProxy:
 
     def kubeconfig(self, path: Path) -> str:
         """A kubeconfig for the operator: the proxy, plain HTTP on loopback, no credentials of its own."""
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "hostile",
-            "clusters": [{"name": "hostile", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
-            "users": [{"name": "hostile", "user": {}}],
-            "contexts": [{"name": "hostile", "context": {"cluster": "hostile", "user": "hostile"}}]}))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "hostile",
+                    "clusters": [{"name": "hostile", "cluster": {"server": f"http://127.0.0.1:{self.port}"}}],
+                    "users": [{"name": "hostile", "user": {}}],
+                    "contexts": [{"name": "hostile", "context": {"cluster": "hostile", "user": "hostile"}}],
+                }
+            )
+        )
         return str(path)
 
     def summary(self) -> dict[str, float]:
@@ -176,17 +191,32 @@ class HostileProxy:
         if not self.active:
             return await (self._watch(request, None) if watch else self._forward(request, body))
         if watch:
-            fault = self._pick([("watch_gone", f.watch_gone), ("watch_gone_event", f.watch_gone_event),
-                                ("watch_silent", f.watch_silent), ("watch_slow", f.watch_slow)])
+            fault = self._pick(
+                [
+                    ("watch_gone", f.watch_gone),
+                    ("watch_gone_event", f.watch_gone_event),
+                    ("watch_silent", f.watch_silent),
+                    ("watch_slow", f.watch_slow),
+                ]
+            )
             if fault is not None:
                 self.injected[fault] += 1
             if fault == "watch_gone":
                 return _status(410, "Expired", "too old resource version: 1 (2)")
             return await self._watch(request, fault)
         write = request.method in ("PATCH", "PUT")
-        fault = self._pick([("latency", f.latency), ("reset", f.reset), ("reset_after", f.reset_after),
-                            ("half_open", f.half_open), ("throttle", f.throttle), ("error_500", f.error_500),
-                            ("error_503", f.error_503), ("conflict", f.conflict if write else 0.0)])
+        fault = self._pick(
+            [
+                ("latency", f.latency),
+                ("reset", f.reset),
+                ("reset_after", f.reset_after),
+                ("half_open", f.half_open),
+                ("throttle", f.throttle),
+                ("error_500", f.error_500),
+                ("error_503", f.error_503),
+                ("conflict", f.conflict if write else 0.0),
+            ]
+        )
         if fault is not None:
             self.injected[fault] += 1
         if fault == "latency":
@@ -200,15 +230,22 @@ class HostileProxy:
             seconds = self.rng.randint(*f.retry_after_s)
             self._not_before[path] = time.monotonic() + seconds
             if fault == "throttle":
-                return _status(429, "TooManyRequests", "the server has received too many requests and has asked "
-                                                       "us to try again later", seconds)
-            return _status(503, "ServiceUnavailable", "the server is currently unable to handle the request",
-                           seconds)
+                return _status(
+                    429,
+                    "TooManyRequests",
+                    "the server has received too many requests and has asked us to try again later",
+                    seconds,
+                )
+            return _status(503, "ServiceUnavailable", "the server is currently unable to handle the request", seconds)
         elif fault == "error_500":
             return _status(500, "InternalError", "Internal error occurred: injected by the hostile proxy")
         elif fault == "conflict":
-            return _status(409, "Conflict", "Operation cannot be fulfilled: the object has been modified; please "
-                                            "apply your changes to the latest version and try again")
+            return _status(
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled: the object has been modified; please "
+                "apply your changes to the latest version and try again",
+            )
         response = await self._forward(request, body)
         if fault == "reset_after":
             return self._abort(request)
@@ -230,9 +267,13 @@ class HostileProxy:
         assert self._session is not None
         url = self.connection.server + request.path_qs
         try:
-            async with self._session.request(request.method, url, data=body or None,
-                                             headers=self._upstream_headers(request),
-                                             timeout=aiohttp.ClientTimeout(total=60)) as upstream:
+            async with self._session.request(
+                request.method,
+                url,
+                data=body or None,
+                headers=self._upstream_headers(request),
+                timeout=aiohttp.ClientTimeout(total=60),
+            ) as upstream:
                 payload = await upstream.read()
                 headers = {k: v for k, v in upstream.headers.items() if k in ("Content-Type", "Retry-After")}
                 return web.Response(status=upstream.status, body=payload, headers=headers)
@@ -252,15 +293,25 @@ class HostileProxy:
             async with self._session.get(url, headers=self._upstream_headers(request)) as upstream:
                 if upstream.status != 200:
                     payload = await upstream.read()
-                    return web.Response(status=upstream.status, body=payload,
-                                        headers={"Content-Type": upstream.headers.get("Content-Type",
-                                                                                      "application/json")})
+                    return web.Response(
+                        status=upstream.status,
+                        body=payload,
+                        headers={"Content-Type": upstream.headers.get("Content-Type", "application/json")},
+                    )
                 await response.prepare(request)
                 if fault == "watch_gone_event":
                     await asyncio.sleep(self.rng.uniform(0.0, 2.0))
-                    error = {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                                                         "message": "too old resource version: 1 (2)",
-                                                         "reason": "Expired", "code": 410}}
+                    error = {
+                        "type": "ERROR",
+                        "object": {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "status": "Failure",
+                            "message": "too old resource version: 1 (2)",
+                            "reason": "Expired",
+                            "code": 410,
+                        },
+                    }
                     await response.write(json.dumps(error).encode() + b"\n")
                     return response
                 while True:

@@ -45,8 +45,12 @@ from trainjob_operator.api import constants as c
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
 
-LEADER_ELECTION = {"lease_name": "trainjob-operator-chaos", "lease_duration_seconds": 4,
-                   "renew_deadline_seconds": 3, "retry_period_seconds": 1}
+LEADER_ELECTION = {
+    "lease_name": "trainjob-operator-chaos",
+    "lease_duration_seconds": 4,
+    "renew_deadline_seconds": 3,
+    "retry_period_seconds": 1,
+}
 
 
 @dataclass
@@ -65,8 +69,14 @@ class Replicas:
     KUBEFLOW_TRAINER_SERVER_URL into trainer pods (with one URL per replica, a suspended JobSet built by one could
     not be resumed in place by another: JobSet refuses pod template changes, and D24 rebuilt it)."""
 
-    def __init__(self, kubeconfig: str, tmp: Path, count: int, url_port: int | None = None,
-                 webhook: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        tmp: Path,
+        count: int,
+        url_port: int | None = None,
+        webhook: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.kubeconfig, self.tmp, self.url_port = kubeconfig, tmp, url_port
         self.webhook = webhook or {}
         """Per replica name: more `webhook` settings."""
@@ -84,11 +94,14 @@ class Replicas:
         if self.url_port:
             webhook["url_port"] = self.url_port
         status = {"port": slot.status_port, "url_port": self.status_balancer.port}
-        slot.process = OperatorProcess(self.kubeconfig, f"{slot.name}-{slot.incarnation}",
-                                       {"leader_election": LEADER_ELECTION, "webhook": webhook,
-                                        "status_server": status},
-                                       health_port=slot.health_port, webhook_port=slot.webhook_port,
-                                       status_port=slot.status_port).start(self.tmp)
+        slot.process = OperatorProcess(
+            self.kubeconfig,
+            f"{slot.name}-{slot.incarnation}",
+            {"leader_election": LEADER_ELECTION, "webhook": webhook, "status_server": status},
+            health_port=slot.health_port,
+            webhook_port=slot.webhook_port,
+            status_port=slot.status_port,
+        ).start(self.tmp)
         assert slot.process.log_path is not None
         self.logs.append(slot.process.log_path)
         return slot.process
@@ -103,8 +116,12 @@ class Replicas:
 
     def leader(self) -> Slot | None:
         for slot in self.slots:
-            if slot.process is not None and slot.process.proc is not None and slot.process.proc.poll() is None \
-                    and slot.process.metric("trainjob_operator_leader") == 1:
+            if (
+                slot.process is not None
+                and slot.process.proc is not None
+                and slot.process.proc.poll() is None
+                and slot.process.metric("trainjob_operator_leader") == 1
+            ):
                 return slot
         return None
 
@@ -136,8 +153,12 @@ def converged(api: Api, namespace: str, want: set[str]) -> tuple[set[str], list[
         name = js["metadata"]["name"]
         job = jobs.get(name)
         owners = js["metadata"].get("ownerReferences") or []
-        if job is not None and name in want and not (js.get("spec") or {}).get("suspend") and \
-                any(o.get("uid") == job["metadata"]["uid"] and o.get("controller") for o in owners):
+        if (
+            job is not None
+            and name in want
+            and not (js.get("spec") or {}).get("suspend")
+            and any(o.get("uid") == job["metadata"]["uid"] and o.get("controller") for o in owners)
+        ):
             done.add(name)
     return done, jobsets
 
@@ -166,8 +187,9 @@ def needles_for(tracker: Tracker, api: Api) -> set[str]:
 # --- replica kills --------------------------------------------------------------------------------------------
 
 
-def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
-                                      tmp_path: Path) -> None:
+def test_replica_kills_during_a_burst(
+    exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> None:
     count, kills = size(30, 1000), size(2, 10)
     spread = size(12.0, 150.0)
     rng = random.Random(17)
@@ -194,8 +216,12 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
                     assert leader.process is not None and leader.process.proc is not None
                     leader.process.proc.kill()
                     killed = time.monotonic()
-                    wait(lambda standby=standby: replicas.leader() is standby, 60, "the standby taking the Lease",
-                         interval=0.05)
+                    wait(
+                        lambda standby=standby: replicas.leader() is standby,
+                        60,
+                        "the standby taking the Lease",
+                        interval=0.05,
+                    )
                     failovers.append(time.monotonic() - killed)
                     leader.process.proc.wait(timeout=10)
                     restarted = replicas.start(leader)
@@ -216,16 +242,29 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
             time.sleep(2)
             done, jobsets = converged(api, namespace, want)
         tracker.observe(api)
-        figures = Figures("replica-kills", {
-            "trainjobs": 0, "refused": len(refused), "lost": len(want - done),
-            "duplicates": tracker.recreated_jobsets(), "mutated": tracker.mutated_jobsets(jobsets),
-            # nothing is resized here and every replica writes the same pod template: no rebuild is due either
-            "rebuilt_suspended": tracker.rebuilt_suspended(), "regenerated": tracker.regenerated_secrets(),
-        })
+        figures = Figures(
+            "replica-kills",
+            {
+                "trainjobs": 0,
+                "refused": len(refused),
+                "lost": len(want - done),
+                "duplicates": tracker.recreated_jobsets(),
+                "mutated": tracker.mutated_jobsets(jobsets),
+                # nothing is resized here and every replica writes the same pod template: no rebuild is due either
+                "rebuilt_suspended": tracker.rebuilt_suspended(),
+                "regenerated": tracker.regenerated_secrets(),
+            },
+        )
         figures.counts.pop("trainjobs")
-        figures.measures.update({"trainjobs": float(len(want)), "kills": float(len(failovers)),
-                                 "mpi_secrets": float(len(tracker.secrets)),
-                                 "failover_p50_s": p50(failovers), "max_failover_s": max(failovers, default=0.0)})
+        figures.measures.update(
+            {
+                "trainjobs": float(len(want)),
+                "kills": float(len(failovers)),
+                "mpi_secrets": float(len(tracker.secrets)),
+                "failover_p50_s": p50(failovers),
+                "max_failover_s": max(failovers, default=0.0),
+            }
+        )
         print(f"\n(before deleting) {figures.line()}")
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
         tracker.stop()
@@ -242,8 +281,9 @@ def test_replica_kills_during_a_burst(exclusive: None, kube: Kube, kubeconfig: s
 # --- API server and etcd restart ------------------------------------------------------------------------------
 
 
-def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
-                                               namespace: str, tmp_path: Path) -> None:
+def test_api_server_and_etcd_restart_mid_burst(
+    exclusive: None, kube: Kube, cluster: Any, kubeconfig: str, namespace: str, tmp_path: Path
+) -> None:
     count = size(24, 300)
     spread = size(10.0, 40.0)
     replicas = Replicas(kubeconfig, tmp_path, 1)
@@ -271,8 +311,11 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
             started = kwokctl(cluster, "start", "cluster")
             assert started.returncode == 0, started.stderr
             watchdog.start()
-            wait(lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 120,
-                 "the API server back")
+            wait(
+                lambda: cluster.kubectl("get", "--raw", "/readyz", check=False).returncode == 0,
+                120,
+                "the API server back",
+            )
             outage["back"] = time.monotonic()
 
         thread = threading.Thread(target=restart, daemon=True)
@@ -290,18 +333,35 @@ def test_api_server_and_etcd_restart_mid_burst(exclusive: None, kube: Kube, clus
         tracker.observe(api)
         assert slot.process.proc.poll() is None and slot.process.proc.pid == pid, "the operator was restarted"
         log_lines = sum(1 for _ in replicas.logs[0].open(errors="replace"))
-        figures = Figures("apiserver-restart", {
-            "refused": len(refused), "lost": len(want - done), "duplicates": tracker.recreated_jobsets(),
-            "mutated": tracker.mutated_jobsets(jobsets), "regenerated": tracker.regenerated_secrets(),
-            "operator_restarts": 0,
-        }, {"trainjobs": float(len(want)), "outage_s": outage["down_s"], "recovery_s": recovery,
-            "cpu_s_per_min_in_outage": outage["cpu_during"] / outage["down_s"] * 60, "log_lines": float(log_lines)})
+        figures = Figures(
+            "apiserver-restart",
+            {
+                "refused": len(refused),
+                "lost": len(want - done),
+                "duplicates": tracker.recreated_jobsets(),
+                "mutated": tracker.mutated_jobsets(jobsets),
+                "regenerated": tracker.regenerated_secrets(),
+                "operator_restarts": 0,
+            },
+            {
+                "trainjobs": float(len(want)),
+                "outage_s": outage["down_s"],
+                "recovery_s": recovery,
+                "cpu_s_per_min_in_outage": outage["cpu_during"] / outage["down_s"] * 60,
+                "log_lines": float(log_lines),
+            },
+        )
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
         figures.measures["components_revived"] = float(len(watchdog.revived))
         tracker.stop()
         tracebacks, leaks = scan_logs(replicas.logs, needles_for(tracker, api))
-        figures.counts.update({"tracebacks": tracebacks, "leaks": leaks,
-                               "hot_loop": int(outage["cpu_during"] / outage["down_s"] * 60 > 30)})
+        figures.counts.update(
+            {
+                "tracebacks": tracebacks,
+                "leaks": leaks,
+                "hot_loop": int(outage["cpu_during"] / outage["down_s"] * 60 > 30),
+            }
+        )
         figures.report()
     finally:
         watchdog.stop()
@@ -327,14 +387,17 @@ def force_rotation(api: Api, now: float) -> tuple[str, str]:
     bundle = certs.Bundle(*(base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")))
     stamp = dt.datetime.fromtimestamp(now, dt.UTC) - dt.timedelta(days=364)
     due = certs.generate(sorted(bundle.sans()), stamp, days=365, ca_of=bundle)
-    data = {k: base64.b64encode(v).decode() for k, v in (("ca.crt", due.ca_cert), ("ca.key", due.ca_key),
-                                                         ("tls.crt", due.cert), ("tls.key", due.key))}
+    data = {
+        k: base64.b64encode(v).decode()
+        for k, v in (("ca.crt", due.ca_cert), ("ca.key", due.ca_key), ("tls.crt", due.cert), ("tls.key", due.key))
+    }
     api.run(api.client.replace({**secret, "data": data}))
     return data["ca.crt"], data["tls.crt"]
 
 
-def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
-                                            tmp_path: Path) -> None:
+def test_certificate_rotation_during_a_burst(
+    exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> None:
     """Two replicas behind one balancer; the certificate comes due during a burst, several times. One replica checks
     every 2 s and rotates; the other keeps its default (5 minutes) and goes on serving the certificate it loaded:
     the API server must keep trusting both (no webhook call failing on TLS), nothing refused, nothing lost."""
@@ -355,8 +418,10 @@ def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeco
         jobs = trainjobs(namespace, count, seed=31, suspended_share=0.0)
 
         def secret_data() -> dict[str, str]:
-            secret = api_rot.run(api_rot.client.get("v1", "Secret", "trainjob-operator-webhook-cert",
-                                                    OPERATOR_NAMESPACE)) or {}
+            secret = (
+                api_rot.run(api_rot.client.get("v1", "Secret", "trainjob-operator-webhook-cert", OPERATOR_NAMESPACE))
+                or {}
+            )
             data = dict(secret.get("data") or {})
             cas.add(data.get("ca.crt", ""))
             keys.add(data.get("tls.key", ""))
@@ -371,8 +436,11 @@ def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeco
                     time.sleep(spread / (rotations + 1))
                     _, written = force_rotation(api_rot, time.time())
                     began = time.monotonic()
-                    wait(lambda written=written: secret_data().get("tls.crt") not in (written, None), 60,
-                         "the replica rotating the certificate")
+                    wait(
+                        lambda written=written: secret_data().get("tls.crt") not in (written, None),
+                        60,
+                        "the replica rotating the certificate",
+                    )
                     took.append(time.monotonic() - began)
             except BaseException as err:
                 errors.append(repr(err))
@@ -395,17 +463,29 @@ def test_certificate_rotation_during_a_burst(exclusive: None, kube: Kube, kubeco
         tls = [m for m in api.webhook_failures if "x509" in m or "certificate" in m or "tls" in m.lower()]
         if api.webhook_failures:
             print("webhook call failures:", api.webhook_failures[:3])
-        figures = Figures("cert-rotation", {
-            "refused": len(refused), "tls_failures": len(tls), "ca_changed": len(cas - {""}) - 1,
-            "lost": len(want - done), "duplicates": tracker.recreated_jobsets(), "mutated": mutated,
-            "regenerated": tracker.regenerated_secrets()},
-            {"trainjobs": float(len(want)), "rotations": float(len(took)),
-             "webhook_call_failures": float(len(api.webhook_failures)),
-             "max_rotation_s": max(took, default=0.0)})
+        figures = Figures(
+            "cert-rotation",
+            {
+                "refused": len(refused),
+                "tls_failures": len(tls),
+                "ca_changed": len(cas - {""}) - 1,
+                "lost": len(want - done),
+                "duplicates": tracker.recreated_jobsets(),
+                "mutated": mutated,
+                "regenerated": tracker.regenerated_secrets(),
+            },
+            {
+                "trainjobs": float(len(want)),
+                "rotations": float(len(took)),
+                "webhook_call_failures": float(len(api.webhook_failures)),
+                "max_rotation_s": max(took, default=0.0),
+            },
+        )
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))
         tracker.stop()
-        needles = secret_needles([*tracker.secret_values, *(k for k in keys if k),
-                                  *webhook_cert_values(api, OPERATOR_NAMESPACE)])
+        needles = secret_needles(
+            [*tracker.secret_values, *(k for k in keys if k), *webhook_cert_values(api, OPERATOR_NAMESPACE)]
+        )
         tracebacks, leaks = scan_logs(replicas.logs, needles)
         figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
         figures.report()
@@ -431,12 +511,17 @@ def outcome(job: dict[str, Any] | None, jobset_names: set[str]) -> bool:
         return True
     if spec.get("managedBy") not in (None, c.DEFAULT_MANAGED_BY):
         return True
-    return any(cond.get("type") in (c.CONDITION_RECONCILE_FAILED, c.CONDITION_FAILED, c.CONDITION_COMPLETE)
-               and cond.get("status") == "True" and cond.get("message") for cond in status.get("conditions") or [])
+    return any(
+        cond.get("type") in (c.CONDITION_RECONCILE_FAILED, c.CONDITION_FAILED, c.CONDITION_COMPLETE)
+        and cond.get("status") == "True"
+        and cond.get("message")
+        for cond in status.get("conditions") or []
+    )
 
 
-def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, kubeconfig: str, namespace: str,
-                                                 tmp_path: Path) -> None:
+def test_fuzzed_input_through_the_admission_path(
+    exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
+) -> None:
     from hypothesis import HealthCheck, given, settings
     from test_fuzz import hostile_pairs
 
@@ -465,8 +550,14 @@ def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, ku
                 ref["name"] = name
             objects += [runtime, job]
         refused = api.create_all([o for o in objects if o.get("kind") != "TrainJob"], concurrency=8, attempts=10)
-        refused.update({f"job {k}": v for k, v in api.create_all(
-            [o for o in objects if o.get("kind") == "TrainJob"], concurrency=8, attempts=10).items()})
+        refused.update(
+            {
+                f"job {k}": v
+                for k, v in api.create_all(
+                    [o for o in objects if o.get("kind") == "TrainJob"], concurrency=8, attempts=10
+                ).items()
+            }
+        )
         unnamed = {k: v for k, v in refused.items() if not FIELD.search(v)}
         names = {j["metadata"]["name"] for j in objects if j.get("kind") == "TrainJob"}
         accepted = names - {k.removeprefix("job ") for k in refused if k.startswith("job ")}
@@ -483,11 +574,19 @@ def test_fuzzed_input_through_the_admission_path(exclusive: None, kube: Kube, ku
             pending = settled()
         slot = replicas.slots[0]
         assert slot.process is not None and slot.process.proc is not None
-        figures = Figures("admission-fuzz", {
-            "crashes": int(slot.process.proc.poll() is not None), "unnamed_refusals": len(unnamed),
-            "without_outcome": len(pending)},
-            {"cases": float(len(pairs)), "accepted": float(len(accepted)),
-             "refused": float(len([k for k in refused if k.startswith("job ")]))})
+        figures = Figures(
+            "admission-fuzz",
+            {
+                "crashes": int(slot.process.proc.poll() is not None),
+                "unnamed_refusals": len(unnamed),
+                "without_outcome": len(pending),
+            },
+            {
+                "cases": float(len(pairs)),
+                "accepted": float(len(accepted)),
+                "refused": float(len([k for k in refused if k.startswith("job ")])),
+            },
+        )
         kube.run("delete", "trainjobs,trainingruntimes", "--all", "-n", namespace, "--wait=false")
         tracebacks, leaks = scan_logs(replicas.logs, secret_needles(webhook_cert_values(api, OPERATOR_NAMESPACE)))
         figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})

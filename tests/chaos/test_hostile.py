@@ -66,16 +66,31 @@ def test_hostile_network(exclusive: None, kube: Kube, kubeconfig: str, namespace
         cpu_per_min = (cpu_end - cpu_start) / faults_s * 60
         quiet_s = max(faults_s - (burst_over - started), 1.0)
         quiet_cpu_per_min = (cpu_end - cpu_burst_over) / quiet_s * 60
-        figures = Figures("hostile-network", {
-            "refused": len(refused), "lost": len(want - done), "duplicates": tracker.recreated_jobsets(),
-            "rebuilt_suspended": tracker.rebuilt_suspended(), "mutated": tracker.mutated_jobsets(jobsets),
-            "regenerated": tracker.regenerated_secrets(), "operator_restarts": int(proc.poll() is not None),
-            "retry_after_violations": proxy.retry_after_violations,
-            "hot_loop": int(cpu_per_min > HOT_LOOP_CPU_S_PER_MIN),
-        }, {"trainjobs": float(len(want)), "faults_s": faults_s, "requests": float(proxy.requests),
-            "injected": float(sum(proxy.injected.values())), "converged_under_faults": float(len(under_faults)),
-            "converge_after_heal_s": converge_s, "cpu_s_per_min_in_faults": cpu_per_min,
-            "cpu_s_per_min_quiet_faults": quiet_cpu_per_min, **proxy.summary()})
+        figures = Figures(
+            "hostile-network",
+            {
+                "refused": len(refused),
+                "lost": len(want - done),
+                "duplicates": tracker.recreated_jobsets(),
+                "rebuilt_suspended": tracker.rebuilt_suspended(),
+                "mutated": tracker.mutated_jobsets(jobsets),
+                "regenerated": tracker.regenerated_secrets(),
+                "operator_restarts": int(proc.poll() is not None),
+                "retry_after_violations": proxy.retry_after_violations,
+                "hot_loop": int(cpu_per_min > HOT_LOOP_CPU_S_PER_MIN),
+            },
+            {
+                "trainjobs": float(len(want)),
+                "faults_s": faults_s,
+                "requests": float(proxy.requests),
+                "injected": float(sum(proxy.injected.values())),
+                "converged_under_faults": float(len(under_faults)),
+                "converge_after_heal_s": converge_s,
+                "cpu_s_per_min_in_faults": cpu_per_min,
+                "cpu_s_per_min_quiet_faults": quiet_cpu_per_min,
+                **proxy.summary(),
+            },
+        )
         if refused:
             print("refused:", dict(list(refused.items())[:5]))
         if proxy.violations:

@@ -56,14 +56,22 @@ def mixed_jobs(namespace: str, count: int) -> list[dict[str, Any]]:
             spec["suspend"] = True
         if kind.startswith("mpi"):
             spec["trainer"] = {"numNodes": 2}
-        jobs.append({"apiVersion": c.API_VERSION, "kind": "TrainJob",
-                     "metadata": {"name": f"{kind}-{index:04d}", "namespace": namespace}, "spec": spec})
+        jobs.append(
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": "TrainJob",
+                "metadata": {"name": f"{kind}-{index:04d}", "namespace": namespace},
+                "spec": spec,
+            }
+        )
     return jobs
 
 
 def condition(job: dict[str, Any], type_: str) -> bool:
-    return any(cond.get("type") == type_ and cond.get("status") == "True"
-               for cond in (job.get("status") or {}).get("conditions") or [])
+    return any(
+        cond.get("type") == type_ and cond.get("status") == "True"
+        for cond in (job.get("status") or {}).get("conditions") or []
+    )
 
 
 def state(api: Api, namespace: str) -> dict[str, dict[str, Any]]:
@@ -73,8 +81,12 @@ def state(api: Api, namespace: str) -> dict[str, dict[str, Any]]:
     snapshot["never_started"] = set()
     for js in api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace):
         meta = js["metadata"]
-        snapshot["jobsets"][meta["name"]] = (meta["uid"], meta.get("generation"), meta["resourceVersion"],
-                                             bool((js.get("spec") or {}).get("suspend")))
+        snapshot["jobsets"][meta["name"]] = (
+            meta["uid"],
+            meta.get("generation"),
+            meta["resourceVersion"],
+            bool((js.get("spec") or {}).get("suspend")),
+        )
         if rebuildable(js):
             snapshot["never_started"].add(meta["name"])
     for secret in api.list("v1", "Secret", namespace):
@@ -88,8 +100,11 @@ def state(api: Api, namespace: str) -> dict[str, dict[str, Any]]:
     return snapshot
 
 
-def handover_counts(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
-                    rebuildable_on_resume: frozenset[str] = frozenset()) -> dict[str, int]:
+def handover_counts(
+    before: dict[str, dict[str, Any]],
+    after: dict[str, dict[str, Any]],
+    rebuildable_on_resume: frozenset[str] = frozenset(),
+) -> dict[str, int]:
     """`recreated`: JobSets deleted and created again, except the `rebuildable_on_resume` ones (suspended and never
     started before, resumed since: docs/migration.md), which are counted apart as `rebuilt_on_resume`."""
     running_before = {k: v for k, v in before["jobsets"].items() if not v[3]}
@@ -97,8 +112,9 @@ def handover_counts(before: dict[str, dict[str, Any]], after: dict[str, dict[str
     return {
         "recreated": len(replaced - rebuildable_on_resume),
         "rebuilt_on_resume": len(replaced & rebuildable_on_resume),
-        "mutated": sum(1 for k, v in running_before.items() if k in after["jobsets"]
-                       and after["jobsets"][k][1] != v[1]),
+        "mutated": sum(
+            1 for k, v in running_before.items() if k in after["jobsets"] and after["jobsets"][k][1] != v[1]
+        ),
         "regenerated": sum(1 for k, v in before["secrets"].items() if after["secrets"].get(k) != v),
         "terminal_changed": sum(1 for k, v in before["terminal"].items() if after["terminal"].get(k) != v),
     }
@@ -106,13 +122,15 @@ def handover_counts(before: dict[str, dict[str, Any]], after: dict[str, dict[str
 
 def touched(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> int:
     """Running JobSets whose resourceVersion moved (status updates of the JobSet controller included)."""
-    return sum(1 for k, v in before["jobsets"].items() if not v[3] and k in after["jobsets"]
-               and after["jobsets"][k][2] != v[2])
+    return sum(
+        1 for k, v in before["jobsets"].items() if not v[3] and k in after["jobsets"] and after["jobsets"][k][2] != v[2]
+    )
 
 
 @pytest.mark.skipif(not upstream_run.available(), reason="upstream's controller is not built (make tools-upstream)")
-def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluster: Any, kubeconfig: str,
-                                             namespace: str, tmp_path: Path) -> None:
+def test_takeover_from_upstream_and_rollback(
+    exclusive: None, kube: Kube, cluster: Any, kubeconfig: str, namespace: str, tmp_path: Path
+) -> None:
     count = size(12, 200)
     api = Api(kubeconfig)
     upstream = None
@@ -133,8 +151,9 @@ def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluste
         def upstream_settled() -> bool:
             done, _ = converged(api, namespace, running)
             by_name = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
-            ended = {n for n in terminal if condition(by_name.get(n, {}), "Complete" if n.startswith("done")
-                                                      else "Failed")}
+            ended = {
+                n for n in terminal if condition(by_name.get(n, {}), "Complete" if n.startswith("done") else "Failed")
+            }
             return done == running and ended == terminal
 
         wait(upstream_settled, size(240, 900), "upstream running, completing and failing the TrainJobs", 2)
@@ -147,8 +166,11 @@ def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluste
         replicas.start_all()
         process = replicas.slots[0].process
         assert process is not None
-        wait(lambda: process.metric("trainjob_operator_reconcile_duration_seconds_count") >= len(names), 120,
-             "every TrainJob reconciled once")
+        wait(
+            lambda: process.metric("trainjob_operator_reconcile_duration_seconds_count") >= len(names),
+            120,
+            "every TrainJob reconciled once",
+        )
         # the takeover itself (everything reconciled, nothing resumed yet): nothing re-created at all
         takeover = handover_counts(before, state(api, namespace))
         started = time.monotonic()
@@ -176,8 +198,11 @@ def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluste
         for job in extra:
             job["metadata"]["name"] = "after-" + job["metadata"]["name"]
         assert not api.create_all(extra)
-        extra_running = {j["metadata"]["name"] for j in extra
-                         if j["metadata"]["name"].startswith(tuple(f"after-{p}" for p in RUNNING))}
+        extra_running = {
+            j["metadata"]["name"]
+            for j in extra
+            if j["metadata"]["name"].startswith(tuple(f"after-{p}" for p in RUNNING))
+        }
         rolled, _ = converged(api, namespace, extra_running)
         deadline = time.monotonic() + size(120, 300)
         while rolled != extra_running and time.monotonic() < deadline:
@@ -187,16 +212,28 @@ def test_takeover_from_upstream_and_rollback(exclusive: None, kube: Kube, cluste
         upstream_run.stop(upstream)
         upstream = None
 
-        figures = Figures("takeover", {
-            "recreated": takeover["recreated"] + takeover["rebuilt_on_resume"] + resume["recreated"],
-            "mutated": resume["mutated"], "regenerated": resume["regenerated"],
-            "terminal_changed": resume["terminal_changed"],
-            "not_resumed": len((running | suspended) - resumed), "not_following": not_following,
-            "rollback_recreated": rollback["recreated"], "rollback_mutated": rollback["mutated"],
-            "rollback_regenerated": rollback["regenerated"], "rollback_lost": len(extra_running - rolled),
-        }, {"trainjobs": float(len(names)), "running_touched": float(touched(before, after_ours)),
-            "mpi_secrets": float(len(before["secrets"])), "rebuilt_on_resume": float(resume["rebuilt_on_resume"]),
-            "suspended": float(len(suspended))})
+        figures = Figures(
+            "takeover",
+            {
+                "recreated": takeover["recreated"] + takeover["rebuilt_on_resume"] + resume["recreated"],
+                "mutated": resume["mutated"],
+                "regenerated": resume["regenerated"],
+                "terminal_changed": resume["terminal_changed"],
+                "not_resumed": len((running | suspended) - resumed),
+                "not_following": not_following,
+                "rollback_recreated": rollback["recreated"],
+                "rollback_mutated": rollback["mutated"],
+                "rollback_regenerated": rollback["regenerated"],
+                "rollback_lost": len(extra_running - rolled),
+            },
+            {
+                "trainjobs": float(len(names)),
+                "running_touched": float(touched(before, after_ours)),
+                "mpi_secrets": float(len(before["secrets"])),
+                "rebuilt_on_resume": float(resume["rebuilt_on_resume"]),
+                "suspended": float(len(suspended)),
+            },
+        )
         kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
         values = [str(v) for s in api.list("v1", "Secret", namespace) for v in (s.get("data") or {}).values()]
         figures.counts["orphans"] = delete_all_and_count_orphans(kube, api, namespace, size(120, 600))

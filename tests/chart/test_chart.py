@@ -35,18 +35,24 @@ FULL_VALUES: dict[str, Any] = {
     "commonLabels": {"team": "ml-platform"},
     "crds": {"enabled": True, "keep": False},
     "image": {"registry": "registry.example.com", "repository": "ml/trainjob-operator", "tag": "1.2.3"},
-    "config": {"namespaces": ["team-a", "team-b"], "concurrency": 16, "log_level": "DEBUG",
-               "webhook": {"port": 10250, "failure_policy": "Ignore", "cert_secret_name": "tjo-cert"},
-               "health": {"port": 9090},
-               "leader_election": {"lease_name": "tjo-leader", "lease_duration_seconds": 30}},
+    "config": {
+        "namespaces": ["team-a", "team-b"],
+        "concurrency": 16,
+        "log_level": "DEBUG",
+        "webhook": {"port": 10250, "failure_policy": "Ignore", "cert_secret_name": "tjo-cert"},
+        "health": {"port": 9090},
+        "leader_election": {"lease_name": "tjo-leader", "lease_duration_seconds": 30},
+    },
     "service": {"webhookPort": 8443, "metricsPort": 9090},
     "nodeSelector": {"kubernetes.io/os": "linux"},
     "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "control-plane", "effect": "NoSchedule"}],
     "priorityClassName": "system-cluster-critical",
     "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
-    "runtimes": {"defaultEnabled": True,
-                 "imageOverrides": {"nvcr.io/nvidia/jax:25.10-py3": "mirror.example.com/jax:25.10-py3"}},
+    "runtimes": {
+        "defaultEnabled": True,
+        "imageOverrides": {"nvcr.io/nvidia/jax:25.10-py3": "mirror.example.com/jax:25.10-py3"},
+    },
 }
 MINIMAL_VALUES: dict[str, Any] = {
     "crds": {"enabled": False},
@@ -57,8 +63,14 @@ MINIMAL_VALUES: dict[str, Any] = {
 SCENARIOS = {"default": {}, "full": FULL_VALUES, "minimal": MINIMAL_VALUES}
 
 
-def template(helm: str, values: dict[str, Any] | None = None, *args: str, release: str = "trainjob-operator",
-             namespace: str = "kubeflow-system", tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
+def template(
+    helm: str,
+    values: dict[str, Any] | None = None,
+    *args: str,
+    release: str = "trainjob-operator",
+    namespace: str = "kubeflow-system",
+    tmp: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     cmd = [helm, "template", release, str(CHART), "--namespace", namespace, *args]
     if values:
         path = (tmp or Path("/tmp")) / f"values-{uuid.uuid4().hex[:8]}.yaml"
@@ -113,14 +125,14 @@ def golden_text(stream: str) -> str:
 
 # --- generated copies (no helm needed) ----------------------------------------------------------------
 
+
 def test_chart_copies_match_their_sources(sync_chart: ModuleType) -> None:
     """files/crds == crds/, files/runtimes == runtimes/, values.schema.json's config == OperatorConfig."""
     drift = sync_chart.stale(sync_chart.expected())
     assert drift == [], f"run hack/sync-chart-crds.py: {[str(p.relative_to(REPO)) for p in drift]}"
 
 
-def test_sync_check_mode_reports_drift(sync_chart: ModuleType, monkeypatch: pytest.MonkeyPatch,
-                                       tmp_path: Path) -> None:
+def test_sync_check_mode_reports_drift(sync_chart: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = tmp_path / "crds"
     fake.mkdir()
     (fake / "extra.yaml").write_text("kind: X\n")
@@ -156,12 +168,17 @@ def test_default_config_is_a_valid_operator_config() -> None:
 
 # --- helm lint and template ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_helm_lint(helm: str, scenario: str, tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(SCENARIOS[scenario]))
-    result = subprocess.run([helm, "lint", "--strict", str(CHART), "--namespace", "kubeflow-system",
-                             "--values", str(values)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [helm, "lint", "--strict", str(CHART), "--namespace", "kubeflow-system", "--values", str(values)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -171,8 +188,7 @@ def test_golden(helm: str, scenario: str, tmp_path: Path, request: pytest.Fixtur
     assert result.returncode == 0, result.stderr
     text = golden_text(result.stdout)
     path = GOLDEN / f"{scenario}.yaml"
-    if os.environ.get("TRAINJOB_UPDATE_GOLDEN") == "1" or request.config.getoption("--update-golden",
-                                                                                 default=False):
+    if os.environ.get("TRAINJOB_UPDATE_GOLDEN") == "1" or request.config.getoption("--update-golden", default=False):
         path.write_text(text)
         return
     assert path.exists(), f"no golden file {path.name}: run with TRAINJOB_UPDATE_GOLDEN=1"
@@ -206,13 +222,19 @@ def test_bad_values_fail(helm: str, case: str, tmp_path: Path) -> None:
 def test_default_objects(helm: str) -> None:
     objs = objects(helm)
     assert kinds(objs) == [
-        "ClusterRole/trainjob-operator", "ClusterRoleBinding/trainjob-operator",
-        "ConfigMap/kubeflow-trainer-public", "ConfigMap/trainjob-operator-config",
+        "ClusterRole/trainjob-operator",
+        "ClusterRoleBinding/trainjob-operator",
+        "ConfigMap/kubeflow-trainer-public",
+        "ConfigMap/trainjob-operator-config",
         "CustomResourceDefinition/clustertrainingruntimes.trainer.kubeflow.org",
         "CustomResourceDefinition/trainingruntimes.trainer.kubeflow.org",
         "CustomResourceDefinition/trainjobs.trainer.kubeflow.org",
-        "Deployment/trainjob-operator", "Role/kubeflow-trainer-public", "Role/trainjob-operator",
-        "RoleBinding/kubeflow-trainer-public", "RoleBinding/trainjob-operator", "Service/trainjob-operator",
+        "Deployment/trainjob-operator",
+        "Role/kubeflow-trainer-public",
+        "Role/trainjob-operator",
+        "RoleBinding/kubeflow-trainer-public",
+        "RoleBinding/trainjob-operator",
+        "Service/trainjob-operator",
         "ServiceAccount/trainjob-operator",
     ]
     for obj in objs:
@@ -242,8 +264,7 @@ def test_deployment(helm: str) -> None:
     assert {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in ctr["env"]
     assert ctr["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert ctr["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
-    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 9443, "health": 8081,
-                                                                     "status": 10443}
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 9443, "health": 8081, "status": 10443}
     assert {m["mountPath"] for m in ctr["volumeMounts"]} == {"/tmp", "/etc/trainjob-operator"}
     assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
     assert ctr["resources"]["requests"] and ctr["resources"]["limits"]
@@ -253,7 +274,10 @@ def test_deployment(helm: str) -> None:
 def test_service(helm: str) -> None:
     svc = find(objects(helm), "Service")
     assert {p["name"]: (p["port"], p["targetPort"]) for p in svc["spec"]["ports"]} == {
-        "webhook": (443, "webhook"), "status": (10443, "status"), "http-metrics": (8081, "health")}
+        "webhook": (443, "webhook"),
+        "status": (10443, "status"),
+        "http-metrics": (8081, "health"),
+    }
 
 
 def test_config_file_points_the_webhooks_at_the_service(helm: str) -> None:
@@ -274,18 +298,23 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
     (ctr,) = pod["containers"]
     assert deploy["spec"]["replicas"] == 2
     assert ctr["image"] == "registry.example.com/ml/trainjob-operator:1.2.3"
-    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 10250, "health": 9090,
-                                                                     "status": 10443}
+    assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {"webhook": 10250, "health": 9090, "status": 10443}
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"} and pod["priorityClassName"]
-    cfg = OperatorConfig.model_validate(yaml.safe_load(find(objs, "ConfigMap", "trainjob-operator-config")["data"][
-        "config.yaml"]))
+    cfg = OperatorConfig.model_validate(
+        yaml.safe_load(find(objs, "ConfigMap", "trainjob-operator-config")["data"]["config.yaml"])
+    )
     assert cfg.namespaces == ["team-a", "team-b"] and cfg.concurrency == 16
     assert (cfg.webhook.port, cfg.webhook.service_port, cfg.webhook.failure_policy) == (10250, 8443, "Ignore")
     role = find(objs, "Role", "trainjob-operator")
-    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tjo-cert"],
-            "verbs": ["update"]} in role["rules"]
-    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["tjo-leader"],
-            "verbs": ["get", "update"]} in role["rules"]
+    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tjo-cert"], "verbs": ["update"]} in role[
+        "rules"
+    ]
+    assert {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "resourceNames": ["tjo-leader"],
+        "verbs": ["get", "update"],
+    } in role["rules"]
     assert find(objs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     monitor = find(objs, "ServiceMonitor")
     assert monitor["spec"]["endpoints"][0]["port"] == "http-metrics"
@@ -300,9 +329,13 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
 
 def test_minimal_values(helm: str, tmp_path: Path) -> None:
     objs = objects(helm, MINIMAL_VALUES, tmp=tmp_path)
-    assert kinds(objs) == ["ClusterRole/trainjob-operator", "ClusterRoleBinding/trainjob-operator",
-                           "ConfigMap/trainjob-operator-config", "Deployment/trainjob-operator",
-                           "Service/trainjob-operator"]
+    assert kinds(objs) == [
+        "ClusterRole/trainjob-operator",
+        "ClusterRoleBinding/trainjob-operator",
+        "ConfigMap/trainjob-operator-config",
+        "Deployment/trainjob-operator",
+        "Service/trainjob-operator",
+    ]
     rules = find(objs, "ClusterRole")["rules"]
     assert not any("admissionregistration.k8s.io" in r["apiGroups"] for r in rules)
     assert find(objs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "existing-sa"
@@ -311,25 +344,32 @@ def test_minimal_values(helm: str, tmp_path: Path) -> None:
 
 def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
     rules = find(objects(helm), "ClusterRole")["rules"]
-    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
-               for v in rule["verbs"]}
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert granted == {
-        *{("trainer.kubeflow.org", r, v) for r in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
-          for v in ("get", "list", "watch")},
+        *{
+            ("trainer.kubeflow.org", r, v)
+            for r in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
+            for v in ("get", "list", "watch")
+        },
         ("trainer.kubeflow.org", "trainjobs", "delete"),  # ttlSecondsAfterFinished (issue 13)
         ("trainer.kubeflow.org", "trainjobs/status", "patch"),
         ("trainer.kubeflow.org", "trainjobs/finalizers", "update"),
         ("", "pods", "list"),  # the startup deadline (issue 13)
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
         *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch")},
-        *{(g, "podgroups", v) for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
-          for v in ("get", "create", "patch")},
+        *{
+            (g, "podgroups", v)
+            for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
+            for v in ("get", "create", "patch")
+        },
         ("", "events", "create"),
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("", "pods", "get"),
-        *{("admissionregistration.k8s.io", r, v)
-          for r in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
-          for v in ("get", "create", "patch")},
+        *{
+            ("admissionregistration.k8s.io", r, v)
+            for r in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+            for v in ("get", "create", "patch")
+        },
     }
     webhook_rule = next(r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"])
     assert webhook_rule["resourceNames"] == ["validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"]
@@ -347,10 +387,13 @@ def test_status_server_off_drops_its_port_and_rbac(helm: str, tmp_path: Path) ->
 
 def test_grafana_dashboard_is_off_by_default_and_the_shipped_json_when_on(helm: str, tmp_path: Path) -> None:
     assert not [o for o in objects(helm) if o["metadata"]["name"].endswith("-dashboard")]
-    cm = find(objects(helm, {"metrics": {"grafanaDashboard": {"enabled": True}}}, tmp=tmp_path), "ConfigMap",
-              "trainjob-operator-dashboard")
+    cm = find(
+        objects(helm, {"metrics": {"grafanaDashboard": {"enabled": True}}}, tmp=tmp_path),
+        "ConfigMap",
+        "trainjob-operator-dashboard",
+    )
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-    shipped = (Path(__file__).resolve().parents[2] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json")
+    shipped = Path(__file__).resolve().parents[2] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json"
     assert json.loads(cm["data"]["trainjob-operator.json"]) == json.loads(shipped.read_text())
 
 
@@ -359,11 +402,18 @@ def test_public_configmap_is_readable_by_every_authenticated_user(helm: str) -> 
     cm = find(objs, "ConfigMap", "kubeflow-trainer-public")
     assert cm["data"] == {"kubeflow_trainer_version": "v2.3.0"}
     role = find(objs, "Role", "kubeflow-trainer-public")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"],
-                              "resourceNames": ["kubeflow-trainer-public"], "verbs": ["get", "list", "watch"]}]
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": ["kubeflow-trainer-public"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
     binding = find(objs, "RoleBinding", "kubeflow-trainer-public")
-    assert binding["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
-                                    "name": "system:authenticated"}]
+    assert binding["subjects"] == [
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}
+    ]
 
 
 def test_runtimes_are_off_by_default(helm: str) -> None:
@@ -380,26 +430,42 @@ def test_runtimes_installer(helm: str) -> None:
     pod = job["spec"]["template"]["spec"]
     assert restricted_violations(pod) == []
     assert pod["serviceAccountName"] == name
-    assert pod["containers"][0]["image"] == find(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0][
-        "image"]
-    assert pod["containers"][0]["command"] == ["python", "/runtimes/install-runtimes.py", "/runtimes/runtimes.yaml",
-                                               "trainjob-operator"]
+    assert (
+        pod["containers"][0]["image"] == find(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    )
+    assert pod["containers"][0]["command"] == [
+        "python",
+        "/runtimes/install-runtimes.py",
+        "/runtimes/runtimes.yaml",
+        "trainjob-operator",
+    ]
     script = find(objs, "ConfigMap", name)["data"]["install-runtimes.py"]
     assert script == (CHART / "files" / "scripts" / "install-runtimes.py").read_text()
-    assert find(objs, "ClusterRole", name)["rules"] == [{
-        "apiGroups": ["trainer.kubeflow.org"], "resources": ["clustertrainingruntimes"],
-        "verbs": ["list", "create", "patch", "delete"]}]
+    assert find(objs, "ClusterRole", name)["rules"] == [
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "resources": ["clustertrainingruntimes"],
+            "verbs": ["list", "create", "patch", "delete"],
+        }
+    ]
     assert find(objs, "ClusterRoleBinding", name)["subjects"][0]["name"] == name
 
 
-@pytest.mark.parametrize(("flag", "name"), [
-    ("torchDistributed", "torch-distributed"), ("deepspeedDistributed", "deepspeed-distributed"),
-    ("mlxDistributed", "mlx-distributed"), ("jaxDistributed", "jax-distributed"),
-    ("xgboostDistributed", "xgboost-distributed"), ("tensorflowDistributed", "tensorflow-distributed"),
-    ("horovodDistributed", "horovod-distributed"), ("torchtuneDistributed.llama3_2_1B", "torchtune-llama3.2-1b"),
-    ("torchtuneDistributed.llama3_2_3B", "torchtune-llama3.2-3b"),
-    ("torchtuneDistributed.qwen2_5_1_5B", "torchtune-qwen2.5-1.5b"),
-])
+@pytest.mark.parametrize(
+    ("flag", "name"),
+    [
+        ("torchDistributed", "torch-distributed"),
+        ("deepspeedDistributed", "deepspeed-distributed"),
+        ("mlxDistributed", "mlx-distributed"),
+        ("jaxDistributed", "jax-distributed"),
+        ("xgboostDistributed", "xgboost-distributed"),
+        ("tensorflowDistributed", "tensorflow-distributed"),
+        ("horovodDistributed", "horovod-distributed"),
+        ("torchtuneDistributed.llama3_2_1B", "torchtune-llama3.2-1b"),
+        ("torchtuneDistributed.llama3_2_3B", "torchtune-llama3.2-3b"),
+        ("torchtuneDistributed.qwen2_5_1_5B", "torchtune-qwen2.5-1.5b"),
+    ],
+)
 def test_each_runtime_has_its_own_toggle(helm: str, flag: str, name: str) -> None:
     result = template(helm, None, "--set", f"runtimes.{flag}.enabled=true", "--set", "crds.enabled=false")
     assert result.returncode == 0, result.stderr
@@ -427,9 +493,13 @@ def test_data_cache_is_off_by_default_and_not_a_default_runtime(helm: str) -> No
 
 
 def test_data_cache_installs_the_runtime_and_the_initializers_rbac(helm: str, tmp_path: Path) -> None:
-    values = {"dataCache": {"enabled": True, "namespaces": ["team-a", "team-b"],
-                            "cacheImage": {"registry": "mirror.example.com", "repository": "kf/data-cache",
-                                           "tag": "v9"}}}
+    values = {
+        "dataCache": {
+            "enabled": True,
+            "namespaces": ["team-a", "team-b"],
+            "cacheImage": {"registry": "mirror.example.com", "repository": "kf/data-cache", "tag": "v9"},
+        }
+    }
     objs = objects(helm, values, tmp=tmp_path)
     assert sorted(installed_runtimes(objs)) == ["torch-distributed-with-cache"]
     runtime = installed_runtimes(objs)["torch-distributed-with-cache"]
@@ -441,23 +511,38 @@ def test_data_cache_installs_the_runtime_and_the_initializers_rbac(helm: str, tm
     role = find(objs, "ClusterRole", CACHE_ROLE)
     assert role["rules"] == [
         {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]},
-        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
-         "verbs": ["create", "get", "list", "watch"]},
+        {
+            "apiGroups": ["leaderworkerset.x-k8s.io"],
+            "resources": ["leaderworkersets"],
+            "verbs": ["create", "get", "list", "watch"],
+        },
         {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["create", "delete", "get", "list", "watch"]},
     ]
     for ns in ("team-a", "team-b"):
-        accounts = [o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == CACHE_ROLE
-                    and o["metadata"]["namespace"] == ns]
+        accounts = [
+            o
+            for o in objs
+            if o["kind"] == "ServiceAccount"
+            and o["metadata"]["name"] == CACHE_ROLE
+            and o["metadata"]["namespace"] == ns
+        ]
         assert len(accounts) == 1
-        (binding,) = [o for o in objs if o["kind"] == "RoleBinding" and o["metadata"]["name"] == CACHE_ROLE
-                      and o["metadata"]["namespace"] == ns]
-        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                      "name": CACHE_ROLE}
+        (binding,) = [
+            o
+            for o in objs
+            if o["kind"] == "RoleBinding" and o["metadata"]["name"] == CACHE_ROLE and o["metadata"]["namespace"] == ns
+        ]
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": CACHE_ROLE,
+        }
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": CACHE_ROLE, "namespace": ns}]
 
 
 # --- kustomize manifests rendered from the chart ---------------------------------------------------------
+
 
 def test_manifests_are_rendered_from_the_chart(helm: str, render_manifests: ModuleType) -> None:
     drift = render_manifests.stale(render_manifests.expected(helm=helm))
@@ -472,8 +557,12 @@ def _kustomize(kubectl: str, path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def kubectl_bin(render_manifests: ModuleType) -> str:
-    bin_dir = subprocess.run(["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()
+    bin_dir = subprocess.run(
+        ["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
     path = Path(bin_dir) / "kubectl"
     if not path.exists():
         pytest.skip("kubectl not built: make tools")
@@ -481,10 +570,15 @@ def kubectl_bin(render_manifests: ModuleType) -> str:
 
 
 def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_manifests: ModuleType) -> None:
-    want = [o for _, o in render_manifests.kustomize_objects(
-        render_manifests.helm_template(*render_manifests.VALUES, helm=helm))]
+    want = [
+        o
+        for _, o in render_manifests.kustomize_objects(
+            render_manifests.helm_template(*render_manifests.VALUES, helm=helm)
+        )
+    ]
     got = _kustomize(kubectl_bin, REPO / "manifests" / "overlays" / "default") + _kustomize(
-        kubectl_bin, REPO / "manifests" / "overlays" / "runtimes")
+        kubectl_bin, REPO / "manifests" / "overlays" / "runtimes"
+    )
     namespaces = [o for o in got if o["kind"] == "Namespace"]
     assert [o["metadata"]["name"] for o in namespaces] == ["kubeflow-system"]
     got = [o for o in got if o["kind"] != "Namespace"]
@@ -498,10 +592,15 @@ def test_kustomize_builds_what_helm_renders(helm: str, kubectl_bin: str, render_
         assert by_key[key(obj)] == obj, key(obj)
 
 
-def test_kustomize_data_cache_overlay_builds_what_helm_renders(helm: str, kubectl_bin: str,
-                                                              render_manifests: ModuleType) -> None:
-    want = [o for _, o in render_manifests.data_cache_objects(
-        render_manifests.helm_template(*render_manifests.DATA_CACHE_VALUES, helm=helm))]
+def test_kustomize_data_cache_overlay_builds_what_helm_renders(
+    helm: str, kubectl_bin: str, render_manifests: ModuleType
+) -> None:
+    want = [
+        o
+        for _, o in render_manifests.data_cache_objects(
+            render_manifests.helm_template(*render_manifests.DATA_CACHE_VALUES, helm=helm)
+        )
+    ]
     got = _kustomize(kubectl_bin, REPO / "manifests" / "overlays" / "data-cache")
     assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in got) == [
         "ClusterRole/kubeflow-trainer-cache-initializer",
@@ -513,6 +612,7 @@ def test_kustomize_data_cache_overlay_builds_what_helm_renders(helm: str, kubect
 
 
 # --- the real API server ---------------------------------------------------------------------------------
+
 
 def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path) -> str:
     """What the chart's post-install Job runs, run here (kwok never executes pods) under the Job's own
@@ -527,8 +627,9 @@ def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: 
     config = tmp / "installer.kubeconfig"
     _token_kubeconfig(cluster, kube, installer, ns, config)
     env = {**os.environ, "KUBECONFIG": str(config)}
-    result = subprocess.run([sys.executable, str(script), str(data), name], capture_output=True, text=True,
-                            timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, str(script), str(data), name], capture_output=True, text=True, timeout=120, env=env
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -545,48 +646,86 @@ def release(helm: str, cluster: Any, kube: Kube, tmp_path_factory: pytest.TempPa
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     info = {"name": name, "namespace": ns}
     try:  # cleans up after a failed install too
-        result = subprocess.run([helm, "install", name, str(CHART), "--namespace", ns, "--create-namespace",
-                                 "--take-ownership", "--values", str(values), "--timeout", "120s"],
-                                capture_output=True, text=True, timeout=180, env=env)
+        result = subprocess.run(
+            [
+                helm,
+                "install",
+                name,
+                str(CHART),
+                "--namespace",
+                ns,
+                "--create-namespace",
+                "--take-ownership",
+                "--values",
+                str(values),
+                "--timeout",
+                "120s",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
         assert result.returncode == 0, result.stderr
         _run_installer(kube, cluster, info, "", tmp)
         yield info
     finally:
-        subprocess.run([helm, "uninstall", name, "--namespace", ns, "--wait=false"], capture_output=True,
-                       timeout=120, env=env)
+        subprocess.run(
+            [helm, "uninstall", name, "--namespace", ns, "--wait=false"], capture_output=True, timeout=120, env=env
+        )
         kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
-        kube.run("delete", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}",
-                 "--ignore-not-found", check=False)
+        kube.run(
+            "delete",
+            "clustertrainingruntimes",
+            "-l",
+            f"app.kubernetes.io/instance={name}",
+            "--ignore-not-found",
+            check=False,
+        )
 
 
 @pytest.mark.cluster
-def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Kube, helm: str,
-                                               cluster: Any) -> None:
+def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Kube, helm: str, cluster: Any) -> None:
     ns, name = release["namespace"], release["name"]
     for crd in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
         kube.run("wait", "--for=condition=Established", f"crd/{crd}.trainer.kubeflow.org", "--timeout=60s")
-    runtimes = {o["metadata"]["name"] for o in json.loads(kube.run(
-        "get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}", "-o", "json").stdout)["items"]}
+    runtimes = {
+        o["metadata"]["name"]
+        for o in json.loads(
+            kube.run("get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}", "-o", "json").stdout
+        )["items"]
+    }
     assert sorted(runtimes) == RUNTIME_NAMES
     # the post-install hook Job ran (kwok completes it) and was deleted on success
     assert kube.get("job", f"{name}-runtimes-installer", ns) is None
-    for kind, obj in (("deployment", name), ("service", name), ("serviceaccount", name),
-                      ("configmap", f"{name}-config"), ("configmap", "kubeflow-trainer-public"),
-                      ("role", name), ("rolebinding", name)):
+    for kind, obj in (
+        ("deployment", name),
+        ("service", name),
+        ("serviceaccount", name),
+        ("configmap", f"{name}-config"),
+        ("configmap", "kubeflow-trainer-public"),
+        ("role", name),
+        ("rolebinding", name),
+    ):
         assert kube.get(kind, obj, ns) is not None, f"{kind}/{obj}"
     assert kube.get("clusterrole", name) is not None and kube.get("clusterrolebinding", name) is not None
     # the Deployment's pod is admitted and scheduled (kwok nodes "run" it; the image is never pulled)
-    wait_for(lambda: [p for p in kube.items("pods", ns) if (p.get("spec") or {}).get("nodeName")],
-             timeout=60, what="the operator pod scheduled")
+    wait_for(
+        lambda: [p for p in kube.items("pods", ns) if (p.get("spec") or {}).get("nodeName")],
+        timeout=60,
+        what="the operator pod scheduled",
+    )
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    status = subprocess.run([helm, "status", name, "--namespace", ns, "-o", "json"], capture_output=True,
-                            text=True, timeout=60, env=env)
+    status = subprocess.run(
+        [helm, "status", name, "--namespace", ns, "-o", "json"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert json.loads(status.stdout)["info"]["status"] == "deployed"
 
 
 @pytest.mark.cluster
-def test_runtimes_installer_applies_and_prunes(release: dict[str, str], kube: Kube, cluster: Any,
-                                               tmp_path: Path) -> None:
+def test_runtimes_installer_applies_and_prunes(
+    release: dict[str, str], kube: Kube, cluster: Any, tmp_path: Path
+) -> None:
     ns, name = release["namespace"], release["name"]
     cm = kube.get("configmap", f"{name}-runtimes-installer", ns)
     assert cm is not None
@@ -605,8 +744,9 @@ def test_runtimes_installer_applies_and_prunes(release: dict[str, str], kube: Ku
         # what the API server stored is what the chart rendered (nothing pruned by the schema)
         stored = kube.get("clustertrainingruntime", "torch-distributed")
         assert stored is not None
-        assert _contains(stored["spec"], yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())[
-            "spec"])
+        assert _contains(
+            stored["spec"], yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())["spec"]
+        )
     finally:
         _run_installer(kube, cluster, release, every, tmp_path)
     assert names() == RUNTIME_NAMES
@@ -615,11 +755,29 @@ def test_runtimes_installer_applies_and_prunes(release: dict[str, str], kube: Ku
 @pytest.mark.cluster
 def test_authenticated_users_can_read_the_public_configmap(release: dict[str, str], kube: Kube) -> None:
     ns = release["namespace"]
-    allowed = kube.run("auth", "can-i", "get", "configmap/kubeflow-trainer-public", "-n", ns,
-                       "--as", "system:serviceaccount:default:default", check=False)
+    allowed = kube.run(
+        "auth",
+        "can-i",
+        "get",
+        "configmap/kubeflow-trainer-public",
+        "-n",
+        ns,
+        "--as",
+        "system:serviceaccount:default:default",
+        check=False,
+    )
     assert allowed.stdout.strip() == "yes"
-    other = kube.run("auth", "can-i", "get", "configmap/other", "-n", ns,
-                     "--as", "system:serviceaccount:default:default", check=False)
+    other = kube.run(
+        "auth",
+        "can-i",
+        "get",
+        "configmap/other",
+        "-n",
+        ns,
+        "--as",
+        "system:serviceaccount:default:default",
+        check=False,
+    )
     assert other.stdout.strip() == "no"
 
 
@@ -632,7 +790,8 @@ def _pod_from(template_spec: dict[str, Any], name: str) -> dict[str, Any]:
             if mount["name"] not in have:
                 have.add(mount["name"])
                 spec.setdefault("volumes", []).append(
-                    {"name": mount["name"], "persistentVolumeClaim": {"claimName": f"{mount['name']}-{name}"}})
+                    {"name": mount["name"], "persistentVolumeClaim": {"claimName": f"{mount['name']}-{name}"}}
+                )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
@@ -641,8 +800,11 @@ def _contains(stored: Any, source: Any) -> bool:
     if isinstance(source, dict):
         return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in source.items())
     if isinstance(source, list):
-        return isinstance(stored, list) and len(stored) == len(source) and all(
-            _contains(a, b) for a, b in zip(stored, source, strict=True))
+        return (
+            isinstance(stored, list)
+            and len(stored) == len(source)
+            and all(_contains(a, b) for a, b in zip(stored, source, strict=True))
+        )
     return bool(stored == source)
 
 
@@ -656,13 +818,17 @@ def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any,
     ns = f"tjo-pss-{uuid.uuid4().hex[:6]}"
     kube.run("create", "namespace", ns)
     try:
-        kube.run("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted",
-                 "pod-security.kubernetes.io/enforce-version=latest")
+        kube.run(
+            "label",
+            "namespace",
+            ns,
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/enforce-version=latest",
+        )
         for name in RUNTIME_NAMES:
             for job, spec in rt.pod_specs(rt.jobset_of(rt.render(name))).items():
                 pod = _pod_from(spec, f"{name}-{job}".replace(".", "-"))
-                result = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(pod),
-                                  check=False)
+                result = kube.run("create", "--dry-run=server", "-n", ns, "-f", "-", stdin=json.dumps(pod), check=False)
                 assert result.returncode == 0, f"{name}/{job}: {result.stderr}"
         chart = objects(helm, {"runtimes": {"defaultEnabled": True}})
         for kind, pod_name in (("Deployment", "operator"), ("Job", "installer")):
@@ -688,32 +854,57 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
     try:
         result = template(helm, FULL_VALUES, release="tjo-full", namespace=ns, tmp=tmp_path)
         assert result.returncode == 0, result.stderr
-        docs = [d for d in yaml.safe_load_all(result.stdout)
-                if d and d["kind"] not in ("ServiceMonitor", "CustomResourceDefinition")]
+        docs = [
+            d
+            for d in yaml.safe_load_all(result.stdout)
+            if d and d["kind"] not in ("ServiceMonitor", "CustomResourceDefinition")
+        ]
         assert len(docs) > 15
-        applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
-                           stdin=yaml.safe_dump_all(docs), check=False)
+        applied = kube.run(
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "--server-side",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump_all(docs),
+            check=False,
+        )
         assert applied.returncode == 0, applied.stderr
     finally:
         kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
 
 
 @pytest.mark.cluster
-def test_data_cache_objects_are_accepted_by_the_api_server(helm: str, kube: Kube, installed: None,
-                                                           tmp_path: Path) -> None:
+def test_data_cache_objects_are_accepted_by_the_api_server(
+    helm: str, kube: Kube, installed: None, tmp_path: Path
+) -> None:
     """The data cache's RBAC (in a namespace of dataCache.namespaces) and its runtime pass a strict server-side
     dry-run; the runtime also passes our runtime webhook when the operator runs (tests/e2e/test_sdk.py)."""
     ns = f"tjo-cache-{uuid.uuid4().hex[:6]}"
     kube.run("create", "namespace", ns)
     try:
-        objs = objects(helm, {"dataCache": {"enabled": True, "namespaces": [ns]}, "crds": {"enabled": False}},
-                       tmp=tmp_path)
+        objs = objects(
+            helm, {"dataCache": {"enabled": True, "namespaces": [ns]}, "crds": {"enabled": False}}, tmp=tmp_path
+        )
         docs = [o for o in objs if o["metadata"]["name"] == CACHE_ROLE]
         docs += list(installed_runtimes(objs).values())
-        assert sorted(o["kind"] for o in docs) == ["ClusterRole", "ClusterTrainingRuntime", "RoleBinding",
-                                                   "ServiceAccount"]
-        applied = kube.run("apply", "--dry-run=server", "--validate=strict", "--server-side", "-f", "-",
-                           stdin=yaml.safe_dump_all(docs), check=False)
+        assert sorted(o["kind"] for o in docs) == [
+            "ClusterRole",
+            "ClusterTrainingRuntime",
+            "RoleBinding",
+            "ServiceAccount",
+        ]
+        applied = kube.run(
+            "apply",
+            "--dry-run=server",
+            "--validate=strict",
+            "--server-side",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump_all(docs),
+            check=False,
+        )
         assert applied.returncode == 0, applied.stderr
     finally:
         kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
@@ -727,19 +918,27 @@ def _token_kubeconfig(cluster: Any, kube: Kube, sa: str, ns: str, path: Path) ->
     server = dict(server)
     if "certificate-authority" in server:  # inline it, so the file stands alone
         server["certificate-authority-data"] = base64.b64encode(
-            Path(server.pop("certificate-authority")).read_bytes()).decode()
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "local", "cluster": server}],
-        "users": [{"name": sa, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": sa, "namespace": ns}}],
-    }))
+            Path(server.pop("certificate-authority")).read_bytes()
+        ).decode()
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "sa",
+                "clusters": [{"name": "local", "cluster": server}],
+                "users": [{"name": sa, "user": {"token": token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "local", "user": sa, "namespace": ns}}],
+            }
+        )
+    )
 
 
 @pytest.mark.cluster
 @pytest.mark.timeout(420)
-def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: Any, kube: Kube, namespace: str,
-                                             tmp_path: Path) -> None:
+def test_operator_runs_under_the_charts_rbac(
+    release: dict[str, str], cluster: Any, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
     """`trainjob-operator run` with the chart's ServiceAccount token and the chart's config (URL-mode webhooks on
     127.0.0.1 instead of the Service): webhooks, leader election, TrainJobs of a torch and an MPI runtime
     reconcile to JobSets, and no request is forbidden."""
@@ -760,9 +959,22 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
     log_path = tmp_path / "operator.log"
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")}
     with log_path.open("wb") as log_file:
-        proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig",
-                                 str(sa_config), "--config", str(config_path)], stdout=log_file,
-                                stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "trainjob_operator.cli",
+                "run",
+                "--kubeconfig",
+                str(sa_config),
+                "--config",
+                str(config_path),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+        )
     try:
         import urllib.request
 
@@ -782,9 +994,14 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
         wait_for(leader, timeout=30, what="leadership (Lease create/get/update)")
         jobs = {"torch": "torch-distributed", "mpi": "deepspeed-distributed"}
         for job, runtime in jobs.items():
-            kube.create({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                         "metadata": {"name": job, "namespace": namespace},
-                         "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}}})
+            kube.create(
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainJob",
+                    "metadata": {"name": job, "namespace": namespace},
+                    "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}},
+                }
+            )
         for job in jobs:
             wait_for(lambda job=job: kube.get("jobset", job, namespace), timeout=60, what=f"JobSet {job}")
         assert kube.get("secret", "mpi-mpi-ssh-auth", namespace) is not None
@@ -792,8 +1009,9 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
 
         def status_written() -> bool:
             obj = kube.get("trainjob", "torch", namespace)
-            return bool(((obj or {}).get("status") or {}).get("conditions") or ((obj or {}).get("status") or {}).get(
-                "state"))
+            return bool(
+                ((obj or {}).get("status") or {}).get("conditions") or ((obj or {}).get("status") or {}).get("state")
+            )
 
         wait_for(status_written, timeout=60, what="TrainJob status (trainjobs/status patch)")
         assert kube.get("secret", cfg["webhook"]["cert_secret_name"], ns) is not None
@@ -807,20 +1025,30 @@ def test_operator_runs_under_the_charts_rbac(release: dict[str, str], cluster: A
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-        for kind, obj in (("validatingwebhookconfiguration", cfg["webhook"]["validating_name"]),
-                          ("mutatingwebhookconfiguration", cfg["webhook"]["mutating_name"])):
+        for kind, obj in (
+            ("validatingwebhookconfiguration", cfg["webhook"]["validating_name"]),
+            ("mutatingwebhookconfiguration", cfg["webhook"]["mutating_name"]),
+        ):
             kube.delete(kind, obj)
     log = log_path.read_text()
-    denied = [line for line in log.splitlines()
-              if any(word in line.lower() for word in ("forbidden", "permission", "unauthorized", " 403", "401"))]
+    denied = [
+        line
+        for line in log.splitlines()
+        if any(word in line.lower() for word in ("forbidden", "permission", "unauthorized", " 403", "401"))
+    ]
     if os.environ.get("TRAINJOB_KEEP_OPERATOR_LOG"):  # for a look at what the operator did
         Path(os.environ["TRAINJOB_KEEP_OPERATOR_LOG"]).write_text(log)
     assert denied == [], "\n".join(denied[:20])
     # and nothing more than that: a few things the operator must not be able to do
     who = f"system:serviceaccount:{ns}:{name}"
     # (`delete` on trainjobs is granted now: the TTL deletes the finished TrainJob itself, issue 13)
-    for verb, resource, extra in (("list", "secrets", []), ("update", "trainjobs", []), ("create", "pods", []),
-                                  ("update", "leases", ["-n", namespace]), ("delete", "clustertrainingruntimes", [])):
+    for verb, resource, extra in (
+        ("list", "secrets", []),
+        ("update", "trainjobs", []),
+        ("create", "pods", []),
+        ("update", "leases", ["-n", namespace]),
+        ("delete", "clustertrainingruntimes", []),
+    ):
         answer = kube.run("auth", "can-i", verb, resource, "--as", who, *extra, check=False).stdout.strip()
         assert answer == "no", f"{verb} {resource}"
 
@@ -844,48 +1072,87 @@ print(json.dumps({"runtimes": runtimes, "default": default.name, "warnings": rec
 
 
 @pytest.mark.cluster
-def test_the_kubeflow_sdk_lists_the_installed_runtimes(release: dict[str, str], cluster: Any, kube: Kube,
-                                                       namespace: str) -> None:
+def test_the_kubeflow_sdk_lists_the_installed_runtimes(
+    release: dict[str, str], cluster: Any, kube: Kube, namespace: str
+) -> None:
     """The unmodified SDK against the real API server: verify_backend finds kubeflow-trainer-public (no warning),
     list_runtimes parses every installed runtime as stored (CRD defaults included), get_runtime finds the default."""
     pytest.importorskip("kubeflow.trainer")
     env = {**os.environ, "KUBEFLOW_SYSTEM_NAMESPACE": release["namespace"]}
-    result = subprocess.run([sys.executable, "-c", SDK_SCRIPT, str(cluster.kubeconfig), namespace],
-                            capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", SDK_SCRIPT, str(cluster.kubeconfig), namespace],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen["warnings"] == []
     assert seen["default"] == "torch-distributed"
     runtimes = seen["runtimes"]
     assert sorted(runtimes) == RUNTIME_NAMES
-    assert runtimes["torch-distributed"] == ["torch", "CustomTrainer", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-                                             1, "Unknown", "Unknown"]
+    assert runtimes["torch-distributed"] == [
+        "torch",
+        "CustomTrainer",
+        "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+        1,
+        "Unknown",
+        "Unknown",
+    ]
     assert runtimes["torchtune-qwen2.5-1.5b"][:2] == ["torchtune", "BuiltinTrainer"]
     assert runtimes["torchtune-qwen2.5-1.5b"][4:] == ["gpu", "2"]
     assert runtimes["deepspeed-distributed"][5] == "1"
 
 
 @pytest.mark.cluster
-def test_helm_upgrade_reruns_the_installer_and_prunes(release: dict[str, str], helm: str, kube: Kube, cluster: Any,
-                                                      tmp_path: Path) -> None:
+def test_helm_upgrade_reruns_the_installer_and_prunes(
+    release: dict[str, str], helm: str, kube: Kube, cluster: Any, tmp_path: Path
+) -> None:
     """Last in this module (it changes the shared release): an upgrade that keeps only torch-distributed runs the
     hook Job again (Helm waits for it) and the installer prunes the seven others."""
     ns, name = release["namespace"], release["name"]
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    result = subprocess.run([helm, "upgrade", name, str(CHART), "--namespace", ns, "--reuse-values",
-                             "--set", "runtimes.defaultEnabled=false",
-                             "--set", "runtimes.torchDistributed.enabled=true",
-                             "--timeout", "120s"], capture_output=True, text=True, timeout=180, env=env)
+    result = subprocess.run(
+        [
+            helm,
+            "upgrade",
+            name,
+            str(CHART),
+            "--namespace",
+            ns,
+            "--reuse-values",
+            "--set",
+            "runtimes.defaultEnabled=false",
+            "--set",
+            "runtimes.torchDistributed.enabled=true",
+            "--timeout",
+            "120s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     cm = kube.get("configmap", f"{name}-runtimes-installer", ns)
     assert cm is not None
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(cm["data"]["runtimes.yaml"]) if d] == [
-        "torch-distributed"]
+        "torch-distributed"
+    ]
     out = _run_installer(kube, cluster, release, "", tmp_path)
     assert out.count("pruned") == len(RUNTIME_NAMES) - 1
-    items = json.loads(kube.run("get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}",
-                                "-o", "json").stdout)["items"]
+    items = json.loads(
+        kube.run("get", "clustertrainingruntimes", "-l", f"app.kubernetes.io/instance={name}", "-o", "json").stdout
+    )["items"]
     assert [o["metadata"]["name"] for o in items] == ["torch-distributed"]
-    history = json.loads(subprocess.run([helm, "history", name, "--namespace", ns, "-o", "json"],
-                                        capture_output=True, text=True, timeout=60, env=env).stdout)
+    history = json.loads(
+        subprocess.run(
+            [helm, "history", name, "--namespace", ns, "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        ).stdout
+    )
     assert [h["status"] for h in history] == ["superseded", "deployed"]

@@ -43,29 +43,46 @@ def default_runtimes(kube: Kube, operator: OperatorProcess) -> Iterator[list[str
     probe = trainjob("e2e-admission-probe", "torch-distributed")
 
     def admitted() -> bool:
-        result = kube.run("create", "--dry-run=server", "-n", OPERATOR_NAMESPACE, "-f", "-",
-                          stdin=yaml.safe_dump(probe), check=False)
+        result = kube.run(
+            "create", "--dry-run=server", "-n", OPERATOR_NAMESPACE, "-f", "-", stdin=yaml.safe_dump(probe), check=False
+        )
         return result.returncode == 0
+
     eventually(admitted, "TrainJob admission by every webhook (ours, Kueue's)", timeout=150)
     yield names
     for name in names:
         kube.delete("clustertrainingruntime", name)
 
 
-def trainjob(name: str, runtime: str, *, kind: str = "ClusterTrainingRuntime", labels: dict[str, str] | None = None,
-             **spec: Any) -> dict[str, Any]:
+def trainjob(
+    name: str, runtime: str, *, kind: str = "ClusterTrainingRuntime", labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if labels:
         meta["labels"] = labels
-    return {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": meta,
-            "spec": {"runtimeRef": {"name": runtime, "kind": kind}, **spec}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "TrainJob",
+        "metadata": meta,
+        "spec": {"runtimeRef": {"name": runtime, "kind": kind}, **spec},
+    }
 
 
 def kwok_patch(jobs: dict[str, dict[str, str]], manager: str = KWOK_MANAGER) -> dict[str, Any]:
     """A runtime patch putting kwok's behaviour annotations on the pods of the named replicated jobs."""
-    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": job, "template": {"spec": {"template": {"metadata": {"annotations": annotations}}}}}
-        for job, annotations in jobs.items()]}}}}
+    return {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": job, "template": {"spec": {"template": {"metadata": {"annotations": annotations}}}}}
+                        for job, annotations in jobs.items()
+                    ]
+                }
+            }
+        },
+    }
 
 
 def get(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
@@ -76,9 +93,11 @@ def get(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
 
 def wait_condition(kube: Kube, namespace: str, name: str, type_: str, timeout: float = 90) -> dict[str, Any]:
     """The TrainJob's condition `type_` once it is True (bounded)."""
+
     def check() -> dict[str, Any] | None:
         cond = condition(kube.get("trainjob", name, namespace), type_)
         return cond if cond and cond.get("status") == "True" else None
+
     found: dict[str, Any] = eventually(check, f"TrainJob {namespace}/{name} {type_}=True", timeout=timeout)
     return found
 
@@ -86,7 +105,8 @@ def wait_condition(kube: Kube, namespace: str, name: str, type_: str, timeout: f
 def pods(kube: Kube, namespace: str, trainjob_name: str, rjob: str | None = None) -> list[dict[str, Any]]:
     selector = f"{JOBSET_NAME}={trainjob_name}" + (f",{RJOB_NAME}={rjob}" if rjob else "")
     items: list[dict[str, Any]] = json.loads(
-        kube.run("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout)["items"]
+        kube.run("get", "pods", "-n", namespace, "-l", selector, "-o", "json").stdout
+    )["items"]
     return items
 
 
@@ -113,17 +133,46 @@ def local_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_r
     suffix = uuid.uuid4().hex[:6]
     flavor, cq = f"e2e-gpu-{suffix}", f"e2e-cq-{suffix}"
     kube.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor},
-         "spec": {"nodeLabels": FLAVOR_LABELS}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
-         "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                  "queueingStrategy": "BestEffortFIFO",
-                  "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-                      {"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}})
-    kube.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "team"},
-                "spec": {"clusterQueue": cq}}, namespace=namespace)
-    eventually(lambda: (q := kube.get("clusterqueue", cq)) and condition(q, "Active")
-               and condition(q, "Active")["status"] == "True", "the ClusterQueue active", timeout=30)
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": flavor},
+            "spec": {"nodeLabels": FLAVOR_LABELS},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "queueingStrategy": "BestEffortFIFO",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [{"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
+                    }
+                ],
+            },
+        },
+    )
+    kube.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team"},
+            "spec": {"clusterQueue": cq},
+        },
+        namespace=namespace,
+    )
+    eventually(
+        lambda: (
+            (q := kube.get("clusterqueue", cq))
+            and condition(q, "Active")
+            and condition(q, "Active")["status"] == "True"
+        ),
+        "the ClusterQueue active",
+        timeout=30,
+    )
     try:
         yield "team"
     finally:
@@ -134,11 +183,17 @@ def local_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_r
 
 
 def queued_job(name: str, queue: str, run_for: str) -> dict[str, Any]:
-    return trainjob(name, "torch-distributed", labels={QUEUE_LABEL: queue}, trainer={
-        "numNodes": 1, "command": ["torchrun", "train.py"], "resourcesPerNode": {"limits": {"nvidia.com/gpu": "4"}}},
-        runtimePatches=[kwok_patch({"node": {RUN_FOR: run_for}})])
-
-
+    return trainjob(
+        name,
+        "torch-distributed",
+        labels={QUEUE_LABEL: queue},
+        trainer={
+            "numNodes": 1,
+            "command": ["torchrun", "train.py"],
+            "resourcesPerNode": {"limits": {"nvidia.com/gpu": "4"}},
+        },
+        runtimePatches=[kwok_patch({"node": {RUN_FOR: run_for}})],
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -149,8 +204,9 @@ _SESSION_START: list[float] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "differential: our operator against upstream Kubeflow Trainer v2.3.0 "
-                                       "(make test-differential)")
+    config.addinivalue_line(
+        "markers", "differential: our operator against upstream Kubeflow Trainer v2.3.0 (make test-differential)"
+    )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -183,6 +239,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for entry in _TIMES.values():
         counts[entry["outcome"]] = counts.get(entry["outcome"], 0) + 1
     tests_time = sum(e["duration"] for e in _TIMES.values())
-    tr.write_line(f"{len(_TIMES)} e2e tests ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}); "
-                  f"{tests_time:.1f}s in tests (setup, call and teardown), {total:.1f}s wall for the session "
-                  f"(including cluster and operator start-up)")
+    tr.write_line(
+        f"{len(_TIMES)} e2e tests ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}); "
+        f"{tests_time:.1f}s in tests (setup, call and teardown), {total:.1f}s wall for the session "
+        f"(including cluster and operator start-up)"
+    )

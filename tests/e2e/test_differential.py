@@ -35,10 +35,15 @@ sys.path.insert(0, str(REPO / "hack" / "upstream"))
 import upstream_run  # hack/upstream/upstream_run.py: starts upstream's controller
 
 ENABLE_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL"
-pytestmark = [pytest.mark.differential, pytest.mark.cluster, pytest.mark.timeout(900),
-              pytest.mark.skipif(os.environ.get(ENABLE_ENV, "") in ("", "0"),
-                                 reason=f"differential test: set {ENABLE_ENV}=1 (make test-differential) and run it "
-                                        "in its own session")]
+pytestmark = [
+    pytest.mark.differential,
+    pytest.mark.cluster,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(
+        os.environ.get(ENABLE_ENV, "") in ("", "0"),
+        reason=f"differential test: set {ENABLE_ENV}=1 (make test-differential) and run it in its own session",
+    ),
+]
 
 REPORT_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT"
 UPSTREAM_BUILD = REPO / "hack" / "upstream" / "build.sh"
@@ -50,15 +55,21 @@ ALLOWED: list[tuple[str, str]] = [
     (r": status\.conditions$", "D2 ReconcileFailed condition on build/apply errors"),
     (r": status\.conditions$", "D18 no Suspended=False condition once resumed (the SDK reports Running)"),
     (r": status\.(startTime|completionTime|restarts)$", "D19 lifecycle status fields beyond v2.3 (issue 13)"),
-    (r": metadata\.annotations\.trainer\.kubeflow\.org/restarts-before$",
-     "D19 restarts before a re-created JobSet (issue 13)"),
-    (r"^adm-patch-unknown-(job|container): admission$",
-     "D10 runtime patches naming unknown jobs/containers are rejected at admission (upstream admits, then fails)"),
+    (
+        r": metadata\.annotations\.trainer\.kubeflow\.org/restarts-before$",
+        "D19 restarts before a re-created JobSet (issue 13)",
+    ),
+    (
+        r"^adm-patch-unknown-(job|container): admission$",
+        "D10 runtime patches naming unknown jobs/containers are rejected at admission (upstream admits, then fails)",
+    ),
     # Ours follows upstream v2.4 here, the differential test runs upstream v2.3.0: the MPI launcher's env list
     # (PRTE_MCA_* beside OMPI_MCA_orte_*, #4029) and the TrainJob image on every MPI rank (#4301).
-    (r"^(ac09-openmpi|gen-mpi-[\w-]+|ctr-deepspeed|ctr-mlx): .*replicatedJobs\[\d+\]\.template\.spec\.template"
-     r"\.spec\.containers\[\d+\]\.(env|image)$",
-     "D23 v2.4 MPI: Open MPI 5 (PRTE) env beside ORTE, the TrainJob image on launcher and nodes"),
+    (
+        r"^(ac09-openmpi|gen-mpi-[\w-]+|ctr-deepspeed|ctr-mlx): .*replicatedJobs\[\d+\]\.template\.spec\.template"
+        r"\.spec\.containers\[\d+\]\.(env|image)$",
+        "D23 v2.4 MPI: Open MPI 5 (PRTE) env beside ORTE, the TrainJob image on launcher and nodes",
+    ),
 ]
 # Differences this test found that nobody has decided on yet (docs/compatibility.md, "Open differences"). They
 # make the test xfail, not pass; one that stops occurring fails the test so that it is taken off this list.
@@ -72,10 +83,27 @@ def upstream_bin_dir() -> Path:
 # ---------------------------------------------------------------------------------------------------------------
 # Normalisation: what is compared.
 
-SET_LISTS = {"env": "name", "volumes": "name", "volumeMounts": "mountPath", "ports": None, "tolerations": None,
-             "envFrom": None, "imagePullSecrets": "name", "schedulingGates": "name"}
-VOLATILE_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink",
-                 "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers")
+SET_LISTS = {
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "ports": None,
+    "tolerations": None,
+    "envFrom": None,
+    "imagePullSecrets": "name",
+    "schedulingGates": "name",
+}
+VOLATILE_META = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "finalizers",
+)
 
 
 def sort_sets(value: Any, key: str | None = None) -> Any:
@@ -86,8 +114,10 @@ def sort_sets(value: Any, key: str | None = None) -> Any:
         items = [sort_sets(v) for v in value]
         if key in SET_LISTS:
             by = SET_LISTS[key]
-            return sorted(items, key=lambda i: (str(i.get(by)) if by and isinstance(i, dict) else "",
-                                                json.dumps(i, sort_keys=True)))
+            return sorted(
+                items,
+                key=lambda i: (str(i.get(by)) if by and isinstance(i, dict) else "", json.dumps(i, sort_keys=True)),
+            )
         return items
     return value
 
@@ -114,7 +144,7 @@ def meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def key_shape(name: str, b64: str) -> Any:
-    if name == "curve.cert":   # Flux: the keys follow the TrainJob uid, which differs between the two runs
+    if name == "curve.cert":  # Flux: the keys follow the TrainJob uid, which differs between the two runs
         return curve_cert_digest(b64)
     text = base64.b64decode(b64).decode(errors="replace")
     if name == "ssh-privatekey":
@@ -126,12 +156,19 @@ def key_shape(name: str, b64: str) -> Any:
 
 def normalise(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     if kind == "jobsets":
-        return {"metadata": meta(obj), "spec": sort_sets(obj.get("spec")),
-                "status.restarts": (obj.get("status") or {}).get("restarts", 0)}
+        return {
+            "metadata": meta(obj),
+            "spec": sort_sets(obj.get("spec")),
+            "status.restarts": (obj.get("status") or {}).get("restarts", 0),
+        }
     if kind == "secrets":
         data = obj.get("data") or {}
-        return {"metadata": meta(obj), "type": obj.get("type"), "immutable": obj.get("immutable"),
-                "data (shape)": {k: key_shape(k, v) for k, v in sorted(data.items())}}
+        return {
+            "metadata": meta(obj),
+            "type": obj.get("type"),
+            "immutable": obj.get("immutable"),
+            "data (shape)": {k: key_shape(k, v) for k, v in sorted(data.items())},
+        }
     if kind == "configmaps":
         data = dict(obj.get("data") or {})
         if "runtime" in data and obj["metadata"]["name"].endswith("-runtime-snapshot"):
@@ -144,13 +181,15 @@ def normalise(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
             # configuration, resources, `flux run` flags), docs/compatibility.md "Flux".
             return {"metadata": meta(obj), "data (Flux digest)": flux_configmap_digest(data)}
         return {"metadata": meta(obj), "data": data}
-    return {"metadata": meta(obj), "spec": obj.get("spec")}   # PodGroups
+    return {"metadata": meta(obj), "spec": obj.get("spec")}  # PodGroups
 
 
 def status_of(trainjob: dict[str, Any]) -> dict[str, Any]:
     status = dict(trainjob.get("status") or {})
-    status["conditions"] = sorted(({k: c.get(k) for k in ("type", "status", "reason", "message")}
-                                   for c in status.get("conditions") or []), key=lambda c: c["type"])
+    status["conditions"] = sorted(
+        ({k: c.get(k) for k in ("type", "status", "reason", "message")} for c in status.get("conditions") or []),
+        key=lambda c: c["type"],
+    )
     if status.get("jobsStatus"):
         status["jobsStatus"] = sorted(status["jobsStatus"], key=lambda j: j["name"])
     # All-zero counts and no jobsStatus say the same thing (nothing has started yet); which one a finished TrainJob
@@ -166,8 +205,10 @@ OWNED_KINDS = ("jobsets", "configmaps", "secrets", "podgroups.scheduling.x-k8s.i
 
 def capture(kube: Kube, namespace: str) -> dict[str, dict[str, Any]]:
     """Per TrainJob: its status and every object it controls, normalised, with the namespace name replaced."""
-    listed = {kind: json.loads(kube.run("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
-              for kind in ("trainjobs", *OWNED_KINDS)}
+    listed = {
+        kind: json.loads(kube.run("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
+        for kind in ("trainjobs", *OWNED_KINDS)
+    }
     out: dict[str, dict[str, Any]] = {}
     for tj in listed["trainjobs"]:
         uid, name = tj["metadata"]["uid"], tj["metadata"]["name"]
@@ -201,6 +242,7 @@ def diff(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
 # ---------------------------------------------------------------------------------------------------------------
 # Running one controller over the corpus.
 
+
 def settled(kube: Kube, namespace: str, name: str, state: str) -> bool:
     tj = kube.get("trainjob", name, namespace)
     if tj is None:
@@ -213,8 +255,9 @@ def settled(kube: Kube, namespace: str, name: str, state: str) -> bool:
     return state != "Suspended" or kube.get("jobset", name, namespace) is not None
 
 
-def run_corpus(kube: Kube, namespace: str, corpus: list[Case], errors: dict[str, str],
-               rejections: dict[str, str]) -> dict[str, dict[str, Any]]:
+def run_corpus(
+    kube: Kube, namespace: str, corpus: list[Case], errors: dict[str, str], rejections: dict[str, str]
+) -> dict[str, dict[str, Any]]:
     kube.run("create", "namespace", namespace)
     wait_for(lambda: kube.get("serviceaccount", "default", namespace), timeout=30, what="default ServiceAccount")
     runtimes = {(r["kind"], r["metadata"]["name"]): r for c in corpus for r in c.runtimes}
@@ -241,10 +284,12 @@ def run_corpus(kube: Kube, namespace: str, corpus: list[Case], errors: dict[str,
                     patched.add(name)
                 else:
                     del pending[name]
-        time.sleep(0.5)   # polling interval of a bounded wait
+        time.sleep(0.5)  # polling interval of a bounded wait
     for name in pending:
-        errors[name] = f"did not reach {pending[name].then if name in patched else pending[name].settle} " \
-                       f"within {SETTLE_TIMEOUT:.0f}s"
+        errors[name] = (
+            f"did not reach {pending[name].then if name in patched else pending[name].settle} "
+            f"within {SETTLE_TIMEOUT:.0f}s"
+        )
     # Settled: now wait until two captures in a row agree (status copies and deletions have landed).
     previous: dict[str, Any] | None = None
 
@@ -254,8 +299,10 @@ def run_corpus(kube: Kube, namespace: str, corpus: list[Case], errors: dict[str,
         same = current == previous
         previous = current
         return current if same else None
-    snapshot: dict[str, dict[str, Any]] = wait_for(stable, timeout=60, what=f"stable objects in {namespace}",
-                                                    interval=1.5)
+
+    snapshot: dict[str, dict[str, Any]] = wait_for(
+        stable, timeout=60, what=f"stable objects in {namespace}", interval=1.5
+    )
     return snapshot
 
 
@@ -269,8 +316,12 @@ def corpus(request: pytest.FixtureRequest) -> list[Case]:
 
 
 @pytest.fixture(scope="module")
-def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory,
-            ) -> Iterator[dict[str, Any]]:
+def results(
+    corpus: list[Case],
+    kube: Kube,
+    kubeconfig: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("differential")
     suffix = uuid.uuid4().hex[:5]
     ns_ours, ns_upstream = f"diff-ours-{suffix}", f"diff-upstream-{suffix}"
@@ -284,24 +335,39 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
         kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
         for crd in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
             # `kubectl wait` errors out instead of waiting while a brand-new CRD has no conditions yet
-            wait_for(lambda crd=crd: kube.run("wait", "--for=condition=Established", f"crd/{crd}.trainer.kubeflow.org",
-                                              "--timeout=10s", check=False).returncode == 0,
-                     timeout=60, what=f"CRD {crd} established")
+            wait_for(
+                lambda crd=crd: (
+                    kube.run(
+                        "wait",
+                        "--for=condition=Established",
+                        f"crd/{crd}.trainer.kubeflow.org",
+                        "--timeout=10s",
+                        check=False,
+                    ).returncode
+                    == 0
+                ),
+                timeout=60,
+                what=f"CRD {crd} established",
+            )
         kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
         # Upstream runs with its defaults, the TrainJobStatus gate off: ours without the status server likewise
         # (with it, trainer pods also get the KUBEFLOW_TRAINER_* env, token volume and <tj>-tls-config ConfigMap,
         # as upstream's gate does; tests/unit/test_progress.py, tests/integration/test_progress_server.py cover them).
-        ours = OperatorProcess(kubeconfig, "operator-diff", {"namespaces": [ns_ours],
-                                                             "leader_election": {"enabled": False},
-                                                             "status_server": {"enabled": False}}).start(tmp)
+        ours = OperatorProcess(
+            kubeconfig,
+            "operator-diff",
+            {"namespaces": [ns_ours], "leader_election": {"enabled": False}, "status_server": {"enabled": False}},
+        ).start(tmp)
         try:
             wait_for(ours.ready, timeout=60, what="our operator ready")
             kube.run("apply", "--server-side", "--force-conflicts", "-f", str(RUNTIMES_DIR))
             ours_snap = run_corpus(kube, ns_ours, corpus, errors["ours"], rejections["ours"])
         finally:
             ours.stop()
-            for kind, name in (("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
-                               ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")):
+            for kind, name in (
+                ("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
+                ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org"),
+            ):
                 kube.delete(kind, name)
         # upstream watches every namespace: ours must be gone before it starts
         kube.run("delete", "namespace", ns_ours, "--wait=true", "--timeout=120s")
@@ -313,18 +379,35 @@ def results(corpus: list[Case], kube: Kube, kubeconfig: str, tmp_path_factory: p
         try:
             wait_for(lambda: upstream_run.ready(kube.cluster, upstream), timeout=90, what="upstream controller ready")
             upstream_run.register_webhooks(kube.cluster, upstream)
-            probe = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-                     "metadata": {"name": "probe", "namespace": "default"},
-                     "spec": {"runtimeRef": {"name": "torch-distributed"}}}
-            wait_for(lambda: kube.run("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(probe),
-                                      check=False).returncode == 0, timeout=60, what="upstream's webhooks answering")
+            probe = {
+                "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                "kind": "TrainJob",
+                "metadata": {"name": "probe", "namespace": "default"},
+                "spec": {"runtimeRef": {"name": "torch-distributed"}},
+            }
+            wait_for(
+                lambda: (
+                    kube.run(
+                        "create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(probe), check=False
+                    ).returncode
+                    == 0
+                ),
+                timeout=60,
+                what="upstream's webhooks answering",
+            )
             upstream_snap = run_corpus(kube, ns_upstream, corpus, errors["upstream"], rejections["upstream"])
         finally:
             upstream_run.stop(upstream)
             upstream_run.unregister_webhooks(kube.cluster)
         timings["upstream"] = time.monotonic() - t0
-        yield {"ours": ours_snap, "upstream": upstream_snap, "errors": errors, "rejections": rejections,
-               "timings": timings, "tmp": tmp}
+        yield {
+            "ours": ours_snap,
+            "upstream": upstream_snap,
+            "errors": errors,
+            "rejections": rejections,
+            "timings": timings,
+            "tmp": tmp,
+        }
     finally:
         kube.run("delete", "namespace", ns_upstream, "--wait=false", "--ignore-not-found", check=False)
         kube.run("delete", "namespace", ns_ours, "--wait=false", "--ignore-not-found", check=False)
@@ -360,8 +443,14 @@ def test_same_objects_and_statuses_as_upstream(results: dict[str, Any], corpus: 
             continue
         for path, a, b in diff(ours.get(name, {}), upstream.get(name, {})):
             entry = f"{case.name}: {path}"
-            reason = next((why for pattern, why in ALLOWED if re.search(pattern, entry)
-                           and CONDITION_GUARDS.get(why[:3].strip(), lambda *_: True)(a, b)), None)
+            reason = next(
+                (
+                    why
+                    for pattern, why in ALLOWED
+                    if re.search(pattern, entry) and CONDITION_GUARDS.get(why[:3].strip(), lambda *_: True)(a, b)
+                ),
+                None,
+            )
             if reason:
                 allowed_hits[reason] = allowed_hits.get(reason, 0) + 1
                 continue
@@ -370,9 +459,11 @@ def test_same_objects_and_statuses_as_upstream(results: dict[str, Any], corpus: 
                 gap_hits.setdefault(gap, []).append(entry)
                 continue
             unexplained.append(f"{entry}\n    ours:     {json.dumps(a)[:400]}\n    upstream: {json.dumps(b)[:400]}")
-    lines.append(f"differential: {len(corpus)} cases; ours {results['timings']['ours']:.0f}s, "
-                 f"upstream {results['timings']['upstream']:.0f}s; "
-                 f"{sum(allowed_hits.values())} deliberate differences, {len(unexplained)} unexplained")
+    lines.append(
+        f"differential: {len(corpus)} cases; ours {results['timings']['ours']:.0f}s, "
+        f"upstream {results['timings']['upstream']:.0f}s; "
+        f"{sum(allowed_hits.values())} deliberate differences, {len(unexplained)} unexplained"
+    )
     for reason, n in sorted(allowed_hits.items()):
         lines.append(f"  deliberate ({n}x): {reason}")
     for gap, entries in sorted(gap_hits.items()):
@@ -383,8 +474,9 @@ def test_same_objects_and_statuses_as_upstream(results: dict[str, Any], corpus: 
     (out.parent / "differential-ours.json").write_text(json.dumps(ours, indent=1, sort_keys=True))
     (out.parent / "differential-upstream.json").write_text(json.dumps(upstream, indent=1, sort_keys=True))
     print(report)
-    assert not unexplained, (f"{len(unexplained)} unexplained differences (report: {out}):\n"
-                             + "\n".join(unexplained[:60]))
+    assert not unexplained, f"{len(unexplained)} unexplained differences (report: {out}):\n" + "\n".join(
+        unexplained[:60]
+    )
     gone = [why for _, why in KNOWN_GAPS if why not in gap_hits]
     assert not gone, f"open differences no longer seen, take them off KNOWN_GAPS: {gone}"
     if gap_hits:

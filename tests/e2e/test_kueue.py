@@ -11,7 +11,6 @@ from operator_fixtures import Kube, condition, eventually
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.kueue, pytest.mark.timeout(240)]
 
 
-
 def suspended(kube: Kube, namespace: str, name: str) -> bool:
     return bool(get(kube, "trainjob", name, namespace)["spec"].get("suspend"))
 
@@ -20,15 +19,23 @@ def test_quota_admits_two_and_queues_the_third(kube: Kube, namespace: str, local
     # a and b run for a while; c must wait for one of them
     kube.apply(queued_job("a", local_queue, "6s"), queued_job("b", local_queue, "20s"), namespace=namespace)
     for name in ("a", "b"):
-        eventually(lambda n=name: any(p["status"].get("phase") == "Running" for p in pods(kube, namespace, n)),
-                   f"{name} admitted and running", timeout=60)
+        eventually(
+            lambda n=name: any(p["status"].get("phase") == "Running" for p in pods(kube, namespace, n)),
+            f"{name} admitted and running",
+            timeout=60,
+        )
     kube.apply(queued_job("c", local_queue, "2s"), namespace=namespace)
 
     def pending_in_kueue() -> bool:
-        workloads = [w for w in kube.items("workloads", namespace)
-                     if w["metadata"]["ownerReferences"][0]["name"] == "c"]
-        return bool(workloads) and condition(workloads[0], "QuotaReserved") is not None \
+        workloads = [
+            w for w in kube.items("workloads", namespace) if w["metadata"]["ownerReferences"][0]["name"] == "c"
+        ]
+        return (
+            bool(workloads)
+            and condition(workloads[0], "QuotaReserved") is not None
             and condition(workloads[0], "QuotaReserved")["status"] == "False"
+        )
+
     eventually(pending_in_kueue, "c's Workload waiting for quota", timeout=30)
     assert suspended(kube, namespace, "c")
     cond = condition(get(kube, "trainjob", "c", namespace), "Suspended")
@@ -49,13 +56,19 @@ def test_quota_admits_two_and_queues_the_third(kube: Kube, namespace: str, local
 
 def test_kueue_node_selector_reaches_the_pods(kube: Kube, namespace: str, local_queue: str) -> None:
     kube.apply(queued_job("sel", local_queue, "5s"), namespace=namespace)
-    running = eventually(lambda: [p for p in pods(kube, namespace, "sel") if p["status"].get("phase") == "Running"],
-                         "the admitted pod running", timeout=60)
+    running = eventually(
+        lambda: [p for p in pods(kube, namespace, "sel") if p["status"].get("phase") == "Running"],
+        "the admitted pod running",
+        timeout=60,
+    )
     job = get(kube, "trainjob", "sel", namespace)
     patches = {p["manager"]: p for p in job["spec"]["runtimePatches"]}
     assert KUEUE_MANAGER in patches and "time" in patches[KUEUE_MANAGER]
-    node_patch = next(r for r in patches[KUEUE_MANAGER]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
-                      if r["name"] == "node")
+    node_patch = next(
+        r
+        for r in patches[KUEUE_MANAGER]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        if r["name"] == "node"
+    )
     assert node_patch["template"]["spec"]["template"]["spec"]["nodeSelector"] == FLAVOR_LABELS
     for pod in running:
         assert pod["spec"]["nodeSelector"].items() >= FLAVOR_LABELS.items()

@@ -24,12 +24,14 @@ def client(kubeconfig: str, namespace: str, operator: OperatorProcess) -> Traine
 
 
 def workload_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
-    return next((w for w in kube.items("workloads", namespace)
-                 if w["metadata"]["ownerReferences"][0]["name"] == name), None)
+    return next(
+        (w for w in kube.items("workloads", namespace) if w["metadata"]["ownerReferences"][0]["name"] == name), None
+    )
 
 
-def test_the_sdk_sees_running_for_a_job_kueue_resumed(client: TrainerClient, kube: Kube, namespace: str,
-                                                      local_queue: str) -> None:
+def test_the_sdk_sees_running_for_a_job_kueue_resumed(
+    client: TrainerClient, kube: Kube, namespace: str, local_queue: str
+) -> None:
     kube.apply(queued_job("sdk-running", local_queue, "40s"), namespace=namespace)
     # Kueue's webhook created it suspended; our operator said so; Kueue admitted and resumed it.
     job = client.wait_for_job_status("sdk-running", status={"Running"}, timeout=90, polling_interval=1)
@@ -40,18 +42,29 @@ def test_the_sdk_sees_running_for_a_job_kueue_resumed(client: TrainerClient, kub
     assert workload is not None and condition(workload, "Admitted")["status"] == "True"  # type: ignore[index]
     # Kueue still reads the finish from the TrainJob: the Workload is Finished when the job completes.
     wait_condition(kube, namespace, "sdk-running", "Complete", timeout=90)
-    eventually(lambda: (w := workload_of(kube, namespace, "sdk-running")) and condition(w, "Finished"),
-               "Kueue's Workload Finished", timeout=60)
+    eventually(
+        lambda: (w := workload_of(kube, namespace, "sdk-running")) and condition(w, "Finished"),
+        "Kueue's Workload Finished",
+        timeout=60,
+    )
     assert client.get_job("sdk-running").status == "Complete"
 
 
-def test_a_job_too_big_for_its_queue_is_resized_while_suspended_and_admitted(kube: Kube, namespace: str,
-                                                                             local_queue: str) -> None:
+def test_a_job_too_big_for_its_queue_is_resized_while_suspended_and_admitted(
+    kube: Kube, namespace: str, local_queue: str
+) -> None:
     too_big = queued_job("resize", local_queue, "5s")
     too_big["spec"]["trainer"]["numNodes"] = 3  # 3 x 4 GPUs > the queue's 8
     kube.apply(too_big, namespace=namespace)
-    eventually(lambda: (w := workload_of(kube, namespace, "resize")) and condition(w, "QuotaReserved")
-               and condition(w, "QuotaReserved")["status"] == "False", "the Workload waiting for quota", timeout=60)
+    eventually(
+        lambda: (
+            (w := workload_of(kube, namespace, "resize"))
+            and condition(w, "QuotaReserved")
+            and condition(w, "QuotaReserved")["status"] == "False"
+        ),
+        "the Workload waiting for quota",
+        timeout=60,
+    )
     old = eventually(lambda: kube.get("jobset", "resize", namespace), "the suspended JobSet")
     assert rjob(old, "node")["template"]["spec"]["parallelism"] == 3
     kube.patch("trainjob", "resize", namespace, {"spec": {"trainer": {"numNodes": 2}}})

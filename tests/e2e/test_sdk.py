@@ -58,8 +58,11 @@ def train_fn(lr: float = 0.1, epochs: int = 1) -> None:  # pragma: no cover - ru
 def assert_deleted(client: TrainerClient, kube: Kube, namespace: str, name: str) -> None:
     client.delete_job(name)
     eventually(lambda: kube.get("trainjob", name, namespace) is None, f"TrainJob {name} deleted", timeout=60)
-    eventually(lambda: kube.get("jobset", name, namespace) is None and not pods(kube, namespace, name),
-               f"the JobSet and pods of {name} garbage-collected", timeout=90)
+    eventually(
+        lambda: kube.get("jobset", name, namespace) is None and not pods(kube, namespace, name),
+        f"the JobSet and pods of {name} garbage-collected",
+        timeout=90,
+    )
 
 
 def test_list_runtimes_lists_ours(client: TrainerClient, default_runtimes: list[str]) -> None:
@@ -76,10 +79,16 @@ def test_list_runtimes_lists_ours(client: TrainerClient, default_runtimes: list[
 def test_custom_trainer_function_end_to_end(client: TrainerClient, kube: Kube, namespace: str) -> None:
     name = client.train(
         runtime=client.get_runtime("torch-distributed"),
-        trainer=CustomTrainer(func=train_fn, func_args={"lr": 0.01, "epochs": 2}, num_nodes=2,
-                              resources_per_node={"cpu": 2, "memory": "4Gi", "gpu": 1}, env={"FOO": "bar"}))
+        trainer=CustomTrainer(
+            func=train_fn,
+            func_args={"lr": 0.01, "epochs": 2},
+            num_nodes=2,
+            resources_per_node={"cpu": 2, "memory": "4Gi", "gpu": 1},
+            env={"FOO": "bar"},
+        ),
+    )
     job_cr = kube.get("trainjob", name, namespace)
-    assert job_cr is not None   # accepted by our webhooks (and Kueue's)
+    assert job_cr is not None  # accepted by our webhooks (and Kueue's)
     assert job_cr["spec"]["trainer"]["command"][:2] == ["bash", "-c"]
     job = client.wait_for_job_status(name, status={"Complete"}, timeout=120, polling_interval=1)
     assert job.status == "Complete" and job.num_nodes == 2 and job.runtime.name == "torch-distributed"
@@ -98,9 +107,19 @@ def test_custom_trainer_function_end_to_end(client: TrainerClient, kube: Kube, n
 def initializer_volume(kube: Kube, namespace: str) -> Iterator[str]:
     """A static PV for the torchtune runtime's `initializer` PVC (kwok has no provisioner)."""
     name, pv = "sdk-tune", f"{namespace}-initializer"
-    kube.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv}, "spec": {
-        "capacity": {"storage": "20Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": f"/tmp/{pv}"},
-        "claimRef": {"namespace": namespace, "name": f"initializer-{name}"}}})
+    kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "20Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": f"/tmp/{pv}"},
+                "claimRef": {"namespace": namespace, "name": f"initializer-{name}"},
+            },
+        }
+    )
     yield name
     kube.delete("persistentvolume", pv)
 
@@ -110,11 +129,15 @@ def test_builtin_trainer_torchtune(client: TrainerClient, kube: Kube, namespace:
         runtime=client.get_runtime("torchtune-llama3.2-1b"),
         initializer=Initializer(
             dataset=HuggingFaceDatasetInitializer(storage_uri="hf://tatsu-lab/alpaca/data"),
-            model=HuggingFaceModelInitializer(storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct",
-                                              access_token="hf_fake")),
-        trainer=BuiltinTrainer(config=TorchTuneConfig(epochs=1, batch_size=2, num_nodes=1,
-                                                      resources_per_node={"gpu": 1})),
-        options=[Name(initializer_volume)])
+            model=HuggingFaceModelInitializer(
+                storage_uri="hf://meta-llama/Llama-3.2-1B-Instruct", access_token="hf_fake"
+            ),
+        ),
+        trainer=BuiltinTrainer(
+            config=TorchTuneConfig(epochs=1, batch_size=2, num_nodes=1, resources_per_node={"gpu": 1})
+        ),
+        options=[Name(initializer_volume)],
+    )
     assert name == initializer_volume
     jobset: dict[str, Any] = eventually(lambda: kube.get("jobset", name, namespace), "the JobSet", timeout=30)
     node = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == "node")
@@ -140,7 +163,7 @@ CACHE_SA = "kubeflow-trainer-cache-initializer"
 def data_cache(kube: Kube, namespace: str, operator: OperatorProcess) -> Iterator[str]:
     """What `manifests/overlays/data-cache` installs, with the ServiceAccount and RoleBinding in this namespace."""
     runtime = yaml.safe_load(CACHE_RUNTIME.read_text())
-    kube.apply(runtime)   # through our runtime webhook
+    kube.apply(runtime)  # through our runtime webhook
     for obj in (d for d in yaml.safe_load_all(CACHE_RBAC.read_text()) if d):
         if obj["kind"] != "ClusterRole":
             obj["metadata"]["namespace"] = namespace
@@ -153,32 +176,55 @@ def data_cache(kube: Kube, namespace: str, operator: OperatorProcess) -> Iterato
 
 def jobs_of(kube: Kube, namespace: str, trainjob_name: str) -> dict[str, dict[str, Any]]:
     """The batch Jobs of a TrainJob's JobSet, by replicated job name."""
-    return {j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j
-            for j in kube.items("jobs", namespace)
-            if j["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == trainjob_name}
+    return {
+        j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: j
+        for j in kube.items("jobs", namespace)
+        if j["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == trainjob_name
+    }
 
 
 def test_data_cache_initializer_end_to_end(client: TrainerClient, kube: Kube, namespace: str, data_cache: str) -> None:
     """The unmodified SDK's DataCacheInitializer against torch-distributed-with-cache: admitted, rendered with the
     cache initializer's env and identity, and the trainer starts only once the cache initializer completed."""
-    slow_initializer = RuntimePatch(training_runtime_spec=TrainingRuntimeSpecPatch(template=JobSetTemplatePatch(
-        spec=JobSetSpecPatch(replicated_jobs=[ReplicatedJobPatch(name="dataset-initializer", template=JobTemplatePatch(
-            spec=JobSpecPatch(template=PodTemplatePatch(metadata={"annotations": {RUN_FOR: "6s"}}))))]))))
+    slow_initializer = RuntimePatch(
+        training_runtime_spec=TrainingRuntimeSpecPatch(
+            template=JobSetTemplatePatch(
+                spec=JobSetSpecPatch(
+                    replicated_jobs=[
+                        ReplicatedJobPatch(
+                            name="dataset-initializer",
+                            template=JobTemplatePatch(
+                                spec=JobSpecPatch(template=PodTemplatePatch(metadata={"annotations": {RUN_FOR: "6s"}}))
+                            ),
+                        )
+                    ]
+                )
+            )
+        )
+    )
     name = client.train(
         runtime=client.get_runtime(data_cache),
-        initializer=Initializer(dataset=DataCacheInitializer(
-            storage_uri="cache://sales/orders", metadata_loc="s3://bucket/orders/metadata.json", num_data_nodes=2,
-            worker_mem="8Gi", iam_role="arn:aws:iam::123456789012:role/cache")),
+        initializer=Initializer(
+            dataset=DataCacheInitializer(
+                storage_uri="cache://sales/orders",
+                metadata_loc="s3://bucket/orders/metadata.json",
+                num_data_nodes=2,
+                worker_mem="8Gi",
+                iam_role="arn:aws:iam::123456789012:role/cache",
+            )
+        ),
         trainer=CustomTrainer(func=train_fn, num_nodes=2),
-        options=[slow_initializer])
+        options=[slow_initializer],
+    )
     jobset: dict[str, Any] = eventually(lambda: kube.get("jobset", name, namespace), "the JobSet", timeout=30)
     init_pod = rjob(jobset, "dataset-initializer")["template"]["spec"]["template"]["spec"]
     assert init_pod["serviceAccountName"] == CACHE_SA
     env = env_of(init_pod["containers"][0])
     assert env == {
         "CACHE_IMAGE": "ghcr.io/kubeflow/trainer/data-cache:v2.3.0",
-        "TRAIN_JOB_NAME": {"fieldRef": {"apiVersion": "v1",
-                                        "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}},
+        "TRAIN_JOB_NAME": {
+            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}
+        },
         "HOME": "/tmp",
         "STORAGE_URI": "cache://sales/orders",
         "CLUSTER_SIZE": "3",
@@ -192,7 +238,8 @@ def test_data_cache_initializer_end_to_end(client: TrainerClient, kube: Kube, na
     assert [p["spec"]["serviceAccountName"] for p in init_pods] == [CACHE_SA]
     # order: the node Job is created only after the cache initializer's Job completed
     jobs: dict[str, dict[str, Any]] = eventually(
-        lambda: (found := jobs_of(kube, namespace, name)) and "node" in found and found, "the node Job", timeout=60)
+        lambda: (found := jobs_of(kube, namespace, name)) and "node" in found and found, "the node Job", timeout=60
+    )
     initializer = jobs["dataset-initializer"]
     assert initializer["status"].get("succeeded") == 1 and initializer["status"].get("completionTime")
     assert initializer["status"]["completionTime"] <= jobs["node"]["metadata"]["creationTimestamp"]

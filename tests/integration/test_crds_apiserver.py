@@ -33,8 +33,9 @@ def crds(cluster: Any) -> Any:
         "-f",
         str(crdgen.CRD_DIR),
     )
-    wait_for(lambda: cluster_lib.crds_established(cluster, c.GROUP, len(CRD_NAMES)), timeout=60,
-             what="our CRDs Established")
+    wait_for(
+        lambda: cluster_lib.crds_established(cluster, c.GROUP, len(CRD_NAMES)), timeout=60, what="our CRDs Established"
+    )
     return cluster
 
 
@@ -296,11 +297,11 @@ def test_trainjob_immutability(crds: Any, namespace: str) -> None:
     assert patch({"spec": {"trainer": {"numNodes": 2}}}).returncode == 0
     changed = patch({"spec": {"trainer": {"image": "other"}}})
     assert changed.returncode != 0
-    assert 'spec.trainer: Invalid value: field is immutable' in changed.stderr
+    assert "spec.trainer: Invalid value: field is immutable" in changed.stderr
     assert patch({"spec": {"suspend": False}}).returncode == 0
     running = patch({"spec": {"trainer": {"numNodes": 3}}})
     assert running.returncode != 0
-    assert 'spec.trainer: Invalid value: field is immutable' in running.stderr
+    assert "spec.trainer: Invalid value: field is immutable" in running.stderr
 
 
 def test_trainjob_status_rules(crds: Any, namespace: str) -> None:

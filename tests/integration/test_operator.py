@@ -19,29 +19,51 @@ WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
 CHILD_RESOURCES = ("configmaps", "secrets", "jobsets", "podgroups", "trainjobs", "events")
 
 
-def runtime(namespace: str, name: str = "torch", pod_annotations: dict[str, str] | None = None,
-            jobset_fields: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
-            replicas: int | None = None) -> dict[str, Any]:
-    pod: dict[str, Any] = {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0",
-                                                    "command": ["torchrun", "train.py"]}]}}
+def runtime(
+    namespace: str,
+    name: str = "torch",
+    pod_annotations: dict[str, str] | None = None,
+    jobset_fields: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    replicas: int | None = None,
+) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "spec": {
+            "containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun", "train.py"]}]
+        }
+    }
     if pod_annotations:
         pod["metadata"] = {"annotations": pod_annotations}
-    rjob: dict[str, Any] = {"name": "node", "template": {
-        "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-        "spec": {"backoffLimit": 0, "template": pod}}}
+    rjob: dict[str, Any] = {
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+            "spec": {"backoffLimit": 0, "template": pod},
+        },
+    }
     if replicas is not None:
         rjob["replicas"] = replicas
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = labels
-    return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime", "metadata": meta,
-            "spec": {"mlPolicy": {"numNodes": 1, "torch": {}},
-                     "template": {"spec": {"replicatedJobs": [rjob], **(jobset_fields or {})}}}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": meta,
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [rjob], **(jobset_fields or {})}},
+        },
+    }
 
 
 def trainjob(namespace: str, name: str, runtime_name: str = "torch", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
+    }
 
 
 def get_trainjob(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
@@ -55,8 +77,11 @@ def reconciles(operator: OperatorProcess) -> float:
 
 
 def writes(operator: OperatorProcess) -> float:
-    return sum(operator.metric("trainjob_operator_api_requests_total", verb=verb, resource=resource)
-               for verb in WRITE_VERBS for resource in CHILD_RESOURCES)
+    return sum(
+        operator.metric("trainjob_operator_api_requests_total", verb=verb, resource=resource)
+        for verb in WRITE_VERBS
+        for resource in CHILD_RESOURCES
+    )
 
 
 def settle(operator: OperatorProcess, kube: Kube, namespace: str, name: str) -> None:
@@ -66,24 +91,36 @@ def settle(operator: OperatorProcess, kube: Kube, namespace: str, name: str) -> 
     eventually(lambda: reconciles(operator) > before, f"a reconcile of {name}", timeout=30)
 
 
-def test_torch_trainjob_runs_to_complete_with_upstreams_status(kube: Kube, operator: OperatorProcess,
-                                                                namespace: str) -> None:
+def test_torch_trainjob_runs_to_complete_with_upstreams_status(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
     kube.apply(runtime(namespace), trainjob(namespace, "torch-job", trainer={"numNodes": 2}))
     jobset = eventually(lambda: kube.get("jobset", "torch-job", namespace), "the JobSet")
     job = get_trainjob(kube, namespace, "torch-job")
-    assert jobset["metadata"]["ownerReferences"] == [{
-        "apiVersion": c.API_VERSION, "kind": "TrainJob", "name": "torch-job", "uid": job["metadata"]["uid"],
-        "controller": True, "blockOwnerDeletion": True}]
+    assert jobset["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": "TrainJob",
+            "name": "torch-job",
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     node = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in node["env"]}
     assert (env["PET_NNODES"], env["PET_MASTER_ADDR"]) == ("2", "torch-job-node-0-0.torch-job")
     snapshot = kube.get("configmap", "torch-job-runtime-snapshot", namespace)
     assert snapshot is not None and "kind: TrainingRuntime" in snapshot["data"]["runtime"]
 
-    done = eventually(lambda: condition(kube.get("trainjob", "torch-job", namespace), "Complete"), "Complete",
-                      timeout=90)
-    assert (done["status"], done["reason"], done["message"]) == ("True", "AllJobsCompleted",
-                                                                 "jobset completed successfully")
+    done = eventually(
+        lambda: condition(kube.get("trainjob", "torch-job", namespace), "Complete"), "Complete", timeout=90
+    )
+    assert (done["status"], done["reason"], done["message"]) == (
+        "True",
+        "AllJobsCompleted",
+        "jobset completed successfully",
+    )
     job = get_trainjob(kube, namespace, "torch-job")
     assert [cond["type"] for cond in job["status"]["conditions"]] == ["Complete"]
     assert (job["status"]["state"], job["status"]["nodes"]) == ("Complete", 2)
@@ -95,27 +132,49 @@ def test_torch_trainjob_runs_to_complete_with_upstreams_status(kube: Kube, opera
 
 def test_failing_pod_fails_the_trainjob(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     kube.apply(runtime(namespace, pod_annotations={EXIT_CODE: "3"}), trainjob(namespace, "failing"))
-    failed = eventually(lambda: condition(kube.get("trainjob", "failing", namespace), "Failed"), "Failed",
-                        timeout=90)
+    failed = eventually(lambda: condition(kube.get("trainjob", "failing", namespace), "Failed"), "Failed", timeout=90)
     # Copied verbatim from the JobSet (v0.12 names the first failed Job).
     assert (failed["status"], failed["reason"], failed["message"]) == (
-        "True", "FailedJobs", "jobset failed due to one or more job failures (first failed job: failing-node-0)")
+        "True",
+        "FailedJobs",
+        "jobset failed due to one or more job failures (first failed job: failing-node-0)",
+    )
     assert get_trainjob(kube, namespace, "failing")["status"]["state"] == "Failed"
 
 
 def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
-    kube.apply(runtime(namespace, pod_annotations={RUN_FOR: "120s"}),
-               trainjob(namespace, "queued", suspend=True, trainer={"numNodes": 1}))
-    eventually(lambda: (kube.get("jobset", "queued", namespace) or {}).get("spec", {}).get("suspend") is True,
-               "a suspended JobSet")
+    kube.apply(
+        runtime(namespace, pod_annotations={RUN_FOR: "120s"}),
+        trainjob(namespace, "queued", suspend=True, trainer={"numNodes": 1}),
+    )
+    eventually(
+        lambda: (kube.get("jobset", "queued", namespace) or {}).get("spec", {}).get("suspend") is True,
+        "a suspended JobSet",
+    )
     suspended = eventually(lambda: condition(kube.get("trainjob", "queued", namespace), "Suspended"), "Suspended")
     assert (suspended["status"], suspended["reason"], suspended["message"]) == (
-        "True", "Suspended", "TrainJob is suspended")
+        "True",
+        "Suspended",
+        "TrainJob is suspended",
+    )
     assert get_trainjob(kube, namespace, "queued")["status"]["state"] == "Suspended"
 
     # What Kueue does on admission: one update that adds its runtime patch and unsuspends.
-    patch = {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu-a"}}}}}}]}}}}
+    patch = {
+        "manager": "kueue.x-k8s.io/manager",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu-a"}}}}},
+                        }
+                    ]
+                }
+            }
+        },
+    }
     kube.patch("trainjob", "queued", namespace, {"spec": {"suspend": False, "runtimePatches": [patch]}})
 
     def resumed_jobset() -> dict[str, Any] | None:
@@ -126,8 +185,15 @@ def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProc
     pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"pool": "gpu-a"}
     # Resumed: the Suspended condition goes (no Suspended=False), so the kubeflow SDK can report Running (D18).
-    resumed = eventually(lambda: (job := kube.get("trainjob", "queued", namespace)) and
-                         condition(job, "Suspended") is None and job["status"].get("startTime") and job, "resumed")
+    resumed = eventually(
+        lambda: (
+            (job := kube.get("trainjob", "queued", namespace))
+            and condition(job, "Suspended") is None
+            and job["status"].get("startTime")
+            and job
+        ),
+        "resumed",
+    )
     assert "conditions" not in resumed["status"]
     stamped = get_trainjob(kube, namespace, "queued")["spec"]["runtimePatches"][0]
     assert stamped["manager"] == "kueue.x-k8s.io/manager" and stamped["time"]
@@ -135,34 +201,51 @@ def test_suspend_then_atomic_patch_and_resume(kube: Kube, operator: OperatorProc
     # While running, the webhook refuses patch changes and the JobSet is never mutated.
     refused = kube.patch("trainjob", "queued", namespace, {"spec": {"runtimePatches": []}}, check=False)
     assert refused.returncode != 0
-    assert "RuntimePatches can only be modified when the TrainJob is suspended before or after the update" in \
-        refused.stderr
+    assert (
+        "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
+        in refused.stderr
+    )
 
 
 def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     mpi_runtime = runtime(namespace, "mpi")
     mpi_runtime["spec"]["mlPolicy"] = {"numNodes": 1, "mpi": {"numProcPerNode": 1}}
     node = mpi_runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
-    launcher = {"name": "launcher", "template": {"spec": {"backoffLimit": 0, "template": {"spec": {
-        "containers": [{"name": "node", "image": "mpi", "command": ["mpirun", "hostname"]}]}}}}}
+    launcher = {
+        "name": "launcher",
+        "template": {
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {"containers": [{"name": "node", "image": "mpi", "command": ["mpirun", "hostname"]}]}
+                },
+            }
+        },
+    }
     node["template"]["metadata"] = {}
     launcher["template"]["metadata"] = {"labels": {c.ANCESTOR_LABEL: "trainer"}}
     mpi_runtime["spec"]["template"]["spec"]["replicatedJobs"] = [launcher, node]
     kube.apply(mpi_runtime, trainjob(namespace, "mpi-job", runtime_name="mpi", trainer={"numNodes": 2}))
     secret = eventually(lambda: kube.get("secret", "mpi-job-mpi-ssh-auth", namespace), "the SSH Secret")
     assert (secret["type"], secret["immutable"], sorted(secret["data"])) == (
-        "kubernetes.io/ssh-auth", True, ["ssh-privatekey", "ssh-publickey"])
+        "kubernetes.io/ssh-auth",
+        True,
+        ["ssh-privatekey", "ssh-publickey"],
+    )
     hostfile = eventually(lambda: kube.get("configmap", "mpi-job-mpi-hostfile", namespace), "the hostfile")
     assert hostfile["data"]["hostfile"] == "mpi-job-node-0-0.mpi-job slots=1\nmpi-job-node-0-1.mpi-job slots=1\n"
     eventually(lambda: condition(kube.get("trainjob", "mpi-job", namespace), "Complete"), "Complete", timeout=90)
-    assert kube.get("secret", "mpi-job-mpi-ssh-auth", namespace)["metadata"]["resourceVersion"] == \
-        secret["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert (
+        kube.get("secret", "mpi-job-mpi-ssh-auth", namespace)["metadata"]["resourceVersion"]
+        == secret["metadata"]["resourceVersion"]
+    )  # type: ignore[index]
     assert secret["data"]["ssh-privatekey"] not in operator.log()
     assert "PRIVATE KEY" not in operator.log()
 
 
-def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(kube: Kube, operator: OperatorProcess,
-                                                              namespace: str) -> None:
+def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
     flux_runtime = runtime(namespace, "flux")
     flux_runtime["spec"]["mlPolicy"] = {"numNodes": 1, "flux": {"numProcPerNode": 2}}
     kube.apply(flux_runtime, trainjob(namespace, "flux-job", runtime_name="flux", trainer={"numNodes": 2}))
@@ -176,8 +259,10 @@ def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(kube: Kube, operat
     assert [ic["name"] for ic in pod["initContainers"]] == ["flux-installer"]
     assert pod["containers"][0]["command"] == ["/bin/bash", "/etc/flux-config/entrypoint.sh", "torchrun train.py"]
     eventually(lambda: condition(kube.get("trainjob", "flux-job", namespace), "Complete"), "Complete", timeout=90)
-    assert kube.get("secret", "flux-job-flux-curve", namespace)["metadata"]["resourceVersion"] == \
-        secret["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert (
+        kube.get("secret", "flux-job-flux-curve", namespace)["metadata"]["resourceVersion"]
+        == secret["metadata"]["resourceVersion"]
+    )  # type: ignore[index]
     assert secret["data"]["curve.cert"] not in operator.log()
     assert "secret-key" not in operator.log()
 
@@ -193,29 +278,45 @@ def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: Operato
 
 
 def test_errors_reach_the_status_and_clear_when_fixed(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
-    squatter = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "blocked-runtime-snapshot", "namespace": namespace},
-                "data": {"owner": "someone-else"}}
+    squatter = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "blocked-runtime-snapshot", "namespace": namespace},
+        "data": {"owner": "someone-else"},
+    }
     kube.apply(runtime(namespace), squatter)
     kube.apply(trainjob(namespace, "blocked"))
-    failed = eventually(lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed"),
-                        "the ReconcileFailed condition")
+    failed = eventually(
+        lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed"),
+        "the ReconcileFailed condition",
+    )
     assert (failed["status"], failed["reason"], failed["message"]) == (
-        "True", "InvalidRuntimeSnapshot",
-        "invalid runtime snapshot: a snapshot configmap exists but is owned by another object")
+        "True",
+        "InvalidRuntimeSnapshot",
+        "invalid runtime snapshot: a snapshot configmap exists but is owned by another object",
+    )
     assert get_trainjob(kube, namespace, "blocked")["status"]["state"] == "Error"
-    events = eventually(lambda: [e for e in kube.items("events", namespace)
-                                 if e["involvedObject"].get("name") == "blocked"
-                                 and e["reason"] == "TrainJobResourcesCreationFailed"], "a Warning event")
+    events = eventually(
+        lambda: [
+            e
+            for e in kube.items("events", namespace)
+            if e["involvedObject"].get("name") == "blocked" and e["reason"] == "TrainJobResourcesCreationFailed"
+        ],
+        "a Warning event",
+    )
     assert events[0]["type"] == "Warning"
-    assert events[0]["message"] == ("TrainJob resources reconciliation failed: invalid runtime snapshot: a snapshot "
-                                    "configmap exists but is owned by another object")
+    assert events[0]["message"] == (
+        "TrainJob resources reconciliation failed: invalid runtime snapshot: a snapshot "
+        "configmap exists but is owned by another object"
+    )
     assert kube.get("jobset", "blocked", namespace) is None
 
     kube.delete("configmap", "blocked-runtime-snapshot", namespace)
     eventually(lambda: kube.get("jobset", "blocked", namespace), "the JobSet once the cause is gone", timeout=90)
-    eventually(lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed") is None,
-               "the condition cleared")
+    eventually(
+        lambda: condition(kube.get("trainjob", "blocked", namespace), "ReconcileFailed") is None,
+        "the condition cleared",
+    )
 
 
 def test_webhooks_refuse_bad_input_naming_the_field(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
@@ -243,11 +344,13 @@ def test_webhooks_refuse_bad_input_naming_the_field(kube: Kube, operator: Operat
     assert crd_level.returncode != 0 and "metadata.name must match RFC 1035 DNS label format" in crd_level.stderr
 
 
-def test_runtime_created_a_moment_before_its_trainjob_is_never_refused(kube: Kube, operator: OperatorProcess,
-                                                                       namespace: str) -> None:
+def test_runtime_created_a_moment_before_its_trainjob_is_never_refused(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
     for i in range(3):
-        result = kube.apply(runtime(namespace, f"fresh-{i}"), trainjob(namespace, f"fresh-{i}", f"fresh-{i}"),
-                            check=False)
+        result = kube.apply(
+            runtime(namespace, f"fresh-{i}"), trainjob(namespace, f"fresh-{i}", f"fresh-{i}"), check=False
+        )
         assert result.returncode == 0, result.stderr
     for i in range(3):
         eventually(lambda i=i: kube.get("jobset", f"fresh-{i}", namespace), f"JobSet fresh-{i}")
@@ -260,19 +363,23 @@ def test_external_manager_is_left_alone(kube: Kube, operator: OperatorProcess, n
     assert get_trainjob(kube, namespace, "remote").get("status") in (None, {})
 
 
-def test_active_deadline_fails_a_running_job_and_deletes_its_jobset(kube: Kube, operator: OperatorProcess,
-                                                                    namespace: str) -> None:
-    kube.apply(runtime(namespace, pod_annotations={RUN_FOR: "300s"}),
-               trainjob(namespace, "slow", activeDeadlineSeconds=3))
+def test_active_deadline_fails_a_running_job_and_deletes_its_jobset(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    kube.apply(
+        runtime(namespace, pod_annotations={RUN_FOR: "300s"}), trainjob(namespace, "slow", activeDeadlineSeconds=3)
+    )
     eventually(lambda: kube.get("jobset", "slow", namespace), "the JobSet")
-    failed = eventually(lambda: condition(kube.get("trainjob", "slow", namespace), "Failed"), "DeadlineExceeded",
-                        timeout=60)
+    failed = eventually(
+        lambda: condition(kube.get("trainjob", "slow", namespace), "Failed"), "DeadlineExceeded", timeout=60
+    )
     assert (failed["reason"], failed["message"]) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
     eventually(lambda: kube.get("jobset", "slow", namespace) is None, "the JobSet deleted")
 
 
-def test_never_suspended_trainjob_takes_at_most_three_writes_to_its_jobset(kube: Kube, operator: OperatorProcess,
-                                                                           namespace: str) -> None:
+def test_never_suspended_trainjob_takes_at_most_three_writes_to_its_jobset(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
     # The JobSet is managed by nobody, so its status never changes and the count settles.
     kube.apply(runtime(namespace, jobset_fields={"managedBy": "example.com/nobody"}))
     before = writes(operator)
@@ -286,11 +393,21 @@ def test_never_suspended_trainjob_takes_at_most_three_writes_to_its_jobset(kube:
     assert not job.get("status")  # nothing to report yet: no write, no condition (the kubeflow SDK sees "Created")
 
 
-def test_leader_failover_to_a_second_replica(kube: Kube, operator: OperatorProcess, namespace: str,
-                                            tmp_path: Any) -> None:
-    standby = OperatorProcess(operator.kubeconfig, "operator-b", {"leader_election": {
-        "lease_name": "trainjob-operator-test", "lease_duration_seconds": 4, "renew_deadline_seconds": 3,
-        "retry_period_seconds": 1}}).start(tmp_path)
+def test_leader_failover_to_a_second_replica(
+    kube: Kube, operator: OperatorProcess, namespace: str, tmp_path: Any
+) -> None:
+    standby = OperatorProcess(
+        operator.kubeconfig,
+        "operator-b",
+        {
+            "leader_election": {
+                "lease_name": "trainjob-operator-test",
+                "lease_duration_seconds": 4,
+                "renew_deadline_seconds": 3,
+                "retry_period_seconds": 1,
+            }
+        },
+    ).start(tmp_path)
     try:
         eventually(standby.ready, "the standby's readiness", timeout=60)
         assert standby.metric("trainjob_operator_leader") == 0

@@ -36,25 +36,48 @@ sys.exit(0 if ok else 1)
 
 
 def runtime(namespace: str) -> dict[str, Any]:
-    pod = {"metadata": {"annotations": {RUN_FOR: "600s"}},
-           "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"]}]}}
-    return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime",
-            "metadata": {"name": "torch", "namespace": namespace},
-            "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [
-                {"name": "node", "template": {"metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-                                              "spec": {"template": pod}}}]}}}}
+    pod = {
+        "metadata": {"annotations": {RUN_FOR: "600s"}},
+        "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"]}]},
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "torch", "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+                                "spec": {"template": pod},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
 
 
 def trainjob(namespace: str, name: str) -> dict[str, Any]:
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}},
+    }
 
 
 def running_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
     def pod() -> dict[str, Any] | None:
         for item in kube.items("pods", namespace):
-            if (item["metadata"].get("labels") or {}).get(c.JOBSET_NAME_LABEL) == name and \
-                    (item.get("status") or {}).get("phase") == "Running":
+            if (item["metadata"].get("labels") or {}).get(c.JOBSET_NAME_LABEL) == name and (
+                item.get("status") or {}
+            ).get("phase") == "Running":
                 return item
         return None
 
@@ -62,12 +85,19 @@ def running_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
     return found
 
 
-def token(kube: Kube, namespace: str, audience: str, pod: dict[str, Any] | None = None,
-          account: str = "default") -> str:
+def token(
+    kube: Kube, namespace: str, audience: str, pod: dict[str, Any] | None = None, account: str = "default"
+) -> str:
     args = ["create", "token", account, "-n", namespace, "--audience", audience, "--duration", "10m"]
     if pod is not None:
-        args += ["--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"],
-                 "--bound-object-uid", pod["metadata"]["uid"]]
+        args += [
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            pod["metadata"]["name"],
+            "--bound-object-uid",
+            pod["metadata"]["uid"],
+        ]
     return kube.run(*args).stdout.strip()
 
 
@@ -110,8 +140,15 @@ def post(url: str, ca: Path, bearer: str | None, body: bytes | dict[str, Any]) -
 
 
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 @pytest.fixture
@@ -120,35 +157,51 @@ def jobs(kube: Kube, operator: OperatorProcess, namespace: str, tmp_path: Path) 
     return Job(kube, namespace, "alpha", tmp_path), Job(kube, namespace, "beta", tmp_path)
 
 
-def test_the_sdk_helper_reports_progress_from_a_trainer_pod(kube: Kube, operator: OperatorProcess,
-                                                             jobs: tuple[Job, Job], tmp_path: Path) -> None:
+def test_the_sdk_helper_reports_progress_from_a_trainer_pod(
+    kube: Kube, operator: OperatorProcess, jobs: tuple[Job, Job], tmp_path: Path
+) -> None:
     job = jobs[0]
     assert {k: v for k, v in job.env.items() if k.startswith("KUBEFLOW_TRAINER_")} == {
         "KUBEFLOW_TRAINER_SERVER_URL": f"https://127.0.0.1:{operator.status_port}/apis/trainer.kubeflow.org/v1alpha1"
-                                       f"/namespaces/{job.namespace}/trainjobs/alpha/status",
+        f"/namespaces/{job.namespace}/trainjobs/alpha/status",
         "KUBEFLOW_TRAINER_SERVER_CA_CERT": "/var/run/secrets/kubeflow/trainer/ca.crt",
-        "KUBEFLOW_TRAINER_SERVER_TOKEN": "/var/run/secrets/kubeflow/trainer/token"}
-    assert {"name": "kubeflow-trainer-token", "mountPath": "/var/run/secrets/kubeflow/trainer",
-            "readOnly": True} in job.mounts
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": "/var/run/secrets/kubeflow/trainer/token",
+    }
+    assert {
+        "name": "kubeflow-trainer-token",
+        "mountPath": "/var/run/secrets/kubeflow/trainer",
+        "readOnly": True,
+    } in job.mounts
     projected = next(v for v in job.volumes if v["name"] == "kubeflow-trainer-token")["projected"]["sources"]
-    assert projected[0]["serviceAccountToken"] == {"audience": audience(job.namespace, "alpha"),
-                                                   "expirationSeconds": 3600, "path": "token"}
+    assert projected[0]["serviceAccountToken"] == {
+        "audience": audience(job.namespace, "alpha"),
+        "expirationSeconds": 3600,
+        "path": "token",
+    }
 
     # The pod's files, where this host can read them: the CA from the ConfigMap, a token the API server issued for
     # this very pod with the projected volume's audience.
     token_file = tmp_path / "token"
     token_file.write_text(job.token)
-    env = {**os.environ, "KUBEFLOW_TRAINER_SERVER_URL": job.url, "KUBEFLOW_TRAINER_SERVER_CA_CERT": str(job.ca),
-           "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token_file)}
+    env = {
+        **os.environ,
+        "KUBEFLOW_TRAINER_SERVER_URL": job.url,
+        "KUBEFLOW_TRAINER_SERVER_CA_CERT": str(job.ca),
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token_file),
+    }
     result = subprocess.run([sys.executable, "-c", SDK_CALL], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, f"update_trainjob_status returned False: {result.stderr}\n{operator.log()}"
 
-    current = json.loads(kube.run("get", "trainjob", "alpha", "-n", job.namespace, "-o", "json",
-                                  "--show-managed-fields").stdout)
+    current = json.loads(
+        kube.run("get", "trainjob", "alpha", "-n", job.namespace, "-o", "json", "--show-managed-fields").stdout
+    )
     trainer_status = current["status"]["trainerStatus"]
     stamp = trainer_status.pop("lastUpdatedTime")
-    assert trainer_status == {"progressPercentage": 42, "estimatedRemainingSeconds": 120,
-                              "metrics": [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}]}
+    assert trainer_status == {
+        "progressPercentage": 42,
+        "estimatedRemainingSeconds": 120,
+        "metrics": [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
+    }
     assert stamp.endswith("Z") and len(stamp) == len("2026-11-23T10:00:00Z")
     managers = {m["manager"]: m for m in current["metadata"]["managedFields"]}
     assert "f:trainerStatus" in json.dumps(managers["trainer-status"]["fieldsV1"])
@@ -156,12 +209,15 @@ def test_the_sdk_helper_reports_progress_from_a_trainer_pod(kube: Kube, operator
     assert operator.metric("trainjob_operator_status_updates_total", code="200") >= 1
     count = operator.metric("trainjob_operator_status_update_duration_seconds_count")
     total = operator.metric("trainjob_operator_status_update_duration_seconds_sum")
-    print(f"\nstatus server: {count:.0f} request(s), mean {total / count * 1000:.1f} ms (TokenReview, pod and "
-          f"status apply included)")
+    print(
+        f"\nstatus server: {count:.0f} request(s), mean {total / count * 1000:.1f} ms (TokenReview, pod and "
+        f"status apply included)"
+    )
 
 
-def test_everything_else_gets_upstreams_answers(kube: Kube, operator: OperatorProcess, jobs: tuple[Job, Job],
-                                                tmp_path: Path) -> None:
+def test_everything_else_gets_upstreams_answers(
+    kube: Kube, operator: OperatorProcess, jobs: tuple[Job, Job], tmp_path: Path
+) -> None:
     alpha, beta = jobs
     ns = alpha.namespace
     forbidden = (403, status(403, "Forbidden", "Forbidden"))
@@ -171,35 +227,53 @@ def test_everything_else_gets_upstreams_answers(kube: Kube, operator: OperatorPr
         "no token": (alpha.url, None, good),
         "a forged token": (alpha.url, f"eyJhbGciOiJSUzI1NiJ9.{fake.decode().rstrip('=')}.c2lnbmF0dXJl", good),
         "a token for the API server's audience": (
-            alpha.url, token(kube, ns, "https://kubernetes.default.svc.cluster.local", alpha.pod), good),
+            alpha.url,
+            token(kube, ns, "https://kubernetes.default.svc.cluster.local", alpha.pod),
+            good,
+        ),
         "alpha's token on beta's route": (beta.url, alpha.token, good),
         "a token for beta's audience bound to alpha's pod": (
-            beta.url, token(kube, ns, audience(ns, "beta"), alpha.pod), good),
+            beta.url,
+            token(kube, ns, audience(ns, "beta"), alpha.pod),
+            good,
+        ),
         "a token with the audience but bound to no pod": (alpha.url, token(kube, ns, audience(ns, "alpha")), good),
     }
     for what, (url, bearer, body) in cases.items():
         assert post(url, alpha.ca, bearer, body) == forbidden, what
 
     assert post(alpha.url, alpha.ca, alpha.token, b"x" * 70000) == (
-        413, status(413, "RequestEntityTooLarge", "Payload too large"))
+        413,
+        status(413, "RequestEntityTooLarge", "Payload too large"),
+    )
     assert post(alpha.url, alpha.ca, alpha.token, b"{not json") == (422, status(422, "Invalid", "Invalid payload"))
     assert post(alpha.url, alpha.ca, alpha.token, {"trainerStatus": {"progressPercentage": "7"}}) == (
-        422, status(422, "Invalid", "Invalid payload"))
-    code, answer = post(alpha.url, alpha.ca, alpha.token,
-                        {"trainerStatus": {"progressPercentage": 150, "lastUpdatedTime": "2026-11-23T10:00:00Z"}})
+        422,
+        status(422, "Invalid", "Invalid payload"),
+    )
+    code, answer = post(
+        alpha.url,
+        alpha.ca,
+        alpha.token,
+        {"trainerStatus": {"progressPercentage": 150, "lastUpdatedTime": "2026-11-23T10:00:00Z"}},
+    )
     assert (code, answer["reason"]) == (422, "Invalid") and "progressPercentage" in answer["message"], answer
     code, answer = post(alpha.url, alpha.ca, alpha.token, {"trainerStatus": {"progressPercentage": 7}})
     assert (code, answer["reason"]) == (422, "Invalid") and "lastUpdatedTime is required" in answer["message"]
     assert post(alpha.url, alpha.ca, alpha.token, {}) == (200, {}), "no trainerStatus: echoed, nothing written"
     assert post(alpha.url.replace("/status", "/scale"), alpha.ca, alpha.token, good) == (
-        404, status(404, "NotFound", "Not found"))
-    assert ((kube.get("trainjob", "alpha", ns) or {}).get("status") or {}).get("trainerStatus") is None, \
+        404,
+        status(404, "NotFound", "Not found"),
+    )
+    assert ((kube.get("trainjob", "alpha", ns) or {}).get("status") or {}).get("trainerStatus") is None, (
         "no refused request wrote anything"
+    )
     assert post(beta.url, beta.ca, beta.token, good)[0] == 200, "beta's own token still works"
 
 
-def test_expired_tokens_signed_by_the_issuer_are_refused(kube: Kube, operator: OperatorProcess,
-                                                         jobs: tuple[Job, Job]) -> None:
+def test_expired_tokens_signed_by_the_issuer_are_refused(
+    kube: Kube, operator: OperatorProcess, jobs: tuple[Job, Job]
+) -> None:
     alpha = jobs[0]
     key = signing_key(kube)
     if key is None:
@@ -218,14 +292,17 @@ def test_updates_are_rate_limited_per_trainjob(kube: Kube, operator: OperatorPro
     started = time.perf_counter()
     codes = [post(alpha.url, alpha.ca, alpha.token, {})[0] for _ in range(40)]
     each = (time.perf_counter() - started) / 40 * 1000
-    print(f"\n40 authenticated requests (new TLS connection each): {each:.1f} ms per request; "
-          f"answers {sorted(set(codes))}")
+    print(
+        f"\n40 authenticated requests (new TLS connection each): {each:.1f} ms per request; "
+        f"answers {sorted(set(codes))}"
+    )
     assert codes.count(429) > 0 and codes[0] == 200, codes
     assert post(alpha.url, alpha.ca, alpha.token, {}) == (429, status(429, "TooManyRequests", "Too many requests"))
     assert post(beta.url, beta.ca, beta.token, {})[0] == 200, "another TrainJob keeps its own budget"
 
 
 # --- an expired token, signed like the API server signs ------------------------------------------------------------
+
 
 def signing_key(kube: Kube) -> bytes | None:
     """The service-account signing key of this cluster's kube-apiserver (a local process), found by its port."""

@@ -58,27 +58,63 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bare]:
     tmp = tmp_path_factory.mktemp("bare")
     name = f"{cluster_lib.cluster_name()}-bare"
     config = tmp / "kwokctl.yaml"
-    config.write_text(json.dumps({
-        "kind": "KwokctlConfiguration", "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-        "options": {"runtime": "binary", "bindAddress": "127.0.0.1", "kubeBinaryPrefix": str(bin_dir),
-                    "kubectlBinary": str(bin_dir / "kubectl"), "etcdBinary": str(bin_dir / "etcd"),
-                    "kwokControllerBinary": str(bin_dir / "kwok"), "kubeAuthorization": True,
+    config.write_text(
+        json.dumps(
+            {
+                "kind": "KwokctlConfiguration",
+                "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+                "options": {
+                    "runtime": "binary",
+                    "bindAddress": "127.0.0.1",
+                    "kubeBinaryPrefix": str(bin_dir),
+                    "kubectlBinary": str(bin_dir / "kubectl"),
+                    "etcdBinary": str(bin_dir / "etcd"),
+                    "kwokControllerBinary": str(bin_dir / "kwok"),
+                    "kubeAuthorization": True,
                     "kubeVersion": cluster_lib._version_of(bin_dir, "kubernetes"),
-                    "etcdVersion": cluster_lib._version_of(bin_dir, "etcd")}}))
+                    "etcdVersion": cluster_lib._version_of(bin_dir, "etcd"),
+                },
+            }
+        )
+    )
     env = {**os.environ, "KWOK_WORKDIR": str(tmp / "kwok"), "KWOK_KUBECTL_BINARY": str(bin_dir / "kubectl")}
     info = Bare(name, tmp / "kubeconfig", bin_dir / "kubectl", env, bin_dir / "kwokctl", config)
-    created = subprocess.run([str(info.kwokctl), "--name", name, "--config", str(config), "create", "cluster",
-                              "--kubeconfig", str(info.kubeconfig), "--wait", "120s", "--disable-kube-scheduler",
-                              "--disable-kube-controller-manager"], env=env, capture_output=True, text=True,
-                             timeout=240)
+    created = subprocess.run(
+        [
+            str(info.kwokctl),
+            "--name",
+            name,
+            "--config",
+            str(config),
+            "create",
+            "cluster",
+            "--kubeconfig",
+            str(info.kubeconfig),
+            "--wait",
+            "120s",
+            "--disable-kube-scheduler",
+            "--disable-kube-controller-manager",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     try:
         assert created.returncode == 0, created.stdout[-2000:] + created.stderr[-3000:]
-        wait_for(lambda: info.kube.run("get", "--raw", "/readyz", check=False).returncode == 0, timeout=60,
-                 what="the bare API server")
+        wait_for(
+            lambda: info.kube.run("get", "--raw", "/readyz", check=False).returncode == 0,
+            timeout=60,
+            what="the bare API server",
+        )
         yield info
     finally:
-        subprocess.run([str(info.kwokctl), "--name", name, "delete", "cluster", "--kubeconfig", str(info.kubeconfig)],
-                       env=env, capture_output=True, timeout=120)
+        subprocess.run(
+            [str(info.kwokctl), "--name", name, "delete", "cluster", "--kubeconfig", str(info.kubeconfig)],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def jobset_crd(bare: Bare) -> dict[str, Any]:
@@ -97,9 +133,10 @@ def served(bare: Bare, group_version: str, plural: str) -> bool:
 def crds(bare: Bare, *, trainer: bool, jobset: bool) -> None:
     """Install or remove our CRDs and JobSet's, and wait until discovery says so."""
     kube = bare.kube
-    for wanted, files, gv, plural in ((trainer, [str(p) for p in TRAINER_CRDS], "trainer.kubeflow.org/v1alpha1",
-                                       "clustertrainingruntimes"),
-                                      (jobset, None, "jobset.x-k8s.io/v1alpha2", "jobsets")):
+    for wanted, files, gv, plural in (
+        (trainer, [str(p) for p in TRAINER_CRDS], "trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
+        (jobset, None, "jobset.x-k8s.io/v1alpha2", "jobsets"),
+    ):
         if wanted:
             if files:
                 for path in files:
@@ -107,20 +144,42 @@ def crds(bare: Bare, *, trainer: bool, jobset: bool) -> None:
             else:
                 kube.run("apply", "--server-side", "-f", "-", stdin=json.dumps(jobset_crd(bare)))
         else:
-            names = ["jobsets.jobset.x-k8s.io"] if files is None else [
-                f"{p}.trainer.kubeflow.org" for p in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")]
+            names = (
+                ["jobsets.jobset.x-k8s.io"]
+                if files is None
+                else [f"{p}.trainer.kubeflow.org" for p in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")]
+            )
             kube.run("delete", "crd", *names, "--ignore-not-found", "--wait=true")
-        wait_for(lambda gv=gv, plural=plural, wanted=wanted: served(bare, gv, plural) == wanted, timeout=60,
-                 what=f"{gv} {plural} {'served' if wanted else 'gone'}")
+        wait_for(
+            lambda gv=gv, plural=plural, wanted=wanted: served(bare, gv, plural) == wanted,
+            timeout=60,
+            what=f"{gv} {plural} {'served' if wanted else 'gone'}",
+        )
 
 
 def run_operator(kubeconfig: Path, tmp: Path, *args: str) -> tuple[int, float, list[str]]:
     """`trainjob-operator run` expected to give up: its exit code, seconds, and its stderr lines."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "run", "--kubeconfig", str(kubeconfig),
-                           "--health-port", str(free_port()), "--webhook-port", str(free_port()), *args],
-                          capture_output=True, text=True, timeout=90, cwd=tmp,
-                          env={k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainjob_operator.cli",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--health-port",
+            str(free_port()),
+            "--webhook-port",
+            str(free_port()),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=tmp,
+        env={k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")},
+    )
     return proc.returncode, time.monotonic() - started, proc.stderr.strip().splitlines()
 
 
@@ -133,11 +192,15 @@ def error_line(lines: list[str]) -> str:
 
 # --- identities ----------------------------------------------------------------------------------------------------
 
+
 def operator_rules(drop: tuple[str, str] | None = None, extra: list[dict[str, Any]] | None = None) -> list[Any]:
     """The shipped ClusterRole's and Role's rules as one ClusterRole, maybe without one (verb, resource)."""
-    rules = [dict(rule) for doc in yaml.safe_load_all(RBAC.read_text()) if doc and doc["kind"] in ("ClusterRole",
-                                                                                                   "Role")
-             for rule in doc["rules"]]
+    rules = [
+        dict(rule)
+        for doc in yaml.safe_load_all(RBAC.read_text())
+        if doc and doc["kind"] in ("ClusterRole", "Role")
+        for rule in doc["rules"]
+    ]
     if drop is not None:
         verb, resource = drop
         for rule in rules:
@@ -149,12 +212,22 @@ def operator_rules(drop: tuple[str, str] | None = None, extra: list[dict[str, An
 def service_account(bare: Bare, name: str, rules: list[Any]) -> str:
     """A ServiceAccount bound to a ClusterRole of `rules`; a token for it (TokenRequest)."""
     kube = bare.kube
-    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}},
-               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-                "rules": rules},
-               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]})
+    kube.apply(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}],
+        },
+    )
     return kube.run("create", "token", name, "-n", "default", "--duration", "1h").stdout.strip()
 
 
@@ -165,32 +238,63 @@ def user_kubeconfig(bare: Bare, path: Path, user: dict[str, Any], server: str | 
     cluster = dict(next(c for c in admin["clusters"] if c["name"] == context["cluster"])["cluster"])
     if "certificate-authority" in cluster:
         cluster["certificate-authority-data"] = base64.b64encode(
-            Path(cluster.pop("certificate-authority")).read_bytes()).decode()
+            Path(cluster.pop("certificate-authority")).read_bytes()
+        ).decode()
     if server:
         cluster["server"] = server
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "me",
-        "clusters": [{"name": "bare", "cluster": cluster}], "users": [{"name": "me", "user": user}],
-        "contexts": [{"name": "me", "context": {"cluster": "bare", "user": "me"}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "me",
+                "clusters": [{"name": "bare", "cluster": cluster}],
+                "users": [{"name": "me", "user": user}],
+                "contexts": [{"name": "me", "context": {"cluster": "bare", "user": "me"}}],
+            }
+        )
+    )
     return path
 
 
 # --- TrainJobs -----------------------------------------------------------------------------------------------------
 
+
 def runtime(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
-            "metadata": {"name": "torch", "namespace": namespace},
-            "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": [
-                {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step":
-                                                                       "trainer"}},
-                                              "spec": {"template": {"spec": {"containers": [
-                                                  {"name": "node", "image": "pytorch/pytorch:2.13.0"}]}}}}}]}}}}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "torch", "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0"}]}
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
 
 
 def trainjob(namespace: str, name: str, **trainer: Any) -> dict[str, Any]:
-    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, "trainer": trainer}}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, "trainer": trainer},
+    }
 
 
 def fresh_namespace(kube: Kube) -> str:
@@ -200,6 +304,7 @@ def fresh_namespace(kube: Kube) -> str:
 
 
 # --- the tests -----------------------------------------------------------------------------------------------------
+
 
 def test_missing_jobset_crd_names_it_and_the_release_to_install(bare: Bare, tmp_path: Path) -> None:
     crds(bare, trainer=True, jobset=False)
@@ -211,9 +316,12 @@ def test_missing_jobset_crd_names_it_and_the_release_to_install(bare: Bare, tmp_
 def test_missing_trainer_crds_name_them_and_how_to_install_them(bare: Bare, tmp_path: Path) -> None:
     crds(bare, trainer=False, jobset=True)
     code, took, lines = run_operator(bare.kubeconfig, tmp_path)
-    assert (code, error_line(lines)) == (3, "CRDs not installed: trainjobs.trainer.kubeflow.org, "
-                                            "trainingruntimes.trainer.kubeflow.org, clustertrainingruntimes."
-                                            f"trainer.kubeflow.org; {startup.TRAINER_CRDS_FIX}")
+    assert (code, error_line(lines)) == (
+        3,
+        "CRDs not installed: trainjobs.trainer.kubeflow.org, "
+        "trainingruntimes.trainer.kubeflow.org, clustertrainingruntimes."
+        f"trainer.kubeflow.org; {startup.TRAINER_CRDS_FIX}",
+    )
     assert took < START_LIMIT
 
 
@@ -223,9 +331,12 @@ def test_unreachable_api_server_is_retried_then_named(bare: Bare, tmp_path: Path
     code, took, lines = run_operator(kubeconfig, tmp_path, "--log-format", "json")
     line = error_line(lines)
     assert code == 3 and took < START_LIMIT
-    assert re.fullmatch(rf"cannot reach the API server https://127\.0\.0\.1:{port} \(context me of {kubeconfig}\) "
-                        r"after 1\d s: .*[Cc]onnect.*; is the cluster up and is this the right "
-                        r"--kubeconfig/--context\? \(`kubectl cluster-info` tries the same\)", line), line
+    assert re.fullmatch(
+        rf"cannot reach the API server https://127\.0\.0\.1:{port} \(context me of {kubeconfig}\) "
+        r"after 1\d s: .*[Cc]onnect.*; is the cluster up and is this the right "
+        r"--kubeconfig/--context\? \(`kubectl cluster-info` tries the same\)",
+        line,
+    ), line
     retries = [json.loads(entry) for entry in lines if '"API server not reachable yet; retrying"' in entry]
     assert [r["retry_in"] for r in retries] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
 
@@ -236,9 +347,12 @@ def test_operator_namespace_missing_and_not_creatable(bare: Bare, tmp_path: Path
     token = service_account(bare, "no-ns-create", operator_rules(extra=[read_namespaces]))
     kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"token": token})
     code, took, lines = run_operator(kubeconfig, tmp_path, "--operator-namespace", "nowhere")
-    assert (code, error_line(lines)) == (3, "operator namespace nowhere does not exist and system:serviceaccount:"
-                                            "default:no-ns-create may not create it: `kubectl create namespace "
-                                            "nowhere`, or pass --operator-namespace <an existing namespace>")
+    assert (code, error_line(lines)) == (
+        3,
+        "operator namespace nowhere does not exist and system:serviceaccount:"
+        "default:no-ns-create may not create it: `kubectl create namespace "
+        "nowhere`, or pass --operator-namespace <an existing namespace>",
+    )
     assert took < START_LIMIT
 
 
@@ -247,8 +361,11 @@ def test_a_verb_it_needs_is_denied(bare: Bare, tmp_path: Path) -> None:
     token = service_account(bare, "no-jobset-watch", operator_rules(drop=("watch", "jobsets")))
     kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"token": token})
     code, took, lines = run_operator(kubeconfig, tmp_path, "--operator-namespace", "default")
-    assert (code, error_line(lines)) == (3, "RBAC: system:serviceaccount:default:no-jobset-watch may not watch "
-                                            f"jobsets.jobset.x-k8s.io cluster-wide; {startup.RBAC_FIX}")
+    assert (code, error_line(lines)) == (
+        3,
+        "RBAC: system:serviceaccount:default:no-jobset-watch may not watch "
+        f"jobsets.jobset.x-k8s.io cluster-wide; {startup.RBAC_FIX}",
+    )
     assert took < START_LIMIT
 
 
@@ -257,18 +374,32 @@ def test_webhooks_the_api_server_cannot_call_are_named_and_taken_away(bare: Bare
     operator finds out with a dry-run TrainJob, removes them and exits with the line saying what to set."""
     crds(bare, trainer=True, jobset=True)
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"webhook": {"url_host": "127.0.0.2",
-                                                  "validating_name": "probe-validator.example.com",
-                                                  "mutating_name": "probe-defaulter.example.com"},
-                                      "leader_election": {"enabled": False}}))
-    code, took, lines = run_operator(bare.kubeconfig, tmp_path, "--config", str(config), "--operator-namespace",
-                                     "default")
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "webhook": {
+                    "url_host": "127.0.0.2",
+                    "validating_name": "probe-validator.example.com",
+                    "mutating_name": "probe-defaulter.example.com",
+                },
+                "leader_election": {"enabled": False},
+            }
+        )
+    )
+    code, took, lines = run_operator(
+        bare.kubeconfig, tmp_path, "--config", str(config), "--operator-namespace", "default"
+    )
     line = error_line(lines)
     assert code == 3 and took < START_LIMIT
-    assert re.match(r"the API server cannot call the operator's webhooks at https://127\.0\.0\.2:\d+ \(Internal error "
-                    r'occurred: failed calling webhook "', line), line
-    assert line.endswith("); set webhook.host and webhook.url_host in --config to an address of this machine the "
-                         "API server reaches, or run with --no-webhooks")
+    assert re.match(
+        r"the API server cannot call the operator's webhooks at https://127\.0\.0\.2:\d+ \(Internal error "
+        r'occurred: failed calling webhook "',
+        line,
+    ), line
+    assert line.endswith(
+        "); set webhook.host and webhook.url_host in --config to an address of this machine the "
+        "API server reaches, or run with --no-webhooks"
+    )
     assert bare.kube.get("validatingwebhookconfiguration", "probe-validator.example.com") is None
     assert bare.kube.get("mutatingwebhookconfiguration", "probe-defaulter.example.com") is None
 
@@ -306,8 +437,7 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         assert kube.get("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org") is not None
         assert kube.get("namespace", "kubeflow-system") is not None
         assert '"created the operator namespace"' in full_log(first)
-        wait_for(lambda: readyz(first)[1] == "ok: leader, reconciling; serving webhooks", timeout=30,
-                 what="leadership")
+        wait_for(lambda: readyz(first)[1] == "ok: leader, reconciling; serving webhooks", timeout=30, what="leadership")
 
         ns = fresh_namespace(kube)
         kube.apply(runtime(ns), trainjob(ns, "valid", numNodes=2))
@@ -322,8 +452,11 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
 
         second = start(bare.kubeconfig, tmp_path, "second", operator_namespace="kubeflow-system")
         standing_by = "ok: standing by, not the leader (Lease kubeflow-system/trainer.kubeflow.org held by "
-        status, body = wait_for(lambda: (lambda r: r if r[1].startswith(standing_by) else None)(readyz(second)),
-                                timeout=60, what="the standby's readiness")
+        status, body = wait_for(
+            lambda: (lambda r: r if r[1].startswith(standing_by) else None)(readyz(second)),
+            timeout=60,
+            what="the standby's readiness",
+        )
         assert status == 200 and body.endswith("); serving webhooks; not reconciling"), body
         assert '"standing by: another replica holds the Lease; serving webhooks, not reconciling"' in full_log(second)
     except BaseException as err:
@@ -350,15 +483,24 @@ def test_exec_credential_plugin(bare: Bare, tmp_path: Path) -> None:
         f"open({str(calls)!r}, 'a').write('x')\n"
         "expiry = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=61)\n"
         "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', "
-        f"'status': {{'token': {token!r}, 'expirationTimestamp': expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}}}}))\n")
+        f"'status': {{'token': {token!r}, 'expirationTimestamp': expiry.strftime('%Y-%m-%dT%H:%M:%SZ')}}}}))\n"
+    )
     plugin.chmod(0o755)
-    kubeconfig = user_kubeconfig(bare, tmp_path / "kubeconfig", {"exec": {
-        "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}})
+    kubeconfig = user_kubeconfig(
+        bare,
+        tmp_path / "kubeconfig",
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}},
+    )
     ns = fresh_namespace(bare.kube)
-    process = start(kubeconfig, tmp_path, "exec", operator_namespace="default", namespaces=[ns],
-                    webhook={"enabled": False},
-                    leader_election={"lease_duration_seconds": 8, "renew_deadline_seconds": 6,
-                                     "retry_period_seconds": 1})
+    process = start(
+        kubeconfig,
+        tmp_path,
+        "exec",
+        operator_namespace="default",
+        namespaces=[ns],
+        webhook={"enabled": False},
+        leader_election={"lease_duration_seconds": 8, "renew_deadline_seconds": 6, "retry_period_seconds": 1},
+    )
     try:
         wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
         assert '"user": "system:serviceaccount:default:by-exec"' in full_log(process)
@@ -426,8 +568,15 @@ def test_through_the_kubeconfigs_proxy(bare: Bare, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(admin))
     ns = fresh_namespace(bare.kube)
-    process = start(kubeconfig, tmp_path, "proxied", operator_namespace="default", namespaces=[ns],
-                    webhook={"enabled": False}, leader_election={"enabled": False})
+    process = start(
+        kubeconfig,
+        tmp_path,
+        "proxied",
+        operator_namespace="default",
+        namespaces=[ns],
+        webhook={"enabled": False},
+        leader_election={"enabled": False},
+    )
     try:
         wait_for(lambda: readyz(process)[0] == 200, timeout=60, what="readiness")
         bare.kube.apply(runtime(ns), trainjob(ns, "proxied", numNodes=1))

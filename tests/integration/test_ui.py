@@ -39,16 +39,31 @@ class Browser:
 
     def __init__(self, port: int) -> None:
         self.base = f"http://127.0.0.1:{port}"
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,900", "--force-prefers-reduced-motion"]}}}}
+        caps = {
+            "capabilities": {
+                "alwaysMatch": {
+                    "browserName": "chrome",
+                    "goog:chromeOptions": {
+                        "binary": CHROMIUM,
+                        "args": [
+                            "--headless=new",
+                            "--no-sandbox",
+                            "--disable-gpu",
+                            "--disable-dev-shm-usage",
+                            "--window-size=1280,900",
+                            "--force-prefers-reduced-motion",
+                        ],
+                    },
+                }
+            }
+        }
         self.session = self._call("POST", "/session", caps)["sessionId"]
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body if body is not None else {}).encode() if method == "POST" else None
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.base + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=120) as response:
                 return json.loads(response.read())["value"]
@@ -86,8 +101,10 @@ class Browser:
 @pytest.fixture
 def browser() -> Iterator[Browser]:
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip(f"needs Chromium and its driver ({CHROMIUM}, {CHROMEDRIVER}): "
-                    "`apt-get install -y chromium chromium-driver` (make test installs them)")
+        pytest.skip(
+            f"needs Chromium and its driver ({CHROMIUM}, {CHROMEDRIVER}): "
+            "`apt-get install -y chromium chromium-driver` (make test installs them)"
+        )
     port = free_port()
     driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -114,8 +131,12 @@ def _answers(url: str) -> bool:
 def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
     port = free_port()
     log = (tmp_path / "ui.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig,
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig, "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         eventually(lambda: proc.poll() is None and _answers(url + "api/trainjobs"), "the UI server", timeout=60)
@@ -127,42 +148,92 @@ def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
 
 def runtime(namespace: str) -> dict[str, Any]:
     env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}]
-    pod = {"metadata": {"annotations": {"trainjob-operator.test/run-for": "600s"}},
-           "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"],
-                                    "env": env}]}}
-    return {"apiVersion": c.API_VERSION, "kind": "TrainingRuntime",
-            "metadata": {"name": "torch", "namespace": namespace},
-            "spec": {"mlPolicy": {"numNodes": 2, "torch": {}}, "template": {"spec": {"replicatedJobs": [
-                {"name": "node", "template": {"metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-                                              "spec": {"template": pod}}}]}}}}
+    pod = {
+        "metadata": {"annotations": {"trainjob-operator.test/run-for": "600s"}},
+        "spec": {
+            "containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"], "env": env}]
+        },
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "torch", "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": 2, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+                                "spec": {"template": pod},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
 
 
 def trainjob(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, **spec}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, **spec},
+    }
 
 
 def report(kube: Kube, namespace: str, name: str, percent: int, loss: float, minutes_ago: int) -> None:
     """What the status server writes for a pod's update_trainjob_status() (tested in test_progress_server.py)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60 * minutes_ago))
-    kube.run("patch", "trainjob", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", json.dumps(
-        {"status": {"trainerStatus": {"progressPercentage": percent, "estimatedRemainingSeconds": 300 - 3 * percent,
-                                      "metrics": [{"name": "loss", "value": str(loss)},
-                                                  {"name": "accuracy", "value": str(round(1 - loss / 2, 3))}],
-                                      "lastUpdatedTime": stamp}}}))
+    kube.run(
+        "patch",
+        "trainjob",
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {
+                "status": {
+                    "trainerStatus": {
+                        "progressPercentage": percent,
+                        "estimatedRemainingSeconds": 300 - 3 * percent,
+                        "metrics": [
+                            {"name": "loss", "value": str(loss)},
+                            {"name": "accuracy", "value": str(round(1 - loss / 2, 3))},
+                        ],
+                        "lastUpdatedTime": stamp,
+                    }
+                }
+            }
+        ),
+    )
 
 
 def text(browser: Browser, selector: str) -> str:
     return str(browser.js("const n = document.querySelector(arguments[0]); return n ? n.innerText : '';", selector))
 
 
-def test_the_ui_in_a_real_browser(kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser,
-                                  ui: str) -> None:
+def test_the_ui_in_a_real_browser(
+    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: str
+) -> None:
     kube.run("create", "secret", "generic", "creds", "-n", namespace, f"--from-literal=token={SECRET_VALUE}")
-    kube.apply(runtime(namespace), trainjob(namespace, "llm-finetune", trainer={"numNodes": 2}),
-               trainjob(namespace, "queued-eval", suspend=True))
-    eventually(lambda: len([p for p in kube.items("pods", namespace) if p["status"].get("phase") == "Running"]) >= 2,
-               "two running pods", timeout=90)
+    kube.apply(
+        runtime(namespace),
+        trainjob(namespace, "llm-finetune", trainer={"numNodes": 2}),
+        trainjob(namespace, "queued-eval", suspend=True),
+    )
+    eventually(
+        lambda: len([p for p in kube.items("pods", namespace) if p["status"].get("phase") == "Running"]) >= 2,
+        "two running pods",
+        timeout=90,
+    )
     report(kube, namespace, "llm-finetune", 10, 0.93, 10)
 
     browser.get(ui)
@@ -170,8 +241,9 @@ def test_the_ui_in_a_real_browser(kube: Kube, operator: OperatorProcess, namespa
     eventually(lambda: "Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), "the suspended row")
     row = text(browser, f'tr[data-key="{namespace}/llm-finetune"]')
     assert "llm-finetune" in row and namespace in row and "Running" in row and "10%" in row, row
-    assert "▶ Running" in row and "‖ Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), \
+    assert "▶ Running" in row and "‖ Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), (
         "states carry a symbol and a word, not only a colour"
+    )
     browser.js("window.__sameDocument = true;")
     report(kube, namespace, "llm-finetune", 25, 0.61, 5)
     eventually(lambda: "25%" in text(browser, f'tr[data-key="{namespace}/llm-finetune"]'), "a live list update")
@@ -190,31 +262,40 @@ def test_the_ui_in_a_real_browser(kube: Kube, operator: OperatorProcess, namespa
     eventually(lambda: "node" in text(browser, "#pods") and "Running" in text(browser, "#pods"), "the pods")
     assert browser.js("return window.__sameDocument === true"), "navigation stayed in the page"
     eventually(lambda: "JobSet llm-finetune" in text(browser, "#jobset"), "the JobSet")
-    eventually(lambda: "kind: TrainingRuntime" in browser.js("return document.getElementById('snapshot').textContent"),
-               "the runtime snapshot")
+    eventually(
+        lambda: "kind: TrainingRuntime" in browser.js("return document.getElementById('snapshot').textContent"),
+        "the runtime snapshot",
+    )
     assert "25%" in text(browser, "#progress") and "loss" in text(browser, "#progress")
 
     # Live: a new report reaches the open page (watch → SSE), and the chart grows a point.
     report(kube, namespace, "llm-finetune", 40, 0.42, 0)
     eventually(lambda: "40%" in text(browser, "#progress"), "a live progress update")
-    eventually(lambda: browser.js("return document.querySelectorAll('#chart figure').length") == 3,
-               "charts for progress, loss and accuracy")
+    eventually(
+        lambda: browser.js("return document.querySelectorAll('#chart figure').length") == 3,
+        "charts for progress, loss and accuracy",
+    )
     assert browser.js("return document.querySelectorAll('#chart figure svg circle').length") >= 9
     assert browser.js("return window.__sameDocument === true"), "no reload"
 
     # A pod's log, chosen with the keyboard: focus the first pod's Log button and press Enter.
     browser.js("document.querySelector('#pods button[data-pod]').focus()")
     browser.keys(KEYS["enter"])
-    eventually(lambda: "fake container started" in browser.js("return document.getElementById('log').textContent"),
-               "the pod's log tail")
+    eventually(
+        lambda: "fake container started" in browser.js("return document.getElementById('log').textContent"),
+        "the pod's log tail",
+    )
     eventually(lambda: "Events" in text(browser, "#events-title"), "the events section")
     browser.screenshot("trainjob-detail", height=2600)
 
     # Conditions and events: suspend → the Suspended condition and the JobSet's events appear live.
     kube.patch("trainjob", "llm-finetune", namespace, {"spec": {"suspend": True}})
     eventually(lambda: "Suspended" in text(browser, "#conditions"), "the Suspended condition, live", timeout=60)
-    eventually(lambda: "JobSet/llm-finetune" in text(browser, "#events") or "Pod/" in text(browser, "#events"),
-               "events of the JobSet or its pods", timeout=60)
+    eventually(
+        lambda: "JobSet/llm-finetune" in text(browser, "#events") or "Pod/" in text(browser, "#events"),
+        "events of the JobSet or its pods",
+        timeout=60,
+    )
 
     page = str(browser.js("return document.documentElement.outerHTML"))
     assert SECRET_VALUE not in page and base64.b64encode(SECRET_VALUE.encode()).decode() not in page

@@ -22,19 +22,35 @@ PRTE = {c.PRTE_ENV_HOSTFILE, c.PRTE_ENV_KEEP_FQDN, c.PRTE_ENV_DEFAULT_SLOTS, c.P
 
 def mpi_runtime(namespace: str) -> dict[str, Any]:
     def rjob(name: str, ancestor: str | None, command: list[str]) -> dict[str, Any]:
-        template: dict[str, Any] = {"spec": {"backoffLimit": 0, "template": {"spec": {"containers": [
-            {"name": "node", "image": "mpi:runtime", "command": command}]}}}}
+        template: dict[str, Any] = {
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": {"containers": [{"name": "node", "image": "mpi:runtime", "command": command}]}},
+            }
+        }
         if ancestor:
             template["metadata"] = {"labels": {c.ANCESTOR_LABEL: ancestor}}
         return {"name": name, "template": template}
 
-    return {"apiVersion": c.API_VERSION, "kind": c.TRAINING_RUNTIME_KIND,
-            "metadata": {"name": "mpi-v23", "namespace": namespace},
-            "spec": {"mlPolicy": {"numNodes": 1, "mpi": {"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
-                                                        "runLauncherAsNode": True}},
-                     "template": {"spec": {"replicatedJobs": [
-                         rjob("launcher", c.ANCESTOR_TRAINER, ["mpirun", "hostname"]),
-                         rjob("node", None, ["/usr/sbin/sshd", "-De"])]}}}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINING_RUNTIME_KIND,
+        "metadata": {"name": "mpi-v23", "namespace": namespace},
+        "spec": {
+            "mlPolicy": {
+                "numNodes": 1,
+                "mpi": {"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "runLauncherAsNode": True},
+            },
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        rjob("launcher", c.ANCESTOR_TRAINER, ["mpirun", "hostname"]),
+                        rjob("node", None, ["/usr/sbin/sshd", "-De"]),
+                    ]
+                }
+            },
+        },
+    }
 
 
 def launcher_env(jobset: dict[str, Any]) -> set[str]:
@@ -57,32 +73,50 @@ def old_shape_jobset(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[
     return jobset
 
 
-def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: OperatorProcess,
-                                                         namespace: str) -> None:
+def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     runtime = mpi_runtime(namespace)
-    trainjob = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND,
-                "metadata": {"name": "mpi-old", "namespace": namespace},
-                "spec": {"runtimeRef": {"name": "mpi-v23", "kind": c.TRAINING_RUNTIME_KIND}, "suspend": True,
-                         "trainer": {"numNodes": 2}}}
+    trainjob = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "metadata": {"name": "mpi-old", "namespace": namespace},
+        "spec": {
+            "runtimeRef": {"name": "mpi-v23", "kind": c.TRAINING_RUNTIME_KIND},
+            "suspend": True,
+            "trainer": {"numNodes": 2},
+        },
+    }
     kube.apply(runtime)
     old = old_shape_jobset(trainjob, runtime)
     kube.create(old, namespace=namespace)
-    old_uid = eventually(lambda: (kube.get("jobset", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"),
-                         "the old-shape JobSet")
+    old_uid = eventually(
+        lambda: (kube.get("jobset", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"), "the old-shape JobSet"
+    )
     # JobSet itself refuses the v2.4 env on that JobSet: what upstream v2.4 runs into.
-    refused = kube.run("patch", "jobset", "mpi-old", "-n", namespace, "--type=json", "-p",
-                       '[{"op": "add", "path": "/spec/replicatedJobs/0/template/spec/template/spec/containers/0/env/-",'
-                       f' "value": {{"name": "{c.PRTE_ENV_HOSTFILE}", "value": "/etc/mpi/hostfile"}}}}]', check=False)
+    refused = kube.run(
+        "patch",
+        "jobset",
+        "mpi-old",
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        '[{"op": "add", "path": "/spec/replicatedJobs/0/template/spec/template/spec/containers/0/env/-",'
+        f' "value": {{"name": "{c.PRTE_ENV_HOSTFILE}", "value": "/etc/mpi/hostfile"}}}}]',
+        check=False,
+    )
     assert refused.returncode != 0 and "immutable" in refused.stderr, refused.stderr
 
     kube.apply(trainjob)
-    tj_uid = eventually(lambda: (kube.get("trainjob", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"),
-                        "the TrainJob")
+    tj_uid = eventually(
+        lambda: (kube.get("trainjob", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"), "the TrainJob"
+    )
 
     # While the TrainJob stays suspended the old-shape JobSet is kept as it is (taking over suspended JobSets
     # re-creates none); the operator has seen it refuse the update by then.
-    eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and (t.get("status") or {}).get("state"),
-               "the TrainJob reconciled")
+    eventually(
+        lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and (t.get("status") or {}).get("state"),
+        "the TrainJob reconciled",
+    )
     kept = kube.get("jobset", "mpi-old", namespace)
     assert kept is not None and kept["metadata"]["uid"] == old_uid and kept["spec"]["suspend"] is True
 
@@ -90,13 +124,22 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
 
     def rebuilt() -> dict[str, Any] | None:
         js = kube.get("jobset", "mpi-old", namespace)
-        return js if js and js["metadata"]["uid"] != old_uid and launcher_env(js) >= PRTE \
-            and not js["spec"].get("suspend") else None
+        return (
+            js
+            if js and js["metadata"]["uid"] != old_uid and launcher_env(js) >= PRTE and not js["spec"].get("suspend")
+            else None
+        )
 
     resumed = eventually(rebuilt, "the JobSet rebuilt in the v2.4 shape on resume, running")
     assert [r["uid"] for r in resumed["metadata"]["ownerReferences"]] == [tj_uid]
     # Resumed: the Suspended condition is removed (docs/compatibility.md D18), so the SDK sees Running.
-    tj = eventually(lambda: (t := kube.get("trainjob", "mpi-old", namespace)) and
-                    condition(t, c.CONDITION_SUSPENDED) is None and (t.get("status") or {}).get("state") == "Running"
-                    and t, "the TrainJob Running")
+    tj = eventually(
+        lambda: (
+            (t := kube.get("trainjob", "mpi-old", namespace))
+            and condition(t, c.CONDITION_SUSPENDED) is None
+            and (t.get("status") or {}).get("state") == "Running"
+            and t
+        ),
+        "the TrainJob Running",
+    )
     assert condition(tj, c.CONDITION_RECONCILE_FAILED) is None

@@ -103,40 +103,105 @@ CASES = [
     pytest.param(Case(trainjob({})), id="a minimal TrainJob breaks no rule"),
     pytest.param(Case(trainjob({}, name="Bad_Name")), id="a TrainJob name that is no DNS label"),
     pytest.param(Case(trainjob({}, name="a" * 64)), id="a TrainJob name of 64 characters"),
-    pytest.param(Case(trainjob({"initializer": {"dataset": {"storageUri": "hf://x"}, "model": {"storageUri": "x"}}})),
-                 id="a model storage URI without a scheme"),
-    pytest.param(Case(trainjob({"initializer": {"dataset": {"storageUri": ""}}})),
-                 id="an empty storage URI is allowed"),
+    pytest.param(
+        Case(trainjob({"initializer": {"dataset": {"storageUri": "hf://x"}, "model": {"storageUri": "x"}}})),
+        id="a model storage URI without a scheme",
+    ),
+    pytest.param(
+        Case(trainjob({"initializer": {"dataset": {"storageUri": ""}}})), id="an empty storage URI is allowed"
+    ),
     pytest.param(Case(trainjob({"trainer": {"numProcPerNode": 0}})), id="zero processes per node"),
     pytest.param(Case(trainjob({"managedBy": "kueue.x-k8s.io/multikueue"})), id="MultiKueue may manage a TrainJob"),
     pytest.param(Case(trainjob({"managedBy": "example.com/other"})), id="another manager is refused"),
-    pytest.param(Case(trainjob({}, status={"trainerStatus": {"progressPercentage": 3}})),
-                 id="a trainer status without its update time"),
+    pytest.param(
+        Case(trainjob({}, status={"trainerStatus": {"progressPercentage": 3}})),
+        id="a trainer status without its update time",
+    ),
     pytest.param(Case(trainjob({"trainer": TRAINER}), trainjob({"trainer": TRAINER})), id="an update changing nothing"),
-    pytest.param(Case(trainjob({"trainer": {**TRAINER, "numNodes": 4}}), trainjob({"trainer": TRAINER})),
-                 id="resizing a running TrainJob"),
-    pytest.param(Case(trainjob({"trainer": {**TRAINER, "numNodes": 4}, "suspend": True}),
-                      trainjob({"trainer": TRAINER, "suspend": True})),
-                 id="resizing a suspended TrainJob"),
-    pytest.param(Case(trainjob({"trainer": {**TRAINER, "image": "b"}, "suspend": True}),
-                      trainjob({"trainer": TRAINER, "suspend": True})),
-                 id="a new image on a suspended TrainJob"),
+    pytest.param(
+        Case(trainjob({"trainer": {**TRAINER, "numNodes": 4}}), trainjob({"trainer": TRAINER})),
+        id="resizing a running TrainJob",
+    ),
+    pytest.param(
+        Case(
+            trainjob({"trainer": {**TRAINER, "numNodes": 4}, "suspend": True}),
+            trainjob({"trainer": TRAINER, "suspend": True}),
+        ),
+        id="resizing a suspended TrainJob",
+    ),
+    pytest.param(
+        Case(
+            trainjob({"trainer": {**TRAINER, "image": "b"}, "suspend": True}),
+            trainjob({"trainer": TRAINER, "suspend": True}),
+        ),
+        id="a new image on a suspended TrainJob",
+    ),
     pytest.param(Case(trainjob({"runtimeRef": {"name": "other"}}), trainjob({})), id="another runtime on update"),
     pytest.param(Case(trainjob({"managedBy": c.MULTIKUEUE_MANAGED_BY}), trainjob({})), id="a new manager on update"),
-    pytest.param(Case(trainjob({"runtimePatches": [{"manager": "m", "trainingRuntimeSpec": {"template": {"spec": {
-        "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-            "serviceAccountName": "b"}}}}}]}}}}]}),
-        trainjob({"runtimePatches": [{"manager": "m", "trainingRuntimeSpec": {"template": {"spec": {
-            "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-                "serviceAccountName": "a"}}}}}]}}}}]})),
-        id="a patched service account changed on update"),
+    pytest.param(
+        Case(
+            trainjob(
+                {
+                    "runtimePatches": [
+                        {
+                            "manager": "m",
+                            "trainingRuntimeSpec": {
+                                "template": {
+                                    "spec": {
+                                        "replicatedJobs": [
+                                            {
+                                                "name": "node",
+                                                "template": {
+                                                    "spec": {"template": {"spec": {"serviceAccountName": "b"}}}
+                                                },
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        }
+                    ]
+                }
+            ),
+            trainjob(
+                {
+                    "runtimePatches": [
+                        {
+                            "manager": "m",
+                            "trainingRuntimeSpec": {
+                                "template": {
+                                    "spec": {
+                                        "replicatedJobs": [
+                                            {
+                                                "name": "node",
+                                                "template": {
+                                                    "spec": {"template": {"spec": {"serviceAccountName": "a"}}}
+                                                },
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        }
+                    ]
+                }
+            ),
+        ),
+        id="a patched service account changed on update",
+    ),
     pytest.param(Case(runtime({"torch": {}})), id="a torch runtime breaks no rule"),
     pytest.param(Case(runtime({"torch": {}, "mpi": {}})), id="two ML policies"),
     pytest.param(Case(runtime({"jax": {}, "xgboost": {}, "flux": {}})), id="three ML policies"),
     pytest.param(Case(runtime({"mpi": {"numProcPerNode": 0}})), id="zero MPI processes per node"),
     pytest.param(Case(runtime({"flux": {"numProcPerNode": 0}})), id="zero Flux processes per node"),
-    pytest.param(Case(runtime({"torch": {"envInjection": {"targets": [
-        {"jobName": "node", "containerNames": ["sidecar", "node"]}]}}})), id="env injection into the node container"),
+    pytest.param(
+        Case(
+            runtime(
+                {"torch": {"envInjection": {"targets": [{"jobName": "node", "containerNames": ["sidecar", "node"]}]}}}
+            )
+        ),
+        id="env injection into the node container",
+    ),
     pytest.param(Case(runtime(jobs=["a" * 21])), id="a replicated job name of 21 characters"),
     pytest.param(Case(runtime(jobs=["a" * 20])), id="a replicated job name of 20 characters"),
 ]

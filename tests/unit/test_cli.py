@@ -53,8 +53,13 @@ def write(directory: Path, name: str, *docs: dict[str, Any]) -> str:
 
 
 def owner(name: str = "test-job", uid: str | None = "uid") -> dict[str, Any]:
-    ref: dict[str, Any] = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": name,
-                           "controller": True, "blockOwnerDeletion": True}
+    ref: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "name": name,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     if uid is not None:
         ref["uid"] = uid
     return ref
@@ -82,8 +87,16 @@ def mpi_runtime() -> RuntimeBuilder:
 
 def test_render_json_is_one_list_of_full_objects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job, runtime = TJ.trainer(numNodes=2, image="img"), RT.ml_policy(num_nodes=1, torch={}).coscheduling(30)
-    result = run(capsys, "render", "-f", write(tmp_path, "tj.yaml", job.raw()),
-                 "-r", write(tmp_path, "rt.yaml", runtime.raw()), "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "tj.yaml", job.raw()),
+        "-r",
+        write(tmp_path, "rt.yaml", runtime.raw()),
+        "-o",
+        "json",
+    )
     assert (result.code, result.err) == (0, "")
     assert json.loads(result.out) == {"apiVersion": "v1", "kind": "List", "items": expected_objects(job, runtime)}
 
@@ -99,8 +112,16 @@ def test_render_yaml_is_a_stream_of_the_same_objects(tmp_path: Path, capsys: pyt
 
 
 def test_render_lists_every_object_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = run(capsys, "render", "-f", write(tmp_path, "tj.yaml", TJ.trainer(numNodes=2).raw()),
-                 "-r", write(tmp_path, "rt.yaml", mpi_runtime().raw()), "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "tj.yaml", TJ.trainer(numNodes=2).raw()),
+        "-r",
+        write(tmp_path, "rt.yaml", mpi_runtime().raw()),
+        "-o",
+        "json",
+    )
     assert result.code == 0
     items = json.loads(result.out)["items"]
     assert names(items) == [
@@ -121,16 +142,30 @@ class OwnerCase:
     want: dict[str, Any]
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(OwnerCase(TrainJobBuilder.make(uid="0b7e-42"), owner(uid="0b7e-42")),
-                 id="the owner reference carries metadata.uid when given"),
-    pytest.param(OwnerCase(TrainJobBuilder.make(uid=None), owner(uid=None)),
-                 id="the owner reference has no uid when the TrainJob has none"),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            OwnerCase(TrainJobBuilder.make(uid="0b7e-42"), owner(uid="0b7e-42")),
+            id="the owner reference carries metadata.uid when given",
+        ),
+        pytest.param(
+            OwnerCase(TrainJobBuilder.make(uid=None), owner(uid=None)),
+            id="the owner reference has no uid when the TrainJob has none",
+        ),
+    ],
+)
 def test_render_owner_reference(case: OwnerCase, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = run(capsys, "render", "-f", write(tmp_path, "tj.yaml", case.job.raw()),
-                 "-r", write(tmp_path, "rt.yaml", RT.ml_policy(num_nodes=1, torch={}).coscheduling().raw()),
-                 "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "tj.yaml", case.job.raw()),
+        "-r",
+        write(tmp_path, "rt.yaml", RT.ml_policy(num_nodes=1, torch={}).coscheduling().raw()),
+        "-o",
+        "json",
+    )
     assert result.code == 0
     items = json.loads(result.out)["items"]
     assert [o["metadata"]["ownerReferences"] for o in items] == [[case.want]] * len(items)
@@ -143,20 +178,41 @@ def test_render_several_trainjobs_and_runtime_files(tmp_path: Path, capsys: pyte
     first = TrainJobBuilder.make(name="first", runtime="torch").trainer(numNodes=2)
     second = TrainJobBuilder.make(name="second", runtime="jax", kind=c.CLUSTER_TRAINING_RUNTIME_KIND)
     third = TrainJobBuilder.make(name="third", runtime="torch")
-    result = run(capsys, "render", "-f", write(tmp_path, "a.yaml", first.raw(), second.raw()),
-                 "-f", write(tmp_path, "b.yaml", third.raw()),
-                 "-r", write(tmp_path, "torch.yaml", torch.raw()), "-r", write(tmp_path, "jax.yaml", jax.raw()),
-                 "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "a.yaml", first.raw(), second.raw()),
+        "-f",
+        write(tmp_path, "b.yaml", third.raw()),
+        "-r",
+        write(tmp_path, "torch.yaml", torch.raw()),
+        "-r",
+        write(tmp_path, "jax.yaml", jax.raw()),
+        "-o",
+        "json",
+    )
     assert (result.code, result.err) == (0, "")
     assert json.loads(result.out)["items"] == [
-        *expected_objects(first, torch), *expected_objects(second, jax), *expected_objects(third, torch)]
+        *expected_objects(first, torch),
+        *expected_objects(second, jax),
+        *expected_objects(third, torch),
+    ]
 
 
 def test_render_accepts_a_kind_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runtime = RT.ml_policy(num_nodes=1, torch={})
     jobs = {"apiVersion": "v1", "kind": "List", "items": [TJ.raw(), TrainJobBuilder.make(name="other").raw()]}
-    result = run(capsys, "render", "-f", write(tmp_path, "tj.yaml", jobs),
-                 "-r", write(tmp_path, "rt.yaml", runtime.raw()), "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "tj.yaml", jobs),
+        "-r",
+        write(tmp_path, "rt.yaml", runtime.raw()),
+        "-o",
+        "json",
+    )
     assert result.code == 0
     assert [o["metadata"]["name"] for o in by_kind(json.loads(result.out)["items"], "JobSet")] == ["test-job", "other"]
 
@@ -182,29 +238,74 @@ class ResolveCase:
     want_image: str
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(ResolveCase(TJ, [image_runtime(c.CLUSTER_TRAINING_RUNTIME_KIND, "cluster"),
-                                  image_runtime(c.TRAINING_RUNTIME_KIND, "namespaced")], "namespaced"),
-                 id="a TrainingRuntime reference picks the TrainingRuntime over a same-named cluster runtime"),
-    pytest.param(ResolveCase(TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND),
-                             [image_runtime(c.TRAINING_RUNTIME_KIND, "namespaced"),
-                              image_runtime(c.CLUSTER_TRAINING_RUNTIME_KIND, "cluster")], "cluster"),
-                 id="a ClusterTrainingRuntime reference picks the cluster runtime over a same-named namespaced one"),
-    pytest.param(ResolveCase(TrainJobBuilder.make(namespace="team-b"),
-                             [image_runtime(c.TRAINING_RUNTIME_KIND, "team-a", namespace="team-a"),
-                              image_runtime(c.TRAINING_RUNTIME_KIND, "team-b", namespace="team-b")], "team-b"),
-                 id="a TrainingRuntime is looked up in the TrainJob namespace"),
-    pytest.param(ResolveCase(TrainJobBuilder.make(namespace="team-c"),
-                             [image_runtime(c.TRAINING_RUNTIME_KIND, "anywhere", namespace=None)], "anywhere"),
-                 id="a TrainingRuntime without namespace serves any namespace"),
-    pytest.param(ResolveCase(TrainJobBuilder.make(namespace="team-a"),
-                             [image_runtime(c.TRAINING_RUNTIME_KIND, "anywhere", namespace=None),
-                              image_runtime(c.TRAINING_RUNTIME_KIND, "team-a", namespace="team-a")], "team-a"),
-                 id="a TrainingRuntime in the TrainJob namespace wins over one without namespace"),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            ResolveCase(
+                TJ,
+                [
+                    image_runtime(c.CLUSTER_TRAINING_RUNTIME_KIND, "cluster"),
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "namespaced"),
+                ],
+                "namespaced",
+            ),
+            id="a TrainingRuntime reference picks the TrainingRuntime over a same-named cluster runtime",
+        ),
+        pytest.param(
+            ResolveCase(
+                TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND),
+                [
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "namespaced"),
+                    image_runtime(c.CLUSTER_TRAINING_RUNTIME_KIND, "cluster"),
+                ],
+                "cluster",
+            ),
+            id="a ClusterTrainingRuntime reference picks the cluster runtime over a same-named namespaced one",
+        ),
+        pytest.param(
+            ResolveCase(
+                TrainJobBuilder.make(namespace="team-b"),
+                [
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "team-a", namespace="team-a"),
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "team-b", namespace="team-b"),
+                ],
+                "team-b",
+            ),
+            id="a TrainingRuntime is looked up in the TrainJob namespace",
+        ),
+        pytest.param(
+            ResolveCase(
+                TrainJobBuilder.make(namespace="team-c"),
+                [image_runtime(c.TRAINING_RUNTIME_KIND, "anywhere", namespace=None)],
+                "anywhere",
+            ),
+            id="a TrainingRuntime without namespace serves any namespace",
+        ),
+        pytest.param(
+            ResolveCase(
+                TrainJobBuilder.make(namespace="team-a"),
+                [
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "anywhere", namespace=None),
+                    image_runtime(c.TRAINING_RUNTIME_KIND, "team-a", namespace="team-a"),
+                ],
+                "team-a",
+            ),
+            id="a TrainingRuntime in the TrainJob namespace wins over one without namespace",
+        ),
+    ],
+)
 def test_render_resolves_the_runtime(case: ResolveCase, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = run(capsys, "render", "-f", write(tmp_path, "tj.yaml", case.job.raw()),
-                 "-r", write(tmp_path, "rt.yaml", *case.runtimes), "-o", "json")
+    result = run(
+        capsys,
+        "render",
+        "-f",
+        write(tmp_path, "tj.yaml", case.job.raw()),
+        "-r",
+        write(tmp_path, "rt.yaml", *case.runtimes),
+        "-o",
+        "json",
+    )
     assert (result.code, result.err) == (0, "")
     assert node_image(result.out) == case.want_image
 
@@ -223,89 +324,209 @@ class ExitCase:
     out: str = ""
 
 
-MISSING_RT = "{prog}: error: TrainJob default/test-job ({tj}#1): runtime TrainingRuntime default/test-runtime not " \
-             "found in the -r files\n"
-NEGATIVE_NODES = ("spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNodes in body should be greater than "
-                  "or equal to 0\n")
+MISSING_RT = (
+    "{prog}: error: TrainJob default/test-job ({tj}#1): runtime TrainingRuntime default/test-runtime not "
+    "found in the -r files\n"
+)
+NEGATIVE_NODES = (
+    "spec.trainer.numNodes: Invalid value: -1: spec.trainer.numNodes in body should be greater than or equal to 0\n"
+)
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(ExitCase("validate", [TJ.raw()], [RT.raw()], 0, "valid: 1 TrainJob(s), 1 runtime(s)\n"),
-                 id="validate of valid input exits 0"),
-    pytest.param(ExitCase("validate", [TJ.trainer(numNodes=-1).raw()], [RT.raw()], 1,
-                          NEGATIVE_NODES + "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
-                 id="validate of a TrainJob violating the schema exits 1 with the field error"),
-    pytest.param(ExitCase("render", [TJ.trainer(numNodes=-1).raw()], [RT.raw()], 1,
-                          NEGATIVE_NODES + "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
-                 id="render refuses a TrainJob violating the schema with exit 1"),
-    pytest.param(ExitCase("render", [TJ.trainer(env=[{"name": "DMLC_TASK_ID", "value": "1"}]).raw()],
-                          [RT.ml_policy(xgboost={}).raw()], 1,
-                          "spec.trainer.env[0]: Forbidden: DMLC_TASK_ID is reserved for the XGBoost runtime\n"
-                          "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
-                 id="render refuses a TrainJob the webhook rejects with exit 1"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [RT.job(c.NODE, "replicas", 2).raw()], 1,
-                          "spec.template.spec.replicatedJobs[2].replicas: Invalid value: 2: always must be 1\n"
-                          "invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n"),
-                 id="validate of a runtime the runtime webhook rejects exits 1"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [RT.ml_policy(mpi={"numProcPerNode": 0}).raw()], 1,
-                          "spec.mlPolicy.mpi.numProcPerNode: Invalid value: 0: NumProcPerNode in mpiPolicy must be "
-                          ">= 1\ninvalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n"),
-                 id="validate of a runtime violating a CEL rule exits 1"),
-    pytest.param(ExitCase("validate", [TJ.set("spec.runtimeRef.kind", "Runtime").raw()], [RT.raw()], 1,
-                          "unsupported runtime: Runtime.trainer.kubeflow.org\n"
-                          "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
-                 id="validate of an unsupported runtime kind exits 1"),
-    pytest.param(ExitCase("validate", [TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND).raw()],
-                          [CTR.set("metadata.labels", {c.SUPPORT_LABEL: c.SUPPORT_DEPRECATED}).raw()], 0,
-                          'Warning: ClusterTrainingRuntime "test-runtime" is deprecated and will be removed in a '
-                          "future release of Kubeflow Trainer. See runtime deprecation policy: "
-                          f"{c.RUNTIME_DEPRECATION_POLICY_URL}\n"
-                          'Warning: Referenced ClusterTrainingRuntime "test-runtime" is deprecated and will be '
-                          "removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
-                          f"{c.RUNTIME_DEPRECATION_POLICY_URL}\n"
-                          "valid: 1 TrainJob(s), 1 runtime(s)\n"),
-                 id="validate of a deprecated runtime warns and exits 0"),
-    pytest.param(ExitCase("validate", [TJ.raw()], None, 2, MISSING_RT),
-                 id="validate without the referenced runtime exits 2 naming the TrainJob"),
-    pytest.param(ExitCase("render", [TJ.raw()], [CTR.raw()], 2, MISSING_RT),
-                 id="render with only a same-named ClusterTrainingRuntime exits 2"),
-    pytest.param(ExitCase("render", [TrainJobBuilder.make(namespace="other").raw()], [RT.raw()], 2,
-                          "{prog}: error: TrainJob other/test-job ({tj}#1): runtime TrainingRuntime "
-                          "other/test-runtime not found in the -r files\n"),
-                 id="render with the TrainingRuntime in another namespace exits 2"),
-    pytest.param(ExitCase("render", [TJ.raw()], [RT.ml_policy(mpi={"mpiImplementation": ""}).raw()], 2,
-                          "{prog}: error: TrainJob default/test-job ({tj}#1): cannot build: MPI implementation for  "
-                          "doesn't supported\n"),
-                 id="render of a runtime the pipeline cannot build exits 2 naming the TrainJob"),
-    pytest.param(ExitCase("render", [TJ.raw()], [RT.ml_policy(torch={"envInjection": {"targets": [
-        {"jobName": c.NODE, "containerNames": ["sidecar"]}]}}).raw()], 1,
-                          'spec.runtimeRef: Invalid value: {"jobName":"node","containerNames":["sidecar"]}: '
-                          'envInjection target podSet "node" container "sidecar" not found in runtime template\n'
-                          "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"),
-                 id="render refuses a missing envInjection target with exit 1 before building"),
-    pytest.param(ExitCase("validate", [RT.raw()], None, 0, "valid: 0 TrainJob(s), 1 runtime(s)\n"),
-                 id="a runtime passed with -f is validated"),
-    pytest.param(ExitCase("validate", [TJ.raw()], [TJ.set("metadata.name", "other").raw(), RT.raw()], 0,
-                          "valid: 2 TrainJob(s), 1 runtime(s)\n"),
-                 id="a TrainJob passed with -r is validated"),
-    pytest.param(ExitCase("validate", [{**TJ.raw(), "kind": "Pod"}], [RT.raw()], 2,
-                          "{prog}: error: {tj}#1: expected kind TrainJob, TrainingRuntime or ClusterTrainingRuntime, "
-                          "got 'Pod'\n"),
-                 id="another kind exits 2 naming the document"),
-    pytest.param(ExitCase("render", "kind: TrainJob\nmetadata:\n  name: x\n  labels: a: b\n", [RT.raw()], 2,
-                          "{prog}: error: {tj}: invalid YAML at line 4, column 12: mapping values are not allowed in "
-                          "this context\n"),
-                 id="bad YAML exits 2 naming the file and line"),
-    pytest.param(ExitCase("validate", [TJ.raw()], "spec:\n  template: [\n", 2,
-                          "{prog}: error: {rt}: invalid YAML at line 3, column 1: did not find expected node "
-                          "content\n"),
-                 id="bad YAML in a runtime file exits 2 naming the file and line"),
-    pytest.param(ExitCase("validate", "- a\n- b\n", None, 2,
-                          "{prog}: error: {tj}: document 1 is not a Kubernetes object (a mapping)\n"),
-                 id="a YAML document that is not a mapping exits 2"),
-    pytest.param(ExitCase("validate", "", None, 2, "{prog}: error: {tj}: no TrainJob found\n"),
-                 id="an empty TrainJob file exits 2"),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            ExitCase("validate", [TJ.raw()], [RT.raw()], 0, "valid: 1 TrainJob(s), 1 runtime(s)\n"),
+            id="validate of valid input exits 0",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.trainer(numNodes=-1).raw()],
+                [RT.raw()],
+                1,
+                NEGATIVE_NODES + "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ),
+            id="validate of a TrainJob violating the schema exits 1 with the field error",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                [TJ.trainer(numNodes=-1).raw()],
+                [RT.raw()],
+                1,
+                NEGATIVE_NODES + "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ),
+            id="render refuses a TrainJob violating the schema with exit 1",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                [TJ.trainer(env=[{"name": "DMLC_TASK_ID", "value": "1"}]).raw()],
+                [RT.ml_policy(xgboost={}).raw()],
+                1,
+                "spec.trainer.env[0]: Forbidden: DMLC_TASK_ID is reserved for the XGBoost runtime\n"
+                "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ),
+            id="render refuses a TrainJob the webhook rejects with exit 1",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.raw()],
+                [RT.job(c.NODE, "replicas", 2).raw()],
+                1,
+                "spec.template.spec.replicatedJobs[2].replicas: Invalid value: 2: always must be 1\n"
+                "invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n",
+            ),
+            id="validate of a runtime the runtime webhook rejects exits 1",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.raw()],
+                [RT.ml_policy(mpi={"numProcPerNode": 0}).raw()],
+                1,
+                "spec.mlPolicy.mpi.numProcPerNode: Invalid value: 0: NumProcPerNode in mpiPolicy must be "
+                ">= 1\ninvalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n",
+            ),
+            id="validate of a runtime violating a CEL rule exits 1",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.set("spec.runtimeRef.kind", "Runtime").raw()],
+                [RT.raw()],
+                1,
+                "unsupported runtime: Runtime.trainer.kubeflow.org\n"
+                "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ),
+            id="validate of an unsupported runtime kind exits 1",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND).raw()],
+                [CTR.set("metadata.labels", {c.SUPPORT_LABEL: c.SUPPORT_DEPRECATED}).raw()],
+                0,
+                'Warning: ClusterTrainingRuntime "test-runtime" is deprecated and will be removed in a '
+                "future release of Kubeflow Trainer. See runtime deprecation policy: "
+                f"{c.RUNTIME_DEPRECATION_POLICY_URL}\n"
+                'Warning: Referenced ClusterTrainingRuntime "test-runtime" is deprecated and will be '
+                "removed in a future release of Kubeflow Trainer. See runtime deprecation policy: "
+                f"{c.RUNTIME_DEPRECATION_POLICY_URL}\n"
+                "valid: 1 TrainJob(s), 1 runtime(s)\n",
+            ),
+            id="validate of a deprecated runtime warns and exits 0",
+        ),
+        pytest.param(
+            ExitCase("validate", [TJ.raw()], None, 2, MISSING_RT),
+            id="validate without the referenced runtime exits 2 naming the TrainJob",
+        ),
+        pytest.param(
+            ExitCase("render", [TJ.raw()], [CTR.raw()], 2, MISSING_RT),
+            id="render with only a same-named ClusterTrainingRuntime exits 2",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                [TrainJobBuilder.make(namespace="other").raw()],
+                [RT.raw()],
+                2,
+                "{prog}: error: TrainJob other/test-job ({tj}#1): runtime TrainingRuntime "
+                "other/test-runtime not found in the -r files\n",
+            ),
+            id="render with the TrainingRuntime in another namespace exits 2",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                [TJ.raw()],
+                [RT.ml_policy(mpi={"mpiImplementation": ""}).raw()],
+                2,
+                "{prog}: error: TrainJob default/test-job ({tj}#1): cannot build: MPI implementation for  "
+                "doesn't supported\n",
+            ),
+            id="render of a runtime the pipeline cannot build exits 2 naming the TrainJob",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                [TJ.raw()],
+                [
+                    RT.ml_policy(
+                        torch={"envInjection": {"targets": [{"jobName": c.NODE, "containerNames": ["sidecar"]}]}}
+                    ).raw()
+                ],
+                1,
+                'spec.runtimeRef: Invalid value: {"jobName":"node","containerNames":["sidecar"]}: '
+                'envInjection target podSet "node" container "sidecar" not found in runtime template\n'
+                "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ),
+            id="render refuses a missing envInjection target with exit 1 before building",
+        ),
+        pytest.param(
+            ExitCase("validate", [RT.raw()], None, 0, "valid: 0 TrainJob(s), 1 runtime(s)\n"),
+            id="a runtime passed with -f is validated",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.raw()],
+                [TJ.set("metadata.name", "other").raw(), RT.raw()],
+                0,
+                "valid: 2 TrainJob(s), 1 runtime(s)\n",
+            ),
+            id="a TrainJob passed with -r is validated",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [{**TJ.raw(), "kind": "Pod"}],
+                [RT.raw()],
+                2,
+                "{prog}: error: {tj}#1: expected kind TrainJob, TrainingRuntime or ClusterTrainingRuntime, got 'Pod'\n",
+            ),
+            id="another kind exits 2 naming the document",
+        ),
+        pytest.param(
+            ExitCase(
+                "render",
+                "kind: TrainJob\nmetadata:\n  name: x\n  labels: a: b\n",
+                [RT.raw()],
+                2,
+                "{prog}: error: {tj}: invalid YAML at line 4, column 12: mapping values are not allowed in "
+                "this context\n",
+            ),
+            id="bad YAML exits 2 naming the file and line",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                [TJ.raw()],
+                "spec:\n  template: [\n",
+                2,
+                "{prog}: error: {rt}: invalid YAML at line 3, column 1: did not find expected node content\n",
+            ),
+            id="bad YAML in a runtime file exits 2 naming the file and line",
+        ),
+        pytest.param(
+            ExitCase(
+                "validate",
+                "- a\n- b\n",
+                None,
+                2,
+                "{prog}: error: {tj}: document 1 is not a Kubernetes object (a mapping)\n",
+            ),
+            id="a YAML document that is not a mapping exits 2",
+        ),
+        pytest.param(
+            ExitCase("validate", "", None, 2, "{prog}: error: {tj}: no TrainJob found\n"),
+            id="an empty TrainJob file exits 2",
+        ),
+    ],
+)
 def test_exit_codes(case: ExitCase, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def put(name: str, content: list[dict[str, Any]] | str) -> str:
         if isinstance(content, str):
@@ -337,17 +558,27 @@ def test_directory_as_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_errors_of_several_objects_are_all_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tj = write(tmp_path, "tj.yaml", TJ.trainer(numNodes=-1).raw(),
-               TrainJobBuilder.make(name="late").set("spec.activeDeadlineSeconds", 0).raw(),
-               TrainJobBuilder.make(name="good").raw())
+    tj = write(
+        tmp_path,
+        "tj.yaml",
+        TJ.trainer(numNodes=-1).raw(),
+        TrainJobBuilder.make(name="late").set("spec.activeDeadlineSeconds", 0).raw(),
+        TrainJobBuilder.make(name="good").raw(),
+    )
     result = run(capsys, "validate", "-f", tj, "-r", write(tmp_path, "rt.yaml", RT.raw()))
-    assert result == Result(1, "", "".join([
-        NEGATIVE_NODES,
-        f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
-        "spec.activeDeadlineSeconds: Invalid value: 0: spec.activeDeadlineSeconds in body should be greater than "
-        "or equal to 1\n",
-        f"invalid: TrainJob default/late ({tj}#2): 1 error(s)\n",
-    ]))
+    assert result == Result(
+        1,
+        "",
+        "".join(
+            [
+                NEGATIVE_NODES,
+                f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+                "spec.activeDeadlineSeconds: Invalid value: 0: spec.activeDeadlineSeconds in body should be greater than "
+                "or equal to 1\n",
+                f"invalid: TrainJob default/late ({tj}#2): 1 error(s)\n",
+            ]
+        ),
+    )
 
 
 def test_missing_filename_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -366,9 +597,20 @@ def console_script() -> list[str]:
 
 def test_console_script_renders_yaml(tmp_path: Path) -> None:
     job, runtime = TJ.trainer(numNodes=2), mpi_runtime()
-    done = subprocess.run([*console_script(), "render", "-f", write(tmp_path, "tj.yaml", job.raw()),
-                           "-r", write(tmp_path, "rt.yaml", runtime.raw())],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            *console_script(),
+            "render",
+            "-f",
+            write(tmp_path, "tj.yaml", job.raw()),
+            "-r",
+            write(tmp_path, "rt.yaml", runtime.raw()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     objects = list(yaml.safe_load_all(done.stdout))
     want = expected_objects(job, runtime)
@@ -381,13 +623,22 @@ def test_console_script_renders_yaml(tmp_path: Path) -> None:
 def test_module_entry_point_validates_and_refuses(tmp_path: Path) -> None:
     tj = write(tmp_path, "tj.yaml", TJ.trainer(numNodes=-1).raw())
     rt = write(tmp_path, "rt.yaml", RT.raw())
-    done = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "validate", "-f", tj, "-r", rt],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.cli", "validate", "-f", tj, "-r", rt],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (
-        1, "", NEGATIVE_NODES + f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n")
+        1,
+        "",
+        NEGATIVE_NODES + f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+    )
     valid = write(tmp_path, "valid.yaml", TJ.raw())
-    missing = subprocess.run([*console_script(), "render", "-f", valid], capture_output=True, text=True,
-                             timeout=120, check=False)
+    missing = subprocess.run(
+        [*console_script(), "render", "-f", valid], capture_output=True, text=True, timeout=120, check=False
+    )
     assert (missing.returncode, missing.stdout) == (2, "")
     assert missing.stderr.count("\n") == 1
 
@@ -402,8 +653,7 @@ def test_one_file_mixing_runtimes_and_trainjobs(tmp_path: Path, capsys: pytest.C
     result = run(capsys, "render", "-f", mixed, "-o", "json")
     assert (result.code, result.err) == (0, "")
     assert json.loads(result.out)["items"] == expected_objects(job, runtime)
-    assert run(capsys, "validate", "-r", mixed, "-f", mixed) == Result(
-        0, "", "valid: 2 TrainJob(s), 2 runtime(s)\n")
+    assert run(capsys, "validate", "-r", mixed, "-f", mixed) == Result(0, "", "valid: 2 TrainJob(s), 2 runtime(s)\n")
 
 
 def test_a_missing_runtime_does_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -411,8 +661,10 @@ def test_a_missing_runtime_does_not_stop_the_others(tmp_path: Path, capsys: pyte
     runtime = RT.ml_policy(num_nodes=1, torch={})
     tj = write(tmp_path, "tj.yaml", lost.raw(), good.raw())
     rt = write(tmp_path, "rt.yaml", runtime.raw())
-    missing = f"{PROG}: error: TrainJob default/lost ({tj}#1): runtime TrainingRuntime default/gone not found in " \
-              "the -r files\n"
+    missing = (
+        f"{PROG}: error: TrainJob default/lost ({tj}#1): runtime TrainingRuntime default/gone not found in "
+        "the -r files\n"
+    )
     rendered = run(capsys, "render", "-f", tj, "-r", rt, "-o", "json")
     assert (rendered.code, rendered.err) == (2, missing)
     assert json.loads(rendered.out)["items"] == expected_objects(good, runtime)
@@ -420,20 +672,27 @@ def test_a_missing_runtime_does_not_stop_the_others(tmp_path: Path, capsys: pyte
 
 
 def test_a_trainjob_of_an_invalid_runtime_reports_the_runtimes_errors(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tj = write(tmp_path, "tj.yaml", TJ.raw())
     rt = write(tmp_path, "rt.yaml", RT.ml_policy(mpi={"mpiImplementation": "invalid"}).raw())
     result = run(capsys, "validate", "-f", tj, "-r", rt)
-    assert result == Result(1, "", "".join([
-        'spec.mlPolicy.mpi.mpiImplementation: Unsupported value: "invalid": supported values: "OpenMPI", ""\n',
-        "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct "
-        "the existing errors to complete validation\n",
-        f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 2 error(s)\n",
-        'spec.runtimeRef: Invalid value: {"name":"test-runtime","apiGroup":"trainer.kubeflow.org",'
-        '"kind":"TrainingRuntime"}: TrainingRuntime default/test-runtime is invalid (its errors are listed above): the '
-        "API server would not have stored it\n",
-        f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
-    ]))
+    assert result == Result(
+        1,
+        "",
+        "".join(
+            [
+                'spec.mlPolicy.mpi.mpiImplementation: Unsupported value: "invalid": supported values: "OpenMPI", ""\n',
+                "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct "
+                "the existing errors to complete validation\n",
+                f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 2 error(s)\n",
+                'spec.runtimeRef: Invalid value: {"name":"test-runtime","apiGroup":"trainer.kubeflow.org",'
+                '"kind":"TrainingRuntime"}: TrainingRuntime default/test-runtime is invalid (its errors are listed above): the '
+                "API server would not have stored it\n",
+                f"invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n",
+            ]
+        ),
+    )
 
 
 def test_unknown_fields_are_pruned_with_a_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -445,11 +704,16 @@ def test_unknown_fields_are_pruned_with_a_warning(tmp_path: Path, capsys: pytest
     rt = write(tmp_path, "rt.yaml", typo.raw())
     result = run(capsys, "render", "-f", tj, "-r", rt, "-o", "json")
     label = f"TrainingRuntime default/test-runtime ({rt}#1)"
-    assert (result.code, result.err) == (0, "".join([
-        f'Warning: {label}: unknown field "spec.template.spec.replicatedJobs[2].template.spec.template.spec.'
-        'containers[0].resource"\n',
-        f'Warning: {label}: unknown field "spec.template.spec.schedulerName"\n',
-    ]))
+    assert (result.code, result.err) == (
+        0,
+        "".join(
+            [
+                f'Warning: {label}: unknown field "spec.template.spec.replicatedJobs[2].template.spec.template.spec.'
+                'containers[0].resource"\n',
+                f'Warning: {label}: unknown field "spec.template.spec.schedulerName"\n',
+            ]
+        ),
+    )
     assert json.loads(result.out)["items"] == expected_objects(TJ, runtime)
 
 
@@ -457,11 +721,17 @@ def test_a_long_replicated_job_name_is_reported_once(tmp_path: Path, capsys: pyt
     name = "a-replicated-job-name"  # 21 characters
     rt = write(tmp_path, "rt.yaml", RT.jobs([replicated_job(name, None, [container(c.NODE)])]).raw())
     result = run(capsys, "validate", "-f", rt)
-    assert result == Result(1, "", "".join([
-        f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{name}": replicatedJob name must be no more '
-        "than 20 characters\n",
-        f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n",
-    ]))
+    assert result == Result(
+        1,
+        "",
+        "".join(
+            [
+                f'spec.template.spec.replicatedJobs[0].name: Invalid value: "{name}": replicatedJob name must be no more '
+                "than 20 characters\n",
+                f"invalid: TrainingRuntime default/test-runtime ({rt}#1): 1 error(s)\n",
+            ]
+        ),
+    )
 
 
 def test_render_says_a_foreign_managed_trainjob_is_not_ours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -469,8 +739,12 @@ def test_render_says_a_foreign_managed_trainjob_is_not_ours(tmp_path: Path, caps
     runtime = RT.ml_policy(num_nodes=1, torch={})
     tj = write(tmp_path, "tj.yaml", job.raw())
     result = run(capsys, "render", "-f", tj, "-r", write(tmp_path, "rt.yaml", runtime.raw()), "-o", "json")
-    assert (result.code, result.err) == (0, (
-        f"Warning: TrainJob default/test-job ({tj}#1): spec.managedBy is 'kueue.x-k8s.io/multikueue': "
-        "trainjob-operator does not reconcile this TrainJob and would not build the objects below (upstream's "
-        "runtime builds them; the controller named in managedBy decides)\n"))
+    assert (result.code, result.err) == (
+        0,
+        (
+            f"Warning: TrainJob default/test-job ({tj}#1): spec.managedBy is 'kueue.x-k8s.io/multikueue': "
+            "trainjob-operator does not reconcile this TrainJob and would not build the objects below (upstream's "
+            "runtime builds them; the controller named in managedBy decides)\n"
+        ),
+    )
     assert json.loads(result.out)["items"] == expected_objects(job, runtime)

@@ -23,8 +23,11 @@ async def serve(answers: list[tuple[int, str | None]], body: Any) -> Any:
         seen.append(time.monotonic())
         status, retry = answers.pop(0) if answers else (200, None)
         headers = {"Retry-After": retry} if retry is not None else {}
-        text = '{"kind": "Status", "reason": "TooManyRequests", "message": "slow down"}' if status == 429 else \
-            '{"kind": "ConfigMap", "metadata": {"name": "x"}}'
+        text = (
+            '{"kind": "Status", "reason": "TooManyRequests", "message": "slow down"}'
+            if status == 429
+            else '{"kind": "ConfigMap", "metadata": {"name": "x"}}'
+        )
         return web.Response(status=status, text=text, headers=headers, content_type="application/json")
 
     app = web.Application()
@@ -34,8 +37,9 @@ async def serve(answers: list[tuple[int, str | None]], body: Any) -> Any:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    connection = Connection(server=f"http://127.0.0.1:{port}",
-                            ssl_context=k8s_config.ssl_context(None, None, None, None, False))
+    connection = Connection(
+        server=f"http://127.0.0.1:{port}", ssl_context=k8s_config.ssl_context(None, None, None, None, False)
+    )
     try:
         async with Client(connection, qps=0, burst=0) as client:
             return await body(client), seen
@@ -54,12 +58,18 @@ def test_a_429_is_waited_out_and_sent_again() -> None:
     assert seen[2] - seen[1] >= 0.9, "no Retry-After: one second"
 
 
-@pytest.mark.parametrize(("answers", "why"), [
-    pytest.param([(429, "60")], "a Retry-After longer than the client waits goes to the caller (the work queue)",
-                 id="long Retry-After"),
-    pytest.param([(429, "0")] * (THROTTLE_RETRIES + 1), "refused every time", id="refused every time"),
-    pytest.param([(500, "0")], "only 429 is retried here", id="a 500"),
-])
+@pytest.mark.parametrize(
+    ("answers", "why"),
+    [
+        pytest.param(
+            [(429, "60")],
+            "a Retry-After longer than the client waits goes to the caller (the work queue)",
+            id="long Retry-After",
+        ),
+        pytest.param([(429, "0")] * (THROTTLE_RETRIES + 1), "refused every time", id="refused every time"),
+        pytest.param([(500, "0")], "only 429 is retried here", id="a 500"),
+    ],
+)
 def test_what_goes_back_to_the_caller(answers: list[tuple[int, str | None]], why: str) -> None:
     async def body(client: Client) -> Any:
         with pytest.raises(ApiError) as caught:
@@ -91,18 +101,30 @@ def test_the_default_client_limit_is_a_ceiling_not_the_pace() -> None:
     assert (client.qps, client.burst) == (1000, 2000)
 
 
-@pytest.mark.parametrize(("env", "proxy_url", "want"), [
-    pytest.param({}, None, None, id="no proxy anywhere"),
-    pytest.param({"HTTPS_PROXY": "http://p:3128"}, None, "http://p:3128", id="the environment's"),
-    pytest.param({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "api.example"}, None, None, id="NO_PROXY names it"),
-    pytest.param({"HTTPS_PROXY": "http://p:3128"}, "http://k:8080", "http://k:8080", id="the kubeconfig's wins"),
-])
-def test_the_proxy_is_resolved_once_as_kubectl_resolves_it(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
-                                                            proxy_url: str | None, want: str | None) -> None:
+@pytest.mark.parametrize(
+    ("env", "proxy_url", "want"),
+    [
+        pytest.param({}, None, None, id="no proxy anywhere"),
+        pytest.param({"HTTPS_PROXY": "http://p:3128"}, None, "http://p:3128", id="the environment's"),
+        pytest.param({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "api.example"}, None, None, id="NO_PROXY names it"),
+        pytest.param({"HTTPS_PROXY": "http://p:3128"}, "http://k:8080", "http://k:8080", id="the kubeconfig's wins"),
+    ],
+)
+def test_the_proxy_is_resolved_once_as_kubectl_resolves_it(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], proxy_url: str | None, want: str | None
+) -> None:
     from trainjob_operator.k8s.client import env_proxy
 
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY",
-                 "all_proxy"):
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -25,8 +25,21 @@ EARLIER = "2026-11-22T11:00:00Z"
 
 
 def patch(manager: str, selector: str = "a", time: str | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": selector}}}}}}]}}}}
+    entry: dict[str, Any] = {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": selector}}}}},
+                        }
+                    ]
+                }
+            }
+        },
+    }
     if time:
         entry["time"] = time
     return entry
@@ -36,33 +49,64 @@ def with_patches(*patches: dict[str, Any]) -> dict[str, Any]:
     return {"spec": {"runtimePatches": list(patches)}}
 
 
-@pytest.mark.parametrize(("new", "old", "want"), [
-    pytest.param(with_patches(patch("a.io/m")), None, [patch("a.io/m", time=NOW)], id="create stamps now"),
-    pytest.param(with_patches(patch("a.io/m", time=EARLIER)), None, None, id="create keeps a given time"),
-    pytest.param(with_patches(patch("a.io/m")), with_patches(patch("a.io/m", time=EARLIER)),
-                 [patch("a.io/m", time=EARLIER)], id="an unchanged patch keeps its old time"),
-    pytest.param(with_patches(patch("a.io/m", "b", time=EARLIER)), with_patches(patch("a.io/m", time=EARLIER)),
-                 [patch("a.io/m", "b", time=NOW)], id="a changed patch gets now"),
-    pytest.param(with_patches(patch("a.io/m", time=EARLIER), patch("b.io/n", time=EARLIER)),
-                 with_patches(patch("a.io/m", time=EARLIER)), None, id="a new manager keeps a given time"),
-    pytest.param({"spec": {}}, None, None, id="no patches, nothing to do"),
-    pytest.param(with_patches({"manager": {"x": 1}}, {"manager": ["m"], "time": EARLIER}),
-                 with_patches({"manager": {"x": 1}}), None,
-                 id="a manager that is no string is left to the schema (found by the admission fuzz: TypeError)"),
-    pytest.param(with_patches({"manager": 7}, patch("a.io/m")), None, [{"manager": 7}, patch("a.io/m", time=NOW)],
-                 id="the other patches are still stamped"),
-])
-def test_runtime_patch_times(new: dict[str, Any], old: dict[str, Any] | None,
-                             want: list[dict[str, Any]] | None) -> None:
+@pytest.mark.parametrize(
+    ("new", "old", "want"),
+    [
+        pytest.param(with_patches(patch("a.io/m")), None, [patch("a.io/m", time=NOW)], id="create stamps now"),
+        pytest.param(with_patches(patch("a.io/m", time=EARLIER)), None, None, id="create keeps a given time"),
+        pytest.param(
+            with_patches(patch("a.io/m")),
+            with_patches(patch("a.io/m", time=EARLIER)),
+            [patch("a.io/m", time=EARLIER)],
+            id="an unchanged patch keeps its old time",
+        ),
+        pytest.param(
+            with_patches(patch("a.io/m", "b", time=EARLIER)),
+            with_patches(patch("a.io/m", time=EARLIER)),
+            [patch("a.io/m", "b", time=NOW)],
+            id="a changed patch gets now",
+        ),
+        pytest.param(
+            with_patches(patch("a.io/m", time=EARLIER), patch("b.io/n", time=EARLIER)),
+            with_patches(patch("a.io/m", time=EARLIER)),
+            None,
+            id="a new manager keeps a given time",
+        ),
+        pytest.param({"spec": {}}, None, None, id="no patches, nothing to do"),
+        pytest.param(
+            with_patches({"manager": {"x": 1}}, {"manager": ["m"], "time": EARLIER}),
+            with_patches({"manager": {"x": 1}}),
+            None,
+            id="a manager that is no string is left to the schema (found by the admission fuzz: TypeError)",
+        ),
+        pytest.param(
+            with_patches({"manager": 7}, patch("a.io/m")),
+            None,
+            [{"manager": 7}, patch("a.io/m", time=NOW)],
+            id="the other patches are still stamped",
+        ),
+    ],
+)
+def test_runtime_patch_times(
+    new: dict[str, Any], old: dict[str, Any] | None, want: list[dict[str, Any]] | None
+) -> None:
     assert stamp_patch_times(new, old, NOW) == want
 
 
 def test_admission_response_shapes() -> None:
-    denied = response({"uid": "u1"}, Verdict(allowed=False, message="spec.x: Invalid value: 1: bad",
-                                             warnings=("careful",)))
-    assert denied == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
-        "uid": "u1", "allowed": False, "warnings": ["careful"],
-        "status": {"code": 403, "message": "spec.x: Invalid value: 1: bad", "reason": "Forbidden"}}}
+    denied = response(
+        {"uid": "u1"}, Verdict(allowed=False, message="spec.x: Invalid value: 1: bad", warnings=("careful",))
+    )
+    assert denied == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": "u1",
+            "allowed": False,
+            "warnings": ["careful"],
+            "status": {"code": 403, "message": "spec.x: Invalid value: 1: bad", "reason": "Forbidden"},
+        },
+    }
     ops = [{"op": "replace", "path": "/spec/runtimePatches", "value": []}]
     mutated = response({"uid": "u2"}, Verdict(patch=ops))["response"]
     assert mutated["patchType"] == "JSONPatch"
@@ -74,16 +118,27 @@ def test_webhook_configurations_point_at_the_local_server_with_the_ca() -> None:
     mutating, validating = webhook_configurations(cfg, "ops", b"CA")
     assert mutating["metadata"]["name"] == "defaulter.trainer.kubeflow.org"
     assert [w["name"] for w in validating["webhooks"]] == [
-        "validator.trainjob.trainer.kubeflow.org", "validator.trainingruntime.trainer.kubeflow.org",
-        "validator.clustertrainingruntime.trainer.kubeflow.org"]
+        "validator.trainjob.trainer.kubeflow.org",
+        "validator.trainingruntime.trainer.kubeflow.org",
+        "validator.clustertrainingruntime.trainer.kubeflow.org",
+    ]
     hook = validating["webhooks"][1]
-    assert hook["clientConfig"] == {"url": "https://127.0.0.1:19443/validate-trainer-kubeflow-org-v1alpha1-"
-                                           "trainingruntime", "caBundle": base64.b64encode(b"CA").decode()}
-    assert hook["objectSelector"] == {"matchExpressions": [
-        {"key": "trainer.kubeflow.org/webhook-validation", "operator": "NotIn", "values": ["disabled"]}]}
+    assert hook["clientConfig"] == {
+        "url": "https://127.0.0.1:19443/validate-trainer-kubeflow-org-v1alpha1-trainingruntime",
+        "caBundle": base64.b64encode(b"CA").decode(),
+    }
+    assert hook["objectSelector"] == {
+        "matchExpressions": [
+            {"key": "trainer.kubeflow.org/webhook-validation", "operator": "NotIn", "values": ["disabled"]}
+        ]
+    }
     in_cluster = webhook_configurations(config_module.Webhook(service_name="svc"), "ops", b"CA")[0]
     assert in_cluster["webhooks"][0]["clientConfig"]["service"] == {
-        "name": "svc", "namespace": "ops", "path": "/mutate-trainer-kubeflow-org-v1alpha1-trainjob", "port": 443}
+        "name": "svc",
+        "namespace": "ops",
+        "path": "/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
+        "port": 443,
+    }
 
 
 def test_certificates_rotate_when_expiring_or_for_new_hosts() -> None:
@@ -125,12 +180,15 @@ def test_a_rotation_keeps_the_ca_so_the_previous_certificate_stays_trusted() -> 
     assert not certs.needs_rotation(rotated, ["127.0.0.1"], later, before_days=30)
 
 
-@pytest.mark.parametrize(("case", "want"), [
-    pytest.param("valid for long", True, id="a CA valid past the new certificate (and a day) is kept"),
-    pytest.param("expiring", False, id="a CA expiring before the new certificate would: a new CA"),
-    pytest.param("other key", False, id="a CA whose key does not match: a new CA"),
-    pytest.param("garbage", False, id="an unreadable CA: a new CA"),
-])
+@pytest.mark.parametrize(
+    ("case", "want"),
+    [
+        pytest.param("valid for long", True, id="a CA valid past the new certificate (and a day) is kept"),
+        pytest.param("expiring", False, id="a CA expiring before the new certificate would: a new CA"),
+        pytest.param("other key", False, id="a CA whose key does not match: a new CA"),
+        pytest.param("garbage", False, id="an unreadable CA: a new CA"),
+    ],
+)
 def test_when_a_rotation_keeps_the_ca(case: str, want: bool) -> None:
     now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     bundle = certs.generate(["127.0.0.1"], now, days=365)  # the CA lasts 730 days
@@ -147,9 +205,13 @@ def test_ensure_certificate_rotates_an_expiring_certificate_under_the_same_ca() 
 
     now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     old = certs.generate(["127.0.0.1"], now - dt.timedelta(days=350), days=365)
-    secret = {"metadata": {"name": "cert", "namespace": "ops", "resourceVersion": "5"},
-              "data": {k: base64.b64encode(v).decode() for k, v in (("ca.crt", old.ca_cert), ("ca.key", old.ca_key),
-                                                                     ("tls.crt", old.cert), ("tls.key", old.key))}}
+    secret = {
+        "metadata": {"name": "cert", "namespace": "ops", "resourceVersion": "5"},
+        "data": {
+            k: base64.b64encode(v).decode()
+            for k, v in (("ca.crt", old.ca_cert), ("ca.key", old.ca_key), ("tls.crt", old.cert), ("tls.key", old.key))
+        },
+    }
     written: list[dict[str, Any]] = []
 
     class Secrets:
@@ -220,12 +282,15 @@ def test_rate_limiter_enforces_qps_after_the_burst() -> None:
     assert asyncio.run(scenario()) >= 4 / 20 * 0.9  # two from the burst, four at 20/s
 
 
-@pytest.mark.parametrize(("path", "resource"), [
-    ("/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x", "jobsets"),
-    ("/api/v1/namespaces/ns/configmaps", "configmaps"),
-    ("/apis/trainer.kubeflow.org/v1alpha1/namespaces/a/trainjobs/b/status", "trainjobs"),
-    ("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/x", "clustertrainingruntimes"),
-])
+@pytest.mark.parametrize(
+    ("path", "resource"),
+    [
+        ("/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x", "jobsets"),
+        ("/api/v1/namespaces/ns/configmaps", "configmaps"),
+        ("/apis/trainer.kubeflow.org/v1alpha1/namespaces/a/trainjobs/b/status", "trainjobs"),
+        ("/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/x", "clustertrainingruntimes"),
+    ],
+)
 def test_request_metrics_name_the_resource(path: str, resource: str) -> None:
     assert resource_name(path) == resource
 
@@ -241,18 +306,28 @@ def test_config_file_errors_name_the_field(tmp_path: Path) -> None:
         config_module.load(bad)
 
 
-@pytest.mark.parametrize(("builder", "status", "state"), [
-    pytest.param(TrainJobBuilder.make(), {}, "Pending", id="nothing yet"),
-    pytest.param(TrainJobBuilder.make().suspend(), {}, "Suspended", id="suspended"),
-    pytest.param(TrainJobBuilder.make(), {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0,
-                                                          "active": 1, "suspended": 0}]}, "Running", id="active"),
-    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "Complete", "status": "True"}]}, "Complete",
-                 id="complete"),
-    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "Failed", "status": "True"}]}, "Failed",
-                 id="failed"),
-    pytest.param(TrainJobBuilder.make(), {"conditions": [{"type": "ReconcileFailed", "status": "True"}]}, "Error",
-                 id="error"),
-])
+@pytest.mark.parametrize(
+    ("builder", "status", "state"),
+    [
+        pytest.param(TrainJobBuilder.make(), {}, "Pending", id="nothing yet"),
+        pytest.param(TrainJobBuilder.make().suspend(), {}, "Suspended", id="suspended"),
+        pytest.param(
+            TrainJobBuilder.make(),
+            {"jobsStatus": [{"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0}]},
+            "Running",
+            id="active",
+        ),
+        pytest.param(
+            TrainJobBuilder.make(), {"conditions": [{"type": "Complete", "status": "True"}]}, "Complete", id="complete"
+        ),
+        pytest.param(
+            TrainJobBuilder.make(), {"conditions": [{"type": "Failed", "status": "True"}]}, "Failed", id="failed"
+        ),
+        pytest.param(
+            TrainJobBuilder.make(), {"conditions": [{"type": "ReconcileFailed", "status": "True"}]}, "Error", id="error"
+        ),
+    ],
+)
 def test_state_column(builder: TrainJobBuilder, status: dict[str, Any], state: str) -> None:
     job = builder.obj()
     assert trainjob_state(job, TrainJobStatus.model_validate(status)) == state
@@ -261,25 +336,54 @@ def test_state_column(builder: TrainJobBuilder, status: dict[str, Any], state: s
 def test_reconcile_error_condition_is_set_kept_and_removed() -> None:
     now = dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC)
     status = with_reconcile_error(TrainJobStatus(), ("BuildFailed", "boom"), now)
-    assert status.to_wire() == {"conditions": [{"type": "ReconcileFailed", "status": "True", "reason": "BuildFailed",
-                                                "message": "boom", "lastTransitionTime": NOW}]}
-    later = with_reconcile_error(status.model_copy(deep=True), ("BuildFailed", "boom again"),
-                                 now + dt.timedelta(hours=1))
+    assert status.to_wire() == {
+        "conditions": [
+            {
+                "type": "ReconcileFailed",
+                "status": "True",
+                "reason": "BuildFailed",
+                "message": "boom",
+                "lastTransitionTime": NOW,
+            }
+        ]
+    }
+    later = with_reconcile_error(
+        status.model_copy(deep=True), ("BuildFailed", "boom again"), now + dt.timedelta(hours=1)
+    )
     assert later.conditions is not None and later.conditions[0].last_transition_time == NOW
     assert with_reconcile_error(later, None, now).to_wire() == {}
 
 
-@pytest.mark.parametrize(("status_server", "webhook_service", "webhook_url_host", "want"), [
-    pytest.param({}, None, None, "https://127.0.0.1:10443", id="out of a cluster: the listening host and port"),
-    pytest.param({"url_port": 7443}, None, "10.0.0.5", "https://10.0.0.5:7443",
-                 id="replicas behind one local load balancer: every one writes the balancer's port"),
-    pytest.param({"url_host": "st.local", "port": 9000}, None, "10.0.0.5", "https://st.local:9000",
-                 id="its own url_host wins over the webhook's"),
-    pytest.param({"url_port": 7443}, "svc", None, "https://svc.ops.svc:10443",
-                 id="in a cluster: the Service and the served port, url_port ignored"),
-])
-def test_the_status_server_url_trainer_pods_get(status_server: dict[str, Any], webhook_service: str | None,
-                                                webhook_url_host: str | None, want: str) -> None:
+@pytest.mark.parametrize(
+    ("status_server", "webhook_service", "webhook_url_host", "want"),
+    [
+        pytest.param({}, None, None, "https://127.0.0.1:10443", id="out of a cluster: the listening host and port"),
+        pytest.param(
+            {"url_port": 7443},
+            None,
+            "10.0.0.5",
+            "https://10.0.0.5:7443",
+            id="replicas behind one local load balancer: every one writes the balancer's port",
+        ),
+        pytest.param(
+            {"url_host": "st.local", "port": 9000},
+            None,
+            "10.0.0.5",
+            "https://st.local:9000",
+            id="its own url_host wins over the webhook's",
+        ),
+        pytest.param(
+            {"url_port": 7443},
+            "svc",
+            None,
+            "https://svc.ops.svc:10443",
+            id="in a cluster: the Service and the served port, url_port ignored",
+        ),
+    ],
+)
+def test_the_status_server_url_trainer_pods_get(
+    status_server: dict[str, Any], webhook_service: str | None, webhook_url_host: str | None, want: str
+) -> None:
     from trainjob_operator.controller.statusserver import base_url
 
     cfg = config_module.StatusServer.model_validate(status_server)

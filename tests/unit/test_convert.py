@@ -20,13 +20,21 @@ RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
 
 
 def old_trainjob(spec: dict[str, Any], api_version: str = V2ALPHA1, **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": api_version, "kind": "TrainJob",
-            "metadata": {"name": "torch-ddp", "namespace": "tenant-alpha", **meta}, "spec": spec}
+    return {
+        "apiVersion": api_version,
+        "kind": "TrainJob",
+        "metadata": {"name": "torch-ddp", "namespace": "tenant-alpha", **meta},
+        "spec": spec,
+    }
 
 
 def new_trainjob(spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob",
-            "metadata": {"name": "torch-ddp", "namespace": "tenant-alpha"}, "spec": spec}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": "torch-ddp", "namespace": "tenant-alpha"},
+        "spec": spec,
+    }
 
 
 @dataclass(frozen=True)
@@ -38,113 +46,316 @@ class ConvertCase:
 
 
 CONVERT_CASES = [
-    pytest.param(ConvertCase(
-        old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed-multi-node"},
-                      "trainer": {"image": "docker.io/custom-training", "command": ["torchrun train.py"],
-                                  "numNodes": 5, "resourcesPerNode": {"requests": {"nvidia.com/gpu": 2}}}}),
-        new_trainjob({"runtimeRef": {"name": "torch-distributed-multi-node"},
-                      "trainer": {"image": "docker.io/custom-training", "command": ["torchrun train.py"],
-                                  "numNodes": 5, "resourcesPerNode": {"requests": {"nvidia.com/gpu": 2}}}}),
-    ), id="the KEP's torch-ddp example: trainingRuntimeRef becomes runtimeRef, trainer moves as is"),
-    pytest.param(ConvertCase(
-        old_trainjob({"trainingRuntimeRef": {"name": "torch-tune-llama-7b"},
-                      "datasetConfig": {"storageUri": "s3://dataset/custom-dataset/yelp-review",
-                                        "env": [{"name": "SPLIT", "value": "train[:5000]"}]},
-                      "modelConfig": {"input": {"storageUri": "hf://meta-llama/Llama-2-7b"},
-                                      "output": {"storageUri": "s3://trained-model"}}}),
-        new_trainjob({"runtimeRef": {"name": "torch-tune-llama-7b"},
-                      "initializer": {"dataset": {"storageUri": "s3://dataset/custom-dataset/yelp-review",
-                                                  "env": [{"name": "SPLIT", "value": "train[:5000]"}]},
-                                      "model": {"storageUri": "hf://meta-llama/Llama-2-7b"}}}),
-        ["spec.modelConfig.output: model export has no field in trainer.kubeflow.org/v1alpha1: save the model from "
-         "the training code"],
-    ), id="the KEP's LLM fine-tuning example: dataset and model input move under initializer, output has no home"),
-    pytest.param(ConvertCase(
-        old_trainjob({"runtimeRef": {"name": "rt", "apiGroup": "kubeflow.org", "kind": "TrainingRuntime"},
-                      "numNodes": 4,
-                      "modelConfig": {"input": {"storageUri": "hf://m", "config": {"torch_dtype": "bfloat16"},
-                                                "secretRef": {"name": "hf", "namespace": "tenant-alpha"}}},
-                      "trainer": {"numProcPerNode": "8", "resourcesPerNode": {"limits": {"cpu": 4}}}}),
-        new_trainjob({"runtimeRef": {"name": "rt", "apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime"},
-                      "initializer": {"model": {"storageUri": "hf://m", "secretRef": {"name": "hf"}}},
-                      "trainer": {"numNodes": 4, "resourcesPerNode": {"limits": {"cpu": 4}}, "numProcPerNode": 8}}),
-        ["spec.modelConfig.input.config: no such field in an initializer of trainer.kubeflow.org/v1alpha1"],
-    ), id="the page's shape: spec.numNodes, modelConfig.input.config, string numProcPerNode, old API group"),
-    pytest.param(ConvertCase(
-        old_trainjob({"trainingRuntimeRef": {"name": "rt", "namespace": "elsewhere", "version": "v2alpha1"},
-                      "numNodes": 2, "trainer": {"numNodes": 3, "numProcPerNode": "gpu"},
-                      "datasetConfig": {"storageUri": "s3://d", "secretRef": {"name": "s", "namespace": "other"}},
-                      "modelConfig": {"storageUri": "hf://bert-based-cased",
-                                      "env": [{"name": "TRANSFORMER_TYPE", "value": "AutoModelForCausalLM"}]},
-                      "unknownThing": 1},
-                     uid="1", resourceVersion="7"),
-        new_trainjob({"runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
-                      "initializer": {"dataset": {"storageUri": "s3://d", "secretRef": {"name": "s"}},
-                                      "model": {"storageUri": "hf://bert-based-cased", "env": [
-                                          {"name": "TRANSFORMER_TYPE", "value": "AutoModelForCausalLM"}]}},
-                      "trainer": {"numNodes": 3}}),
-        ["metadata.uid: set by the API server; left out so the object can be created",
-         "metadata.resourceVersion: set by the API server; left out so the object can be created",
-         "spec.trainingRuntimeRef.namespace: a TrainingRuntime is looked up in the TrainJob's own namespace",
-         "spec.trainingRuntimeRef.version: runtimes are served as trainer.kubeflow.org/v1alpha1 only",
-         "spec.datasetConfig.secretRef.namespace: the Secret must be in the TrainJob's namespace (secretRef has only "
-         "a name)",
-         "spec.trainer.numProcPerNode: 'gpu' has no equivalent: trainer.kubeflow.org/v1alpha1 takes a number of "
-         "processes (unset = auto)",
-         "spec.numNodes: conflicts with spec.trainer.numNodes (3), which is kept",
-         f"spec.unknownThing: {NO_FIELD}"],
-    ), id="everything without a home is named by its path, with the reason"),
-    pytest.param(ConvertCase(
-        old_trainjob({"runtimeRef": {"name": "torch-distributed"},
-                      "labels": {"team": "nlp"}, "annotations": {"cost-center": "42"},
-                      "podSpecOverrides": [{
-                          "targetJobs": [{"name": "node"}, {"name": "dataset-initializer"}],
-                          "serviceAccountName": "trainer", "nodeSelector": {"pool": "gpu"},
-                          "containers": [{"name": "node", "env": [{"name": "A", "value": "1"}], "args": ["x"]}]}],
-                      "suspend": True, "managedBy": "kubeflow.org/trainjob-controller"},
-                     api_version=c.API_VERSION),
-        new_trainjob({"runtimeRef": {"name": "torch-distributed"},
-                      "runtimePatches": [{"manager": "trainjob-operator/convert", "trainingRuntimeSpec": {"template": {
-                          "metadata": {"labels": {"team": "nlp"}, "annotations": {"cost-center": "42"}},
-                          "spec": {"replicatedJobs": [
-                              {"name": name, "template": {"spec": {"template": {"spec": {
-                                  "serviceAccountName": "trainer", "nodeSelector": {"pool": "gpu"},
-                                  "containers": [{"name": "node", "env": [{"name": "A", "value": "1"}]}]}}}}}
-                              for name in ("node", "dataset-initializer")]}}}}],
-                      "suspend": True, "managedBy": "trainer.kubeflow.org/trainjob-controller"}),
-        ["spec.podSpecOverrides[0].containers[0].args: a runtime patch cannot set a container's field in "
-         "trainer.kubeflow.org/v1alpha1"],
-    ), id="early v1alpha1: labels, annotations and podSpecOverrides become one runtime patch per target job"),
-    pytest.param(ConvertCase(
-        old_trainjob({"runtimeRef": {"name": "torch-distributed"},
-                      "podTemplateOverrides": [{"targetJobs": [{"name": "node"}],
-                                                "metadata": {"labels": {"pod": "yes"}},
-                                                "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}],
-                                                         "hostNetwork": True}}]},
-                     api_version=c.API_VERSION),
-        new_trainjob({"runtimeRef": {"name": "torch-distributed"},
-                      "runtimePatches": [{"manager": "trainjob-operator/convert", "trainingRuntimeSpec": {"template": {
-                          "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
-                              "metadata": {"labels": {"pod": "yes"}},
-                              "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]}}}}}]}}}}]}),
-        ["spec.podTemplateOverrides[0].spec.hostNetwork: a runtime patch cannot set it in "
-         "trainer.kubeflow.org/v1alpha1"],
-    ), id="v2.1 podTemplateOverrides keep their pod metadata"),
-    pytest.param(ConvertCase(
-        {"apiVersion": V2ALPHA1, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch-tune-llama-7b"},
-         "spec": {"numNodes": 2, "mlPolicy": {"torch": {"numProcPerNode": 5}},
-                  "startupPolicy": {"startupPolicyOrder": "InOrder"}, "podGroupSpec": {"minMember": 2},
-                  "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-                      "containers": [{"name": "trainer", "image": "pytorch"}]}}}}}]}},
-        {"apiVersion": c.API_VERSION, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch-tune-llama-7b"},
-         "spec": {"mlPolicy": {"torch": {}, "numNodes": 2}, "template": {"spec": {
-             "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-                 "containers": [{"name": "trainer", "image": "pytorch"}]}}}}}],
-             "startupPolicy": {"startupPolicyOrder": "InOrder"}}}}},
-        ["spec.mlPolicy.torch.numProcPerNode: removed from the API before v2.3 (numProcPerNode: set "
-         "spec.trainer.numProcPerNode on the TrainJob)",
-         f"spec.podGroupSpec: {NO_FIELD}"],
-    ), id="a proposal-era runtime: numNodes into mlPolicy, the inline JobSet spec into template.spec"),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "trainingRuntimeRef": {"name": "torch-distributed-multi-node"},
+                    "trainer": {
+                        "image": "docker.io/custom-training",
+                        "command": ["torchrun train.py"],
+                        "numNodes": 5,
+                        "resourcesPerNode": {"requests": {"nvidia.com/gpu": 2}},
+                    },
+                }
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-distributed-multi-node"},
+                    "trainer": {
+                        "image": "docker.io/custom-training",
+                        "command": ["torchrun train.py"],
+                        "numNodes": 5,
+                        "resourcesPerNode": {"requests": {"nvidia.com/gpu": 2}},
+                    },
+                }
+            ),
+        ),
+        id="the KEP's torch-ddp example: trainingRuntimeRef becomes runtimeRef, trainer moves as is",
+    ),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "trainingRuntimeRef": {"name": "torch-tune-llama-7b"},
+                    "datasetConfig": {
+                        "storageUri": "s3://dataset/custom-dataset/yelp-review",
+                        "env": [{"name": "SPLIT", "value": "train[:5000]"}],
+                    },
+                    "modelConfig": {
+                        "input": {"storageUri": "hf://meta-llama/Llama-2-7b"},
+                        "output": {"storageUri": "s3://trained-model"},
+                    },
+                }
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-tune-llama-7b"},
+                    "initializer": {
+                        "dataset": {
+                            "storageUri": "s3://dataset/custom-dataset/yelp-review",
+                            "env": [{"name": "SPLIT", "value": "train[:5000]"}],
+                        },
+                        "model": {"storageUri": "hf://meta-llama/Llama-2-7b"},
+                    },
+                }
+            ),
+            [
+                "spec.modelConfig.output: model export has no field in trainer.kubeflow.org/v1alpha1: save the model from "
+                "the training code"
+            ],
+        ),
+        id="the KEP's LLM fine-tuning example: dataset and model input move under initializer, output has no home",
+    ),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "runtimeRef": {"name": "rt", "apiGroup": "kubeflow.org", "kind": "TrainingRuntime"},
+                    "numNodes": 4,
+                    "modelConfig": {
+                        "input": {
+                            "storageUri": "hf://m",
+                            "config": {"torch_dtype": "bfloat16"},
+                            "secretRef": {"name": "hf", "namespace": "tenant-alpha"},
+                        }
+                    },
+                    "trainer": {"numProcPerNode": "8", "resourcesPerNode": {"limits": {"cpu": 4}}},
+                }
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "rt", "apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime"},
+                    "initializer": {"model": {"storageUri": "hf://m", "secretRef": {"name": "hf"}}},
+                    "trainer": {"numNodes": 4, "resourcesPerNode": {"limits": {"cpu": 4}}, "numProcPerNode": 8},
+                }
+            ),
+            ["spec.modelConfig.input.config: no such field in an initializer of trainer.kubeflow.org/v1alpha1"],
+        ),
+        id="the page's shape: spec.numNodes, modelConfig.input.config, string numProcPerNode, old API group",
+    ),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "trainingRuntimeRef": {"name": "rt", "namespace": "elsewhere", "version": "v2alpha1"},
+                    "numNodes": 2,
+                    "trainer": {"numNodes": 3, "numProcPerNode": "gpu"},
+                    "datasetConfig": {"storageUri": "s3://d", "secretRef": {"name": "s", "namespace": "other"}},
+                    "modelConfig": {
+                        "storageUri": "hf://bert-based-cased",
+                        "env": [{"name": "TRANSFORMER_TYPE", "value": "AutoModelForCausalLM"}],
+                    },
+                    "unknownThing": 1,
+                },
+                uid="1",
+                resourceVersion="7",
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "rt", "kind": "TrainingRuntime"},
+                    "initializer": {
+                        "dataset": {"storageUri": "s3://d", "secretRef": {"name": "s"}},
+                        "model": {
+                            "storageUri": "hf://bert-based-cased",
+                            "env": [{"name": "TRANSFORMER_TYPE", "value": "AutoModelForCausalLM"}],
+                        },
+                    },
+                    "trainer": {"numNodes": 3},
+                }
+            ),
+            [
+                "metadata.uid: set by the API server; left out so the object can be created",
+                "metadata.resourceVersion: set by the API server; left out so the object can be created",
+                "spec.trainingRuntimeRef.namespace: a TrainingRuntime is looked up in the TrainJob's own namespace",
+                "spec.trainingRuntimeRef.version: runtimes are served as trainer.kubeflow.org/v1alpha1 only",
+                "spec.datasetConfig.secretRef.namespace: the Secret must be in the TrainJob's namespace (secretRef has only "
+                "a name)",
+                "spec.trainer.numProcPerNode: 'gpu' has no equivalent: trainer.kubeflow.org/v1alpha1 takes a number of "
+                "processes (unset = auto)",
+                "spec.numNodes: conflicts with spec.trainer.numNodes (3), which is kept",
+                f"spec.unknownThing: {NO_FIELD}",
+            ],
+        ),
+        id="everything without a home is named by its path, with the reason",
+    ),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "labels": {"team": "nlp"},
+                    "annotations": {"cost-center": "42"},
+                    "podSpecOverrides": [
+                        {
+                            "targetJobs": [{"name": "node"}, {"name": "dataset-initializer"}],
+                            "serviceAccountName": "trainer",
+                            "nodeSelector": {"pool": "gpu"},
+                            "containers": [{"name": "node", "env": [{"name": "A", "value": "1"}], "args": ["x"]}],
+                        }
+                    ],
+                    "suspend": True,
+                    "managedBy": "kubeflow.org/trainjob-controller",
+                },
+                api_version=c.API_VERSION,
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "runtimePatches": [
+                        {
+                            "manager": "trainjob-operator/convert",
+                            "trainingRuntimeSpec": {
+                                "template": {
+                                    "metadata": {"labels": {"team": "nlp"}, "annotations": {"cost-center": "42"}},
+                                    "spec": {
+                                        "replicatedJobs": [
+                                            {
+                                                "name": name,
+                                                "template": {
+                                                    "spec": {
+                                                        "template": {
+                                                            "spec": {
+                                                                "serviceAccountName": "trainer",
+                                                                "nodeSelector": {"pool": "gpu"},
+                                                                "containers": [
+                                                                    {
+                                                                        "name": "node",
+                                                                        "env": [{"name": "A", "value": "1"}],
+                                                                    }
+                                                                ],
+                                                            }
+                                                        }
+                                                    }
+                                                },
+                                            }
+                                            for name in ("node", "dataset-initializer")
+                                        ]
+                                    },
+                                }
+                            },
+                        }
+                    ],
+                    "suspend": True,
+                    "managedBy": "trainer.kubeflow.org/trainjob-controller",
+                }
+            ),
+            [
+                "spec.podSpecOverrides[0].containers[0].args: a runtime patch cannot set a container's field in "
+                "trainer.kubeflow.org/v1alpha1"
+            ],
+        ),
+        id="early v1alpha1: labels, annotations and podSpecOverrides become one runtime patch per target job",
+    ),
+    pytest.param(
+        ConvertCase(
+            old_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "podTemplateOverrides": [
+                        {
+                            "targetJobs": [{"name": "node"}],
+                            "metadata": {"labels": {"pod": "yes"}},
+                            "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}], "hostNetwork": True},
+                        }
+                    ],
+                },
+                api_version=c.API_VERSION,
+            ),
+            new_trainjob(
+                {
+                    "runtimeRef": {"name": "torch-distributed"},
+                    "runtimePatches": [
+                        {
+                            "manager": "trainjob-operator/convert",
+                            "trainingRuntimeSpec": {
+                                "template": {
+                                    "spec": {
+                                        "replicatedJobs": [
+                                            {
+                                                "name": "node",
+                                                "template": {
+                                                    "spec": {
+                                                        "template": {
+                                                            "metadata": {"labels": {"pod": "yes"}},
+                                                            "spec": {
+                                                                "tolerations": [{"key": "gpu", "operator": "Exists"}]
+                                                            },
+                                                        }
+                                                    }
+                                                },
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        }
+                    ],
+                }
+            ),
+            [
+                "spec.podTemplateOverrides[0].spec.hostNetwork: a runtime patch cannot set it in "
+                "trainer.kubeflow.org/v1alpha1"
+            ],
+        ),
+        id="v2.1 podTemplateOverrides keep their pod metadata",
+    ),
+    pytest.param(
+        ConvertCase(
+            {
+                "apiVersion": V2ALPHA1,
+                "kind": "ClusterTrainingRuntime",
+                "metadata": {"name": "torch-tune-llama-7b"},
+                "spec": {
+                    "numNodes": 2,
+                    "mlPolicy": {"torch": {"numProcPerNode": 5}},
+                    "startupPolicy": {"startupPolicyOrder": "InOrder"},
+                    "podGroupSpec": {"minMember": 2},
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "spec": {
+                                    "template": {"spec": {"containers": [{"name": "trainer", "image": "pytorch"}]}}
+                                }
+                            },
+                        }
+                    ],
+                },
+            },
+            {
+                "apiVersion": c.API_VERSION,
+                "kind": "ClusterTrainingRuntime",
+                "metadata": {"name": "torch-tune-llama-7b"},
+                "spec": {
+                    "mlPolicy": {"torch": {}, "numNodes": 2},
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": "node",
+                                    "template": {
+                                        "spec": {
+                                            "template": {
+                                                "spec": {"containers": [{"name": "trainer", "image": "pytorch"}]}
+                                            }
+                                        }
+                                    },
+                                }
+                            ],
+                            "startupPolicy": {"startupPolicyOrder": "InOrder"},
+                        }
+                    },
+                },
+            },
+            [
+                "spec.mlPolicy.torch.numProcPerNode: removed from the API before v2.3 (numProcPerNode: set "
+                "spec.trainer.numProcPerNode on the TrainJob)",
+                f"spec.podGroupSpec: {NO_FIELD}",
+            ],
+        ),
+        id="a proposal-era runtime: numNodes into mlPolicy, the inline JobSet spec into template.spec",
+    ),
 ]
 
 
@@ -158,44 +369,57 @@ def test_convert(case: ConvertCase, tmp_path: Path, capsys: pytest.CaptureFixtur
     label = f"{case.given['kind']} {meta['namespace'] + '/' if 'namespace' in meta else ''}{meta['name']}"
     assert result.err.splitlines() == [
         *case.dropped,
-        f"converted: {label} ({path}#1) -> trainer.kubeflow.org/v1alpha1 ({len(case.dropped)} field(s) without a "
-        f"home)"]
+        f"converted: {label} ({path}#1) -> trainer.kubeflow.org/v1alpha1 ({len(case.dropped)} field(s) without a home)",
+    ]
 
 
-def test_convert_passes_current_and_foreign_objects_through(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_convert_passes_current_and_foreign_objects_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     current = new_trainjob({"runtimeRef": {"name": "torch-distributed"}})
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     old = old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed"}})
     path = write(tmp_path, "mixed.yaml", current, secret, old)
     result = run(capsys, "convert", "-f", path, "-o", "json")
     assert result.code == 0
-    assert json.loads(result.out) == {"apiVersion": "v1", "kind": "List",
-                                      "items": [current, secret, new_trainjob({"runtimeRef": {"name":
-                                                                                               "torch-distributed"}})]}
+    assert json.loads(result.out) == {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [current, secret, new_trainjob({"runtimeRef": {"name": "torch-distributed"}})],
+    }
     assert result.err.splitlines() == [
         f"unchanged: TrainJob tenant-alpha/torch-ddp ({path}#1): already current",
         f"unchanged: Secret s ({path}#2): not a Trainer object",
         f"converted: TrainJob tenant-alpha/torch-ddp ({path}#3) -> trainer.kubeflow.org/v1alpha1 (0 field(s) without "
-        f"a home)"]
+        f"a home)",
+    ]
 
 
-def test_converted_proposal_trainjob_validates_and_renders(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    old = old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed"}, "numNodes": 2,
-                        "datasetConfig": {"storageUri": "hf://tatsu-lab/alpaca"},
-                        "trainer": {"image": "docker.io/custom-training", "command": ["torchrun", "train.py"],
-                                    "resourcesPerNode": {"limits": {"nvidia.com/gpu": 2}}}})
+def test_converted_proposal_trainjob_validates_and_renders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = old_trainjob(
+        {
+            "trainingRuntimeRef": {"name": "torch-distributed"},
+            "numNodes": 2,
+            "datasetConfig": {"storageUri": "hf://tatsu-lab/alpaca"},
+            "trainer": {
+                "image": "docker.io/custom-training",
+                "command": ["torchrun", "train.py"],
+                "resourcesPerNode": {"limits": {"nvidia.com/gpu": 2}},
+            },
+        }
+    )
     converted = run(capsys, "convert", "-f", write(tmp_path, "old.yaml", old))
     new = tmp_path / "new.yaml"
     new.write_text(converted.out)
     runtime = str(RUNTIMES / "torch-distributed.yaml")
     # torch-distributed has no dataset-initializer job: validate says so in the API server's words.
     result = run(capsys, "validate", "-f", str(new), "-r", runtime)
-    assert (result.code, result.err.splitlines()[0]) == (1, (
-        'spec.runtimeRef: Invalid value: {"name":"torch-distributed","apiGroup":"trainer.kubeflow.org",'
-        '"kind":"ClusterTrainingRuntime"}: must have dataset-initializer job when trainJob is configured with input '
-        'datasetConfig'))
+    assert (result.code, result.err.splitlines()[0]) == (
+        1,
+        (
+            'spec.runtimeRef: Invalid value: {"name":"torch-distributed","apiGroup":"trainer.kubeflow.org",'
+            '"kind":"ClusterTrainingRuntime"}: must have dataset-initializer job when trainJob is configured with input '
+            "datasetConfig"
+        ),
+    )
     without_dataset = yaml.safe_load(converted.out)
     del without_dataset["spec"]["initializer"]
     result = run(capsys, "render", "-f", write(tmp_path, "ok.yaml", without_dataset), "-r", runtime, "-o", "json")
@@ -214,34 +438,60 @@ class LegacyCase:
 
 
 LEGACY_CASES = [
-    pytest.param(LegacyCase(
-        [old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed"}})], [],
-        "TrainJob tenant-alpha/torch-ddp ({f}#1) is a proposal-era TrainJob (kubeflow.org/v2alpha1: the KEP-2170 "
-        "draft API, replaced by trainer.kubeflow.org/v1alpha1 in Kubeflow Trainer v2.0); convert it with "
-        "`trainjob-operator convert -f {f}` and use the output",
-    ), id="a proposal-era TrainJob is named as such, with the convert command"),
-    pytest.param(LegacyCase(
-        [old_trainjob({"runtimeRef": {"name": "torch-distributed"}, "datasetConfig": {"storageUri": "hf://d"},
-                       "podSpecOverrides": []}, api_version=c.API_VERSION)], [],
-        "TrainJob tenant-alpha/torch-ddp ({f}#1) is a TrainJob in an older trainer.kubeflow.org/v1alpha1 shape "
-        "(fields removed before Kubeflow Trainer v2.3: spec.datasetConfig, spec.podSpecOverrides); convert it with "
-        "`trainjob-operator convert -f {f}` and use the output",
-    ), id="an early v1alpha1 TrainJob is refused instead of silently losing its dataset"),
-    pytest.param(LegacyCase(
-        [new_trainjob({"runtimeRef": {"name": "torch-distributed"}})],
-        [{"apiVersion": V2ALPHA1, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch-distributed"},
-          "spec": {"numNodes": 1}}],
-        "ClusterTrainingRuntime torch-distributed ({r}#1) is a proposal-era ClusterTrainingRuntime "
-        "(kubeflow.org/v2alpha1: the KEP-2170 draft API, replaced by trainer.kubeflow.org/v1alpha1 in Kubeflow "
-        "Trainer v2.0); convert it with `trainjob-operator convert -f {r}` and use the output",
-    ), id="a proposal-era runtime in -r is named as such too"),
+    pytest.param(
+        LegacyCase(
+            [old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed"}})],
+            [],
+            "TrainJob tenant-alpha/torch-ddp ({f}#1) is a proposal-era TrainJob (kubeflow.org/v2alpha1: the KEP-2170 "
+            "draft API, replaced by trainer.kubeflow.org/v1alpha1 in Kubeflow Trainer v2.0); convert it with "
+            "`trainjob-operator convert -f {f}` and use the output",
+        ),
+        id="a proposal-era TrainJob is named as such, with the convert command",
+    ),
+    pytest.param(
+        LegacyCase(
+            [
+                old_trainjob(
+                    {
+                        "runtimeRef": {"name": "torch-distributed"},
+                        "datasetConfig": {"storageUri": "hf://d"},
+                        "podSpecOverrides": [],
+                    },
+                    api_version=c.API_VERSION,
+                )
+            ],
+            [],
+            "TrainJob tenant-alpha/torch-ddp ({f}#1) is a TrainJob in an older trainer.kubeflow.org/v1alpha1 shape "
+            "(fields removed before Kubeflow Trainer v2.3: spec.datasetConfig, spec.podSpecOverrides); convert it with "
+            "`trainjob-operator convert -f {f}` and use the output",
+        ),
+        id="an early v1alpha1 TrainJob is refused instead of silently losing its dataset",
+    ),
+    pytest.param(
+        LegacyCase(
+            [new_trainjob({"runtimeRef": {"name": "torch-distributed"}})],
+            [
+                {
+                    "apiVersion": V2ALPHA1,
+                    "kind": "ClusterTrainingRuntime",
+                    "metadata": {"name": "torch-distributed"},
+                    "spec": {"numNodes": 1},
+                }
+            ],
+            "ClusterTrainingRuntime torch-distributed ({r}#1) is a proposal-era ClusterTrainingRuntime "
+            "(kubeflow.org/v2alpha1: the KEP-2170 draft API, replaced by trainer.kubeflow.org/v1alpha1 in Kubeflow "
+            "Trainer v2.0); convert it with `trainjob-operator convert -f {r}` and use the output",
+        ),
+        id="a proposal-era runtime in -r is named as such too",
+    ),
 ]
 
 
 @pytest.mark.parametrize("command", ["validate", "render"])
 @pytest.mark.parametrize("case", LEGACY_CASES)
-def test_older_shapes_are_named_with_the_way_out(case: LegacyCase, command: str, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_older_shapes_are_named_with_the_way_out(
+    case: LegacyCase, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = write(tmp_path, "jobs.yaml", *case.trainjobs)
     r = write(tmp_path, "runtimes.yaml", *case.runtimes) if case.runtimes else str(RUNTIMES / "torch-distributed.yaml")
     result = run(capsys, command, "-f", f, "-r", r)

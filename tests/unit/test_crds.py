@@ -363,8 +363,10 @@ def test_trainjob_cel_messages_verbatim(crds: dict[str, dict[str, Any]], path: s
 def test_trainer_rule_is_relaxed_for_a_resize_while_suspended(crds: dict[str, dict[str, Any]]) -> None:
     [rule] = at(crds[TRAINJOB], "spec")["x-kubernetes-validations"]
     assert (rule["fieldPath"], rule["message"]) == (".trainer", "field is immutable")
-    assert rule["rule"].startswith("!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
-                                   "(has(oldSelf.suspend) && oldSelf.suspend && ")
+    assert rule["rule"].startswith(
+        "!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
+        "(has(oldSelf.suspend) && oldSelf.suspend && "
+    )
     for fixed in ("image", "command", "args", "env", "numProcPerNode"):
         assert f"self.trainer.{fixed} == oldSelf.trainer.{fixed}" in rule["rule"]
     for resizable in ("numNodes", "resourcesPerNode"):

@@ -10,8 +10,7 @@ import pytest
 from trainjob_operator.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json"
-PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
-                "offset"}
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset"}
 # Labels Prometheus adds when it scrapes (the ServiceMonitor's targets), and the histogram bucket label.
 SCRAPE_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint", "le"}
 
@@ -24,8 +23,11 @@ def exported() -> dict[str, set[str]]:
         labels = set(getattr(family, "_labelnames", ()))
         for sample in family.samples:
             labels |= set(sample.labels)
-        suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"),
-                    "summary": ("_count", "_sum")}.get(family.type, ("",))
+        suffixes = {
+            "counter": ("_total",),
+            "histogram": ("_bucket", "_count", "_sum"),
+            "summary": ("_count", "_sum"),
+        }.get(family.type, ("",))
         for suffix in suffixes:
             names[family.name + suffix] = labels - {"le"} if suffix != "_bucket" else labels | {"le"}
         for sample in family.samples:
@@ -52,8 +54,11 @@ def metrics_in(expr: str) -> set[str]:
     text = re.sub(r"\{[^}]*\}", "{}", text)  # label matchers
     text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", text)  # grouping labels
     text = re.sub(r"\[[^\]]*\]", "", text)  # ranges
-    idents = [m.group() for m in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text)
-              if not text[m.end():].lstrip().startswith("(")]
+    idents = [
+        m.group()
+        for m in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text)
+        if not text[m.end() :].lstrip().startswith("(")
+    ]
     return {i for i in idents if i not in PROMQL_WORDS and not re.fullmatch(r"\d.*", i)} - {"label_values"}
 
 
@@ -79,18 +84,28 @@ def test_every_query_names_exported_metrics_and_labels(title: str, expr: str) ->
 
 def test_the_dashboard_covers_what_the_issue_asks_for() -> None:
     everything = " ".join(expr for _, expr in queries(DASH))
-    for metric in ("trainjob_operator_trainjobs", "trainjob_operator_create_to_jobset_seconds_bucket",
-                   "trainjob_operator_reconcile_duration_seconds_bucket", "trainjob_operator_apply_errors_total",
-                   "trainjob_operator_webhook_duration_seconds_bucket", "trainjob_operator_leader"):
+    for metric in (
+        "trainjob_operator_trainjobs",
+        "trainjob_operator_create_to_jobset_seconds_bucket",
+        "trainjob_operator_reconcile_duration_seconds_bucket",
+        "trainjob_operator_apply_errors_total",
+        "trainjob_operator_webhook_duration_seconds_bucket",
+        "trainjob_operator_leader",
+    ):
         assert metric in everything
     ids = [panel["id"] for panel in DASH["panels"]]
     assert len(ids) == len(set(ids)), "panel ids are unique"
 
 
-@pytest.mark.parametrize(("expr", "want"), [
-    pytest.param('sum by (state) (foo_total{job=~"$job", a="b"})', {"foo_total"}, id="labels and grouping dropped"),
-    pytest.param("histogram_quantile(0.95, sum by (le) (rate(x_bucket[5m])))", {"x_bucket"}, id="functions dropped"),
-    pytest.param("a / on (pod) b", {"a", "b"}, id="binary operators with matching"),
-])
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        pytest.param('sum by (state) (foo_total{job=~"$job", a="b"})', {"foo_total"}, id="labels and grouping dropped"),
+        pytest.param(
+            "histogram_quantile(0.95, sum by (le) (rate(x_bucket[5m])))", {"x_bucket"}, id="functions dropped"
+        ),
+        pytest.param("a / on (pod) b", {"a", "b"}, id="binary operators with matching"),
+    ],
+)
 def test_metric_extraction(expr: str, want: set[str]) -> None:
     assert metrics_in(expr) == want

@@ -87,13 +87,18 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, context / name)
     shutil.copytree(REPO / "crds", context / "crds")
-    shutil.copytree(REPO / "src", context / "src", symlinks=True,  # as `COPY` does: the crds link stays a link
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        REPO / "src",
+        context / "src",
+        symlinks=True,  # as `COPY` does: the crds link stays a link
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
     wheels = tmp_path / "wheels"
     run = lambda *cmd, **kw: subprocess.run(  # noqa: E731
-        [str(c) for c in cmd], cwd=kw.get("cwd", tmp_path), env=env, capture_output=True, text=True, timeout=600)
+        [str(c) for c in cmd], cwd=kw.get("cwd", tmp_path), env=env, capture_output=True, text=True, timeout=600
+    )
 
     built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", wheels, ".", cwd=context)
     assert built.returncode == 0, built.stderr[-3000:]
@@ -122,8 +127,11 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubeflow", "import-linter"}
     assert names & dev_only == set()
     # the package data the operator needs at run time is in the wheel
-    shown = run(venv / "bin" / "python", "-c", "import trainjob_operator, pathlib; "
-                "print(pathlib.Path(trainjob_operator.__file__).parent)")
+    shown = run(
+        venv / "bin" / "python",
+        "-c",
+        "import trainjob_operator, pathlib; print(pathlib.Path(trainjob_operator.__file__).parent)",
+    )
     assert (Path(shown.stdout.strip()) / "py.typed").exists()
     assert (Path(shown.stdout.strip()) / "crds" / "trainer.kubeflow.org_trainjobs.yaml").is_file()
     assert str(tmp_path) in shown.stdout  # the clean venv, not the checkout

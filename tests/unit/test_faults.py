@@ -28,8 +28,10 @@ from trainjob_operator.runtime.errors import invalid, render_value
 from trainjob_operator.runtime.lifecycle import Timer, active_deadline, effective_run_policy
 from trainjob_operator.runtime.quantity import QuantityError, format_quantity, parse_quantity
 
-PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n" \
-              "-----END OPENSSH PRIVATE KEY-----\n"
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
 PRIVATE_KEY_B64 = "LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0KYjNCbGJuTnphQzFyWlhrdGRqRUFBQUFBQkc1dmJtVUFBQUFF"
 
 
@@ -65,16 +67,27 @@ class FlakyClient:
 
 
 def elector(client: FlakyClient, clock: Clock) -> LeaderElector:
-    return LeaderElector(client, "ns", "lease", lease_duration=15, renew_deadline=10, retry_period=2,  # type: ignore[arg-type]
-                         identity="me", clock=clock)
+    return LeaderElector(
+        client,
+        "ns",
+        "lease",
+        lease_duration=15,
+        renew_deadline=10,
+        retry_period=2,  # type: ignore[arg-type]
+        identity="me",
+        clock=clock,
+    )
 
 
-@pytest.mark.parametrize("failure", [
-    pytest.param(aiohttp.ServerDisconnectedError(), id="aiohttp's server disconnected (not an OSError)"),
-    pytest.param(aiohttp.ClientPayloadError("cut"), id="aiohttp's payload error"),
-    pytest.param(ApiError(503, "ServiceUnavailable", "etcd leader changed"), id="a 503 from the API server"),
-    pytest.param(TimeoutError(), id="a timeout"),
-])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(aiohttp.ServerDisconnectedError(), id="aiohttp's server disconnected (not an OSError)"),
+        pytest.param(aiohttp.ClientPayloadError("cut"), id="aiohttp's payload error"),
+        pytest.param(ApiError(503, "ServiceUnavailable", "etcd leader changed"), id="a 503 from the API server"),
+        pytest.param(TimeoutError(), id="a timeout"),
+    ],
+)
 def test_a_leader_that_cannot_renew_stops_leading_at_the_renew_deadline(failure: BaseException) -> None:
     clock = Clock()
     client = FlakyClient()
@@ -90,8 +103,16 @@ def test_a_leader_that_cannot_renew_stops_leading_at_the_renew_deadline(failure:
             seen.append((step, le.leading()))
         return seen
 
-    assert asyncio.run(scenario()) == [(0.0, True), (2, True), (4, True), (6, True), (8, True), (9.9, True),
-                                       (10.1, False), (12, False)]
+    assert asyncio.run(scenario()) == [
+        (0.0, True),
+        (2, True),
+        (4, True),
+        (6, True),
+        (8, True),
+        (9.9, True),
+        (10.1, False),
+        (12, False),
+    ]
 
 
 def test_leadership_lapses_with_time_even_when_the_loop_is_stuck() -> None:
@@ -154,8 +175,7 @@ def test_a_background_task_that_dies_fails_healthz_and_stops_the_operator() -> N
         await asyncio.wait_for(stop.wait(), 5)
         return manager.dead, stop.is_set(), manager.liveness()
 
-    assert asyncio.run(scenario()) == (["leader election"], True,
-                                       (False, "background task ended: leader election"))
+    assert asyncio.run(scenario()) == (["leader election"], True, (False, "background task ended: leader election"))
 
 
 # --- logs -----------------------------------------------------------------------------------------------------
@@ -178,7 +198,10 @@ def test_a_failure_is_logged_with_its_type_and_message_in_json(capsys: pytest.Ca
 
     line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
     assert (line["event"], line["error_type"], "Connection refused" in line["error"]) == (
-        "reconcile failed", "ClientOSError", True)
+        "reconcile failed",
+        "ClientOSError",
+        True,
+    )
 
 
 def test_console_tracebacks_have_no_locals_and_no_secret(capsys: pytest.CaptureFixture[str]) -> None:
@@ -207,7 +230,10 @@ def test_json_exceptions_are_scrubbed_too(capsys: pytest.CaptureFixture[str]) ->
     out = log_lines("json", emit, capsys)
     line = json.loads(out.splitlines()[-1])
     assert ("RuntimeError" in line["exception"], PRIVATE_KEY_B64[:20] in out, "b3BlbnNzaC1rZXkt" in out) == (
-        True, False, False)
+        True,
+        False,
+        False,
+    )
 
 
 def test_stdlib_logs_are_redacted_as_well(capsys: pytest.CaptureFixture[str]) -> None:
@@ -244,23 +270,28 @@ def test_reconcile_failures_on_an_outage_log_a_few_lines(capsys: pytest.CaptureF
 
     lines = [json.loads(line) for line in log_lines("json", emit, capsys).splitlines()]
     assert [(entry["event"], entry["error_type"], entry["suppressed"]) for entry in lines] == [
-        ("reconcile failed: API server unreachable or refusing", "ServerDisconnectedError", 0)]
+        ("reconcile failed: API server unreachable or refusing", "ServerDisconnectedError", 0)
+    ]
 
 
-@pytest.mark.parametrize(("err", "transient"), [
-    pytest.param(aiohttp.ServerDisconnectedError(), True, id="a disconnect"),
-    pytest.param(ConnectionResetError(), True, id="a reset"),
-    pytest.param(ApiError(429, "TooManyRequests", "slow down"), True, id="429"),
-    pytest.param(ApiError(500, "InternalError", "x"), True, id="500"),
-    pytest.param(ApiError(422, "Invalid", "x"), False, id="422 is about the object"),
-    pytest.param(KeyError("x"), False, id="a bug"),
-])
+@pytest.mark.parametrize(
+    ("err", "transient"),
+    [
+        pytest.param(aiohttp.ServerDisconnectedError(), True, id="a disconnect"),
+        pytest.param(ConnectionResetError(), True, id="a reset"),
+        pytest.param(ApiError(429, "TooManyRequests", "slow down"), True, id="429"),
+        pytest.param(ApiError(500, "InternalError", "x"), True, id="500"),
+        pytest.param(ApiError(422, "Invalid", "x"), False, id="422 is about the object"),
+        pytest.param(KeyError("x"), False, id="a bug"),
+    ],
+)
 def test_transient_errors(err: BaseException, transient: bool) -> None:
     assert is_transient(err) is transient
 
 
-@pytest.mark.parametrize(("header", "seconds"), [
-    ("3", 3.0), ("0.5", 0.5), (None, None), ("soon", None), ("-4", 0.0), ("99999", 600.0)])
+@pytest.mark.parametrize(
+    ("header", "seconds"), [("3", 3.0), ("0.5", 0.5), (None, None), ("soon", None), ("-4", 0.0), ("99999", 600.0)]
+)
 def test_retry_after_header(header: str | None, seconds: float | None) -> None:
     assert _retry_after(header) == seconds
 
@@ -270,41 +301,78 @@ def test_retry_after_header(header: str | None, seconds: float | None) -> None:
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
 
 
-@pytest.mark.parametrize(("seconds", "start", "want"), [
-    pytest.param(2**62, "2026-11-23T11:00:00Z", Timer(), id="a deadline past year 9999 never comes"),
-    pytest.param(10**15, "2026-11-23T11:00:00Z", Timer(), id="a deadline of 10^15 s"),
-    pytest.param(60, "2026-11-23T11:59:30", Timer(requeue_after=30.0), id="a time without a zone is UTC"),
-    pytest.param(60, "yesterday", Timer(requeue_after=60.0), id="an unreadable start counts from now"),
-    pytest.param(60, "2026-11-23T11:58:00Z", Timer(expired=True), id="an ordinary deadline still passes"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "start", "want"),
+    [
+        pytest.param(2**62, "2026-11-23T11:00:00Z", Timer(), id="a deadline past year 9999 never comes"),
+        pytest.param(10**15, "2026-11-23T11:00:00Z", Timer(), id="a deadline of 10^15 s"),
+        pytest.param(60, "2026-11-23T11:59:30", Timer(requeue_after=30.0), id="a time without a zone is UTC"),
+        pytest.param(60, "yesterday", Timer(requeue_after=60.0), id="an unreadable start counts from now"),
+        pytest.param(60, "2026-11-23T11:58:00Z", Timer(expired=True), id="an ordinary deadline still passes"),
+    ],
+)
 def test_deadline_arithmetic_never_raises(seconds: int, start: str, want: Timer) -> None:
     job = TrainJobBuilder.make().set("spec.activeDeadlineSeconds", seconds).obj()
     status = TrainJobStatus(start_time=start)
     assert active_deadline(job, status, effective_run_policy(job, None), NOW) == want
 
 
-@pytest.mark.parametrize("text", [
-    "Infinity", "-Infinity", "NaN", "sNaN", "inf", float("inf"), float("nan"), "1e999999999", "1e", "e5", "",
-    "1Kii", "+-1", "1 Gi", "0x10", "1_000", "999999999999999999999999999999999Ei", True, None, [1],
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Infinity",
+        "-Infinity",
+        "NaN",
+        "sNaN",
+        "inf",
+        float("inf"),
+        float("nan"),
+        "1e999999999",
+        "1e",
+        "e5",
+        "",
+        "1Kii",
+        "+-1",
+        "1 Gi",
+        "0x10",
+        "1_000",
+        "999999999999999999999999999999999Ei",
+        True,
+        None,
+        [1],
+    ],
+)
 def test_bad_quantities_raise_only_quantity_error(text: Any) -> None:
     with pytest.raises(QuantityError, match="quantities must match"):
         parse_quantity(text)
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("2", "2"), ("500m", "500m"), ("4Gi", "4294967296"), ("1.5", "1500m"), ("1e3", "1000"), (".5", "500m"),
-    (2.5, "2500m"), ("+3k", "3000"), ("1E2", "100"),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("2", "2"),
+        ("500m", "500m"),
+        ("4Gi", "4294967296"),
+        ("1.5", "1500m"),
+        ("1e3", "1000"),
+        (".5", "500m"),
+        (2.5, "2500m"),
+        ("+3k", "3000"),
+        ("1E2", "100"),
+    ],
+)
 def test_good_quantities(text: Any, value: str) -> None:
     assert format_quantity(parse_quantity(text)) == value
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    pytest.param(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), '"2026-01-01 00:00:00+00:00"', id="a datetime"),
-    pytest.param(b"\x00", '"b\'\\\\x00\'"', id="bytes"),
-    pytest.param({"a": {1, 2}}.get("a"), '"{1, 2}"', id="a set"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        pytest.param(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), '"2026-01-01 00:00:00+00:00"', id="a datetime"),
+        pytest.param(b"\x00", "\"b'\\\\x00'\"", id="bytes"),
+        pytest.param({"a": {1, 2}}.get("a"), '"{1, 2}"', id="a set"),
+    ],
+)
 def test_error_values_of_any_type_render(value: Any, text: str) -> None:
     assert render_value(value) == text
     assert str(invalid("spec.x", value, "bad")) == f"spec.x: Invalid value: {text}: bad"
@@ -318,16 +386,22 @@ def billion_laughs(levels: int = 12) -> str:
     return "\n".join(lines) + "\nkind: TrainJob\n"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    pytest.param("[" * 200_000 + "]" * 200_000, "nested deeper than 100 levels", id="very deep flow nesting"),
-    pytest.param("".join(f"{'  ' * i}a:\n" for i in range(150)), "nested deeper than 100 levels",
-                 id="very deep block nesting"),
-    pytest.param(billion_laughs(), "values once aliases are expanded", id="billion laughs"),
-    pytest.param("a: " + "9" * 5000, "integer string conversion", id="an integer of 5,000 digits"),
-    pytest.param("a: " + "9" * 30, "does not fit in 64 bits", id="an integer beyond int64"),
-    pytest.param("a: 1.0e+400", "is not finite", id="an infinite number"),
-    pytest.param("a: [1\n", "invalid YAML at line 2", id="broken YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("[" * 200_000 + "]" * 200_000, "nested deeper than 100 levels", id="very deep flow nesting"),
+        pytest.param(
+            "".join(f"{'  ' * i}a:\n" for i in range(150)),
+            "nested deeper than 100 levels",
+            id="very deep block nesting",
+        ),
+        pytest.param(billion_laughs(), "values once aliases are expanded", id="billion laughs"),
+        pytest.param("a: " + "9" * 5000, "integer string conversion", id="an integer of 5,000 digits"),
+        pytest.param("a: " + "9" * 30, "does not fit in 64 bits", id="an integer beyond int64"),
+        pytest.param("a: 1.0e+400", "is not finite", id="an infinite number"),
+        pytest.param("a: [1\n", "invalid YAML at line 2", id="broken YAML"),
+    ],
+)
 def test_hostile_yaml_is_refused_clearly(text: str, message: str) -> None:
     with pytest.raises(yamltext.YamlError, match=message):
         yamltext.load_all(text)
@@ -335,27 +409,42 @@ def test_hostile_yaml_is_refused_clearly(text: str, message: str) -> None:
 
 def test_yaml_values_are_made_json_like() -> None:
     text = "t: 2026-01-01T00:00:00Z\nd: 2026-01-02\nb: !!binary aGk=\n1: one\nn: null\nf: 1.5\n"
-    assert yamltext.load_all(text) == [{"t": "2026-01-01T00:00:00Z", "d": "2026-01-02", "b": "aGk=", "1": "one",
-                                        "n": None, "f": 1.5}]
+    assert yamltext.load_all(text) == [
+        {"t": "2026-01-01T00:00:00Z", "d": "2026-01-02", "b": "aGk=", "1": "one", "n": None, "f": 1.5}
+    ]
 
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    pytest.param(b"\xff\xfe\x00binary", "not UTF-8 text", id="binary input"),
-    pytest.param(("[" * 300_000 + "]" * 300_000).encode(), "nested deeper than 100 levels",
-                 id="nesting that segfaulted libyaml's composer"),
-    pytest.param(billion_laughs(14).encode(), "aliases are expanded", id="billion laughs that hung"),
-    pytest.param(b"kind: TrainJob\nspec: {activeDeadlineSeconds: " + b"9" * 5000 + b"}", "integer string conversion",
-                 id="a ValueError of int conversion"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(b"\xff\xfe\x00binary", "not UTF-8 text", id="binary input"),
+        pytest.param(
+            ("[" * 300_000 + "]" * 300_000).encode(),
+            "nested deeper than 100 levels",
+            id="nesting that segfaulted libyaml's composer",
+        ),
+        pytest.param(billion_laughs(14).encode(), "aliases are expanded", id="billion laughs that hung"),
+        pytest.param(
+            b"kind: TrainJob\nspec: {activeDeadlineSeconds: " + b"9" * 5000 + b"}",
+            "integer string conversion",
+            id="a ValueError of int conversion",
+        ),
+    ],
+)
 def test_the_cli_refuses_hostile_files_with_exit_2(tmp_path: Path, content: bytes, message: str) -> None:
     """In a child process: a segmentation fault or a hang would otherwise take the test run down with it."""
     path = tmp_path / "in.yaml"
     path.write_bytes(content)
-    done = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "validate", "-f", str(path)],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.cli", "validate", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert (done.returncode, done.stderr.count("\n"), message in done.stderr) == (2, 1, True), done.stderr
 
 
@@ -364,13 +453,20 @@ def test_the_cli_renders_yaml_timestamps_as_json(tmp_path: Path) -> None:
     from builders import RuntimeBuilder
 
     jobs, runtimes = tmp_path / "jobs.yaml", tmp_path / "runtimes.yaml"
-    jobs.write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: a\n"
-                    "  namespace: default\n  annotations:\n    when: 2026-01-01T00:00:00Z\nspec:\n  runtimeRef:\n"
-                    "    name: test-runtime\n    kind: TrainingRuntime\n  trainer:\n    image: x\n"
-                    "    resourcesPerNode: {requests: {cpu: 2}}\n")
+    jobs.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: a\n"
+        "  namespace: default\n  annotations:\n    when: 2026-01-01T00:00:00Z\nspec:\n  runtimeRef:\n"
+        "    name: test-runtime\n    kind: TrainingRuntime\n  trainer:\n    image: x\n"
+        "    resourcesPerNode: {requests: {cpu: 2}}\n"
+    )
     runtimes.write_text(json.dumps(RuntimeBuilder.make().ml_policy(1, torch={}).raw()))
-    done = subprocess.run([sys.executable, "-m", "trainjob_operator.cli", "render", "-f", str(jobs), "-r",
-                           str(runtimes), "-o", "json"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.cli", "render", "-f", str(jobs), "-r", str(runtimes), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     items = json.loads(done.stdout)["items"]
     assert {o["kind"] for o in items} >= {"ConfigMap", "JobSet"}
@@ -383,8 +479,13 @@ def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
     def emit(_: Any) -> None:
         loop = asyncio.new_event_loop()
         try:
-            loop_error(loop, {"message": "an error occurred during closing of asynchronous generator",
-                              "exception": RuntimeError("generator didn't stop after athrow()")})
+            loop_error(
+                loop,
+                {
+                    "message": "an error occurred during closing of asynchronous generator",
+                    "exception": RuntimeError("generator didn't stop after athrow()"),
+                },
+            )
         finally:
             loop.close()
 
@@ -395,16 +496,39 @@ def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
 # --- Retry-After is honoured for the object it was about (found by the hostile network, issue 17) ----------------
 
 
-@pytest.mark.parametrize(("method", "path", "body", "want"), [
-    pytest.param("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", None, "/apis/g/v1/namespaces/n/trainjobs/a",
-                 id="a status write is about the object itself"),
-    pytest.param("GET", "/apis/g/v1/namespaces/n/trainjobs/a?x=1", None, "/apis/g/v1/namespaces/n/trainjobs/a",
-                 id="the query does not matter"),
-    pytest.param("POST", "/api/v1/namespaces/n/configmaps", {"metadata": {"name": "a-snap"}},
-                 "/api/v1/namespaces/n/configmaps/a-snap", id="a create is about the object it creates"),
-    pytest.param("POST", "/api/v1/namespaces/n/events", {"metadata": {"generateName": "a."}},
-                 "/api/v1/namespaces/n/events/a.", id="a generated name: its prefix"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "want"),
+    [
+        pytest.param(
+            "PATCH",
+            "/apis/g/v1/namespaces/n/trainjobs/a/status",
+            None,
+            "/apis/g/v1/namespaces/n/trainjobs/a",
+            id="a status write is about the object itself",
+        ),
+        pytest.param(
+            "GET",
+            "/apis/g/v1/namespaces/n/trainjobs/a?x=1",
+            None,
+            "/apis/g/v1/namespaces/n/trainjobs/a",
+            id="the query does not matter",
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/n/configmaps",
+            {"metadata": {"name": "a-snap"}},
+            "/api/v1/namespaces/n/configmaps/a-snap",
+            id="a create is about the object it creates",
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/n/events",
+            {"metadata": {"generateName": "a."}},
+            "/api/v1/namespaces/n/events/a.",
+            id="a generated name: its prefix",
+        ),
+    ],
+)
 def test_what_a_retry_after_is_about(method: str, path: str, body: Any, want: str) -> None:
     from trainjob_operator.k8s.client import retry_key
 
@@ -453,19 +577,23 @@ def _kopf_error(status: int) -> Exception:
     from kopf._cogs.clients import errors as kopf_errors
 
     cls = kopf_errors.APIServerError if status >= 500 else kopf_errors.APIClientError
-    return cls({"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"}, status=status,
-               headers={})
+    return cls(
+        {"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"}, status=status, headers={}
+    )
 
 
-@pytest.mark.parametrize(("error", "survives"), [
-    pytest.param(_kopf_error(410), True, id="410 Gone as the watch request's status: list again"),
-    pytest.param(_kopf_error(503), True, id="a 5xx past kopf's retries: list again"),
-    pytest.param(_kopf_error(429), True, id="429 past kopf's retries: list again"),
-    pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
-    pytest.param(TimeoutError(), True, id="a timeout: list again"),
-    pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
-    pytest.param(ValueError("bug"), False, id="a bug: still fatal"),
-])
+@pytest.mark.parametrize(
+    ("error", "survives"),
+    [
+        pytest.param(_kopf_error(410), True, id="410 Gone as the watch request's status: list again"),
+        pytest.param(_kopf_error(503), True, id="a 5xx past kopf's retries: list again"),
+        pytest.param(_kopf_error(429), True, id="429 past kopf's retries: list again"),
+        pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
+        pytest.param(TimeoutError(), True, id="a timeout: list again"),
+        pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
+        pytest.param(ValueError("bug"), False, id="a bug: still fatal"),
+    ],
+)
 def test_a_failed_watch_stream_lists_again_instead_of_ending_the_operator(error: Exception, survives: bool) -> None:
     """Before: kopf's watcher raised, its orchestrator failed and the operator stopped (exit 1) after 17 s of
     hostile network; kopf only restarts on a 410 ERROR event inside the stream."""

@@ -18,8 +18,14 @@ from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plugins.flux import curve_certificate, curve_keys, z85
 
 FRAMEWORK = Framework.from_registry()
-OWNER = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "test-job", "uid": "uid",
-         "controller": True, "blockOwnerDeletion": True}
+OWNER = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "name": "test-job",
+    "uid": "uid",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
 VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
 # upstream v2.3.0's curve keys for a TrainJob whose uid is "uid" (oracle of examples/flux, any TrainJob name)
 UID_PUBLIC = "FNBl8Hqa!mZdJi}CLdIjQ<Oz%8nV=E2?nwPs7of&"
@@ -48,9 +54,15 @@ def volumes(job: str = "test-job") -> list[dict[str, Any]]:
 
 
 def installer(image: str = VIEW_IMAGE, job: str = "test-job") -> dict[str, Any]:
-    return {"name": "flux-installer", "image": image, "command": ["/bin/bash", "/etc/flux-config/init.sh"],
-            "volumeMounts": [{"name": "flux-install", "mountPath": "/mnt/flux"},
-                             {"name": f"{job}-flux-entrypoint", "mountPath": "/etc/flux-config", "readOnly": True}]}
+    return {
+        "name": "flux-installer",
+        "image": image,
+        "command": ["/bin/bash", "/etc/flux-config/init.sh"],
+        "volumeMounts": [
+            {"name": "flux-install", "mountPath": "/mnt/flux"},
+            {"name": f"{job}-flux-entrypoint", "mountPath": "/etc/flux-config", "readOnly": True},
+        ],
+    }
 
 
 def node_mounts(job: str = "test-job") -> list[dict[str, Any]]:
@@ -67,12 +79,14 @@ def broker(hosts: str, bind: str = "eth0", queue: str = "fcfs", job: str = "test
     return {
         "access": {"allow-guest-user": True, "allow-root-owner": True},
         "resource": {"path": "/mnt/flux/config/etc/flux/system/R"},
-        "bootstrap": {"curve_cert": "/mnt/flux/config/etc/curve/curve.cert", "default_port": 8050,
-                      "default_bind": f"tcp://{bind}:%p",
-                      "default_connect": f"tcp://%h.{job}.default.svc.cluster.local:%p",
-                      "hosts": [{"host": hosts}]},
-        "archive": {"dbpath": "/mnt/flux/config/var/lib/flux/job-archive.sqlite", "period": "1m",
-                    "busytimeout": "50s"},
+        "bootstrap": {
+            "curve_cert": "/mnt/flux/config/etc/curve/curve.cert",
+            "default_port": 8050,
+            "default_bind": f"tcp://{bind}:%p",
+            "default_connect": f"tcp://%h.{job}.default.svc.cluster.local:%p",
+            "hosts": [{"host": hosts}],
+        },
+        "archive": {"dbpath": "/mnt/flux/config/var/lib/flux/job-archive.sqlite", "period": "1m", "busytimeout": "50s"},
         "sched-fluxion-qmanager": {"queue-policy": queue},
     }
 
@@ -80,33 +94,46 @@ def broker(hosts: str, bind: str = "eth0", queue: str = "fcfs", job: str = "test
 def test_flux_builds_the_jobset_configmap_and_secret_of_upstream() -> None:
     """examples/flux/lammps-train-gpus.yaml against examples/flux/flux-runtime.yaml (upstream v2.3.0's output)."""
     job = TrainJobBuilder.make().trainer(
-        numNodes=2, image="ghcr.io/flux-framework/tutorials:gpu-lammps-hwloc",
-        command=["lmp_gpu", "-k", "on", "g", "8"], args=["-in", "in.reaxff.hns", "-nocite"],
+        numNodes=2,
+        image="ghcr.io/flux-framework/tutorials:gpu-lammps-hwloc",
+        command=["lmp_gpu", "-k", "on", "g", "8"],
+        args=["-in", "in.reaxff.hns", "-nocite"],
         resourcesPerNode={"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
-        env=[{"name": "OMPI_MCA_btl", "value": "tcp,self"}, {"name": "FLUX_VIEW_IMAGE", "value": VIEW_IMAGE}])
+        env=[{"name": "OMPI_MCA_btl", "value": "tcp,self"}, {"name": "FLUX_VIEW_IMAGE", "value": VIEW_IMAGE}],
+    )
     objects = render(job, flux_runtime())
     assert [o["kind"] for o in objects] == ["ConfigMap", "Secret", "JobSet"]
     assert rjob_spec(jobset_of(objects)) == {
         "parallelism": 2,
         "completions": 2,
-        "template": {"spec": {
-            "containers": [{
-                "name": "node",
-                "image": "ghcr.io/flux-framework/tutorials:gpu-lammps-hwloc",
-                "command": ["/bin/bash", "/etc/flux-config/entrypoint.sh",
-                            "lmp_gpu -k on g 8 -in in.reaxff.hns -nocite"],
-                "env": [{"name": "OMPI_MCA_btl", "value": "tcp,self"},
-                        {"name": "FLUX_VIEW_IMAGE", "value": VIEW_IMAGE}],
-                "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
-                "volumeMounts": node_mounts(),
-            }],
-            "initContainers": [installer()],
-            "volumes": volumes(),
-        }},
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "node",
+                        "image": "ghcr.io/flux-framework/tutorials:gpu-lammps-hwloc",
+                        "command": [
+                            "/bin/bash",
+                            "/etc/flux-config/entrypoint.sh",
+                            "lmp_gpu -k on g 8 -in in.reaxff.hns -nocite",
+                        ],
+                        "env": [
+                            {"name": "OMPI_MCA_btl", "value": "tcp,self"},
+                            {"name": "FLUX_VIEW_IMAGE", "value": VIEW_IMAGE},
+                        ],
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+                        "volumeMounts": node_mounts(),
+                    }
+                ],
+                "initContainers": [installer()],
+                "volumes": volumes(),
+            }
+        },
     }
     (configmap,) = by_kind(objects, "ConfigMap")
     assert {k: v for k, v in configmap.items() if k != "data"} == {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": {"name": "test-job-flux-entrypoint", "namespace": "default", "ownerReferences": [OWNER]},
     }
     assert flux_configmap_digest(configmap["data"]) == {
@@ -119,14 +146,18 @@ def test_flux_builds_the_jobset_configmap_and_secret_of_upstream() -> None:
     }
     (secret,) = by_kind(objects, "Secret")
     assert secret == {
-        "apiVersion": "v1", "kind": "Secret",
+        "apiVersion": "v1",
+        "kind": "Secret",
         "metadata": {"name": "test-job-flux-curve", "namespace": "default", "ownerReferences": [OWNER]},
         "data": {"curve.cert": base64.b64encode(curve_certificate("test-job", "uid").encode()).decode()},
     }
     cert = base64.b64decode(secret["data"]["curve.cert"]).decode()
     assert f'public-key = "{UID_PUBLIC}"' in cert and f'secret-key = "{UID_SECRET}"' in cert
     assert curve_cert_digest(secret["data"]["curve.cert"]) == {
-        "name": "test-job", "sections": ["metadata", "curve"], "key pair": True}
+        "name": "test-job",
+        "sections": ["metadata", "curve"],
+        "key pair": True,
+    }
 
 
 def rjob_spec(jobset: dict[str, Any]) -> dict[str, Any]:
@@ -148,28 +179,49 @@ class ScriptCase:
 
 
 SCRIPT_CASES = {
-    "numProcPerNode 4 of the TrainJob on two nodes: 8 tasks, cores 0-3 (examples/flux/lammps-train-job)":
-        ScriptCase({"numNodes": 2, "numProcPerNode": 4}, flags=["-N", "2", "-n", "8"], resources="--cores=0-3"),
-    "the runtime's numProcPerNode when the TrainJob sets none":
-        ScriptCase({"numNodes": 3}, runtime=flux_runtime(num_proc=2), hosts="test-job-node-0-[0-2]",
-                   flags=["-N", "3", "-n", "6"], resources="--cores=0-1"),
-    "one node: a host list of one index":
-        ScriptCase({"numNodes": 1}, hosts="test-job-node-0-[0]", flags=["-N", "1", "-n", "1"]),
-    "GPUs in the runtime's node container limits: -g per task and --gpu=0-1":
-        ScriptCase({"numNodes": 2}, runtime=flux_runtime(resources={"limits": {"nvidia.com/gpu": 2}}),
-                   flags=["-N", "2", "-n", "2", "-g", "2"], resources="--cores=0 --gpu=0-1"),
-    "GPU requests of the TrainJob replace the runtime's resources":
-        ScriptCase({"numNodes": 2, "resourcesPerNode": {"requests": {"amd.com/gpu": 4}}},
-                   runtime=flux_runtime(resources={"limits": {"nvidia.com/gpu": 2}}),
-                   flags=["-N", "2", "-n", "2", "-g", "4"], resources="--cores=0 --gpu=0-3"),
-    "broker settings from the runtime's node env":
-        ScriptCase({"numNodes": 2}, runtime=flux_runtime(env=[
-            {"name": "FLUX_NETWORK_DEVICE", "value": "eth1"}, {"name": "FLUX_QUEUE_POLICY", "value": "easy"},
-            {"name": "FLUX_VIEW_IMAGE", "value": "ghcr.io/converged-computing/flux-view-rocky:tag-9"}]),
-            bind="eth1", queue="easy", image="ghcr.io/converged-computing/flux-view-rocky:tag-9"),
-    "the TrainJob's env wins over the runtime's":
-        ScriptCase({"numNodes": 2, "env": [{"name": "FLUX_QUEUE_POLICY", "value": "conservative"}]},
-                   runtime=flux_runtime(env=[{"name": "FLUX_QUEUE_POLICY", "value": "easy"}]), queue="conservative"),
+    "numProcPerNode 4 of the TrainJob on two nodes: 8 tasks, cores 0-3 (examples/flux/lammps-train-job)": ScriptCase(
+        {"numNodes": 2, "numProcPerNode": 4}, flags=["-N", "2", "-n", "8"], resources="--cores=0-3"
+    ),
+    "the runtime's numProcPerNode when the TrainJob sets none": ScriptCase(
+        {"numNodes": 3},
+        runtime=flux_runtime(num_proc=2),
+        hosts="test-job-node-0-[0-2]",
+        flags=["-N", "3", "-n", "6"],
+        resources="--cores=0-1",
+    ),
+    "one node: a host list of one index": ScriptCase(
+        {"numNodes": 1}, hosts="test-job-node-0-[0]", flags=["-N", "1", "-n", "1"]
+    ),
+    "GPUs in the runtime's node container limits: -g per task and --gpu=0-1": ScriptCase(
+        {"numNodes": 2},
+        runtime=flux_runtime(resources={"limits": {"nvidia.com/gpu": 2}}),
+        flags=["-N", "2", "-n", "2", "-g", "2"],
+        resources="--cores=0 --gpu=0-1",
+    ),
+    "GPU requests of the TrainJob replace the runtime's resources": ScriptCase(
+        {"numNodes": 2, "resourcesPerNode": {"requests": {"amd.com/gpu": 4}}},
+        runtime=flux_runtime(resources={"limits": {"nvidia.com/gpu": 2}}),
+        flags=["-N", "2", "-n", "2", "-g", "4"],
+        resources="--cores=0 --gpu=0-3",
+    ),
+    "broker settings from the runtime's node env": ScriptCase(
+        {"numNodes": 2},
+        runtime=flux_runtime(
+            env=[
+                {"name": "FLUX_NETWORK_DEVICE", "value": "eth1"},
+                {"name": "FLUX_QUEUE_POLICY", "value": "easy"},
+                {"name": "FLUX_VIEW_IMAGE", "value": "ghcr.io/converged-computing/flux-view-rocky:tag-9"},
+            ]
+        ),
+        bind="eth1",
+        queue="easy",
+        image="ghcr.io/converged-computing/flux-view-rocky:tag-9",
+    ),
+    "the TrainJob's env wins over the runtime's": ScriptCase(
+        {"numNodes": 2, "env": [{"name": "FLUX_QUEUE_POLICY", "value": "conservative"}]},
+        runtime=flux_runtime(env=[{"name": "FLUX_QUEUE_POLICY", "value": "easy"}]),
+        queue="conservative",
+    ),
 }
 
 
@@ -189,20 +241,26 @@ def test_flux_scripts_and_installer_image(case: ScriptCase) -> None:
 
 
 COMMAND_CASES = {
-    "the TrainJob's command and args become one argument; its args are not copied":
-        ({"command": ["lmp", "-v", "x", "4"], "args": ["-in", "in.hns"]}, {},
-         ["lmp -v x 4 -in in.hns"], None),
-    "the runtime's command is wrapped when the TrainJob has none; the runtime's args stay on the container":
-        ({"args": ["--steps", "10"]}, {"command": ["python", "train.py"], "args": ["--runtime-arg"]},
-         ["python train.py --steps 10"], ["--runtime-arg"]),
-    "no command anywhere: an empty command (the lead starts an interactive broker)":
-        ({}, {}, [""], None),
+    "the TrainJob's command and args become one argument; its args are not copied": (
+        {"command": ["lmp", "-v", "x", "4"], "args": ["-in", "in.hns"]},
+        {},
+        ["lmp -v x 4 -in in.hns"],
+        None,
+    ),
+    "the runtime's command is wrapped when the TrainJob has none; the runtime's args stay on the container": (
+        {"args": ["--steps", "10"]},
+        {"command": ["python", "train.py"], "args": ["--runtime-arg"]},
+        ["python train.py --steps 10"],
+        ["--runtime-arg"],
+    ),
+    "no command anywhere: an empty command (the lead starts an interactive broker)": ({}, {}, [""], None),
 }
 
 
 @pytest.mark.parametrize(("trainer", "node", "wrapped", "args"), COMMAND_CASES.values(), ids=COMMAND_CASES.keys())
-def test_flux_wraps_the_trainer_command(trainer: dict[str, Any], node: dict[str, Any], wrapped: list[str],
-                                        args: list[str] | None) -> None:
+def test_flux_wraps_the_trainer_command(
+    trainer: dict[str, Any], node: dict[str, Any], wrapped: list[str], args: list[str] | None
+) -> None:
     objects = render(TrainJobBuilder.make().trainer(numNodes=2, **trainer), flux_runtime(**node))
     (ctr,) = pod_spec(jobset_of(objects), "node")["containers"]
     assert ctr["command"] == ["/bin/bash", "/etc/flux-config/entrypoint.sh", *wrapped]
@@ -211,7 +269,8 @@ def test_flux_wraps_the_trainer_command(trainer: dict[str, Any], node: dict[str,
 
 def test_runtime_volumes_and_mounts_of_the_same_name_or_path_are_replaced_not_doubled() -> None:
     runtime = flux_runtime(volumeMounts=[{"name": "shm", "mountPath": "/dev/shm"}]).job(
-        "node", "template.spec.template.spec.volumes", [{"name": "shared-memory", "emptyDir": {}}])
+        "node", "template.spec.template.spec.volumes", [{"name": "shared-memory", "emptyDir": {}}]
+    )
     pod = pod_spec(jobset_of(render(TrainJobBuilder.make().trainer(numNodes=1), runtime)), "node")
     # upserts keep the runtime's entry's place (volumes by name, mounts by mountPath)
     assert pod["volumes"] == [volumes()[3], *volumes()[:3], volumes()[4]]
@@ -219,32 +278,41 @@ def test_runtime_volumes_and_mounts_of_the_same_name_or_path_are_replaced_not_do
 
 
 def test_flux_objects_only_for_the_job_named_node() -> None:
-    jobs = [replicated_job("launcher", None, [container("node")]),
-            replicated_job("node", "trainer", [container("node")])]
-    objects = render(TrainJobBuilder.make().trainer(numNodes=1),
-                     RuntimeBuilder.make().jobs(jobs).ml_policy(num_nodes=1, flux={}))
+    jobs = [
+        replicated_job("launcher", None, [container("node")]),
+        replicated_job("node", "trainer", [container("node")]),
+    ]
+    objects = render(
+        TrainJobBuilder.make().trainer(numNodes=1), RuntimeBuilder.make().jobs(jobs).ml_policy(num_nodes=1, flux={})
+    )
     assert "initContainers" not in pod_spec(jobset_of(objects), "launcher")
     assert "volumes" not in pod_spec(jobset_of(objects), "launcher")
     assert pod_spec(jobset_of(objects), "node")["initContainers"] == [installer()]
 
 
 def test_curve_secret_is_not_rebuilt_when_it_exists() -> None:
-    objects = render(TrainJobBuilder.make().trainer(numNodes=1), flux_runtime(),
-                     Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-flux-curve")})))
+    objects = render(
+        TrainJobBuilder.make().trainer(numNodes=1),
+        flux_runtime(),
+        Observed(existing=frozenset({ObjectRef("v1", "Secret", "test-job-flux-curve")})),
+    )
     assert [o["kind"] for o in objects] == ["ConfigMap", "JobSet"]
 
 
 def test_runtimes_without_flux_get_nothing_of_it() -> None:
-    objects = render(TrainJobBuilder.make().trainer(numNodes=1, command=["python"]),
-                     RuntimeBuilder.make().ml_policy(num_nodes=1))
+    objects = render(
+        TrainJobBuilder.make().trainer(numNodes=1, command=["python"]), RuntimeBuilder.make().ml_policy(num_nodes=1)
+    )
     assert [o["kind"] for o in objects] == ["JobSet"]
     assert pod_spec(jobset_of(objects), "node")["containers"][0]["command"] == ["python"]
 
 
 ERROR_CASES = {
     "no trainer": (TrainJobBuilder.make(), "spec.trainer is required for a TrainJob whose runtime has mlPolicy.flux"),
-    "no trainer.numNodes": (TrainJobBuilder.make().trainer(image="x"),
-                            "spec.trainer.numNodes is required for a TrainJob whose runtime has mlPolicy.flux"),
+    "no trainer.numNodes": (
+        TrainJobBuilder.make().trainer(image="x"),
+        "spec.trainer.numNodes is required for a TrainJob whose runtime has mlPolicy.flux",
+    ),
 }
 
 
@@ -255,11 +323,13 @@ def test_flux_build_errors_name_the_missing_field(job: TrainJobBuilder, message:
 
 
 def test_a_runtime_with_its_own_flux_installer_is_refused_by_the_trainjob_webhook() -> None:
-    runtime = flux_runtime().job("node", "template.spec.template.spec.initContainers",
-                                 [container("flux-installer", "mine")])
+    runtime = flux_runtime().job(
+        "node", "template.spec.template.spec.initContainers", [container("flux-installer", "mine")]
+    )
     result = FRAMEWORK.validate(None, TrainJobBuilder.make().trainer(numNodes=1).obj(), runtime.source())
     assert [str(e) for e in result.errors] == [
-        'spec.trainer.initContainers: Invalid value: "flux-installer": InitContainer \'flux-installer\' is reserved']
+        "spec.trainer.initContainers: Invalid value: \"flux-installer\": InitContainer 'flux-installer' is reserved"
+    ]
 
 
 def test_z85_and_curve_keys_follow_zeromq_and_upstream() -> None:

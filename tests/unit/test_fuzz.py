@@ -48,39 +48,116 @@ def nested(depth: int) -> Any:
 
 
 HOSTILE = st.one_of(
-    st.sampled_from([
-        None, True, "", " ", "-1", "0", "1e999", "Infinity", "NaN", "-Inf", "1e-999", "9" * 40, "1Ei", "999999Ei",
-        "0.0000000001n", "+.5", ".", "e5", "1e", "2.5Gi", "--", "\u0000", "\ud7ff\ue000", "9999-12-31T23:59:59Z",
-        "0001-01-01T00:00:00Z", "2026-11-23T12:00:00", "not-a-time", "a" * 300, [], {}, [None], {"": None},
-        0, -1, 1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63), 10**30, 1e308, -1e308, 0.5, 1e-300,
-    ]),
-    st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30),
+    st.sampled_from(
+        [
+            None,
+            True,
+            "",
+            " ",
+            "-1",
+            "0",
+            "1e999",
+            "Infinity",
+            "NaN",
+            "-Inf",
+            "1e-999",
+            "9" * 40,
+            "1Ei",
+            "999999Ei",
+            "0.0000000001n",
+            "+.5",
+            ".",
+            "e5",
+            "1e",
+            "2.5Gi",
+            "--",
+            "\u0000",
+            "\ud7ff\ue000",
+            "9999-12-31T23:59:59Z",
+            "0001-01-01T00:00:00Z",
+            "2026-11-23T12:00:00",
+            "not-a-time",
+            "a" * 300,
+            [],
+            {},
+            [None],
+            {"": None},
+            0,
+            -1,
+            1,
+            2**31,
+            2**53 + 1,
+            2**63 - 1,
+            -(2**63),
+            10**30,
+            1e308,
+            -1e308,
+            0.5,
+            1e-300,
+        ]
+    ),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
     st.integers(1, 60).map(nested),
     st.dictionaries(st.text(max_size=8), st.one_of(st.none(), st.integers(), st.text(max_size=8)), max_size=3),
 )
 
 # Places the mutations go to: the ones a user writes, and a few the API server writes.
 JOB_PATHS = [
-    "spec.activeDeadlineSeconds", "spec.suspend", "spec.managedBy", "spec.trainer.numNodes",
-    "spec.trainer.numProcPerNode", "spec.trainer.resourcesPerNode", "spec.trainer.resourcesPerNode.requests",
-    "spec.trainer.resourcesPerNode.requests.cpu", "spec.trainer.resourcesPerNode.limits.nvidia.com/gpu",
-    "spec.trainer.resourcesPerNode.requests.memory", "spec.trainer.image", "spec.trainer.command",
-    "spec.trainer.args", "spec.trainer.env", "spec.trainer.env.0", "spec.trainer.env.0.value", "spec.labels",
-    "spec.annotations", "spec.runtimePatches", "spec.runtimePatches.0.time", "spec.runtimePatches.0.manager",
-    "spec.initializer", "spec.initializer.dataset.storageUri", "spec.runtimeRef.name", "metadata.name",
-    "metadata.creationTimestamp", "metadata.uid", "metadata.labels", "metadata.generation", "status",
-    "status.conditions", "status.conditions.0", "status.conditions.0.lastTransitionTime", "status.jobsStatus",
+    "spec.activeDeadlineSeconds",
+    "spec.suspend",
+    "spec.managedBy",
+    "spec.trainer.numNodes",
+    "spec.trainer.numProcPerNode",
+    "spec.trainer.resourcesPerNode",
+    "spec.trainer.resourcesPerNode.requests",
+    "spec.trainer.resourcesPerNode.requests.cpu",
+    "spec.trainer.resourcesPerNode.limits.nvidia.com/gpu",
+    "spec.trainer.resourcesPerNode.requests.memory",
+    "spec.trainer.image",
+    "spec.trainer.command",
+    "spec.trainer.args",
+    "spec.trainer.env",
+    "spec.trainer.env.0",
+    "spec.trainer.env.0.value",
+    "spec.labels",
+    "spec.annotations",
+    "spec.runtimePatches",
+    "spec.runtimePatches.0.time",
+    "spec.runtimePatches.0.manager",
+    "spec.initializer",
+    "spec.initializer.dataset.storageUri",
+    "spec.runtimeRef.name",
+    "metadata.name",
+    "metadata.creationTimestamp",
+    "metadata.uid",
+    "metadata.labels",
+    "metadata.generation",
+    "status",
+    "status.conditions",
+    "status.conditions.0",
+    "status.conditions.0.lastTransitionTime",
+    "status.jobsStatus",
 ]
 RUNTIME_PATHS = [
-    "spec.mlPolicy.numNodes", "spec.mlPolicy.torch.numProcPerNode", "spec.mlPolicy.mpi.numProcPerNode",
-    "spec.mlPolicy.mpi.sshAuthMountPath", "spec.podGroupPolicy", "spec.podGroupPolicy.coscheduling",
-    "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds", "spec.template.spec.replicatedJobs.0.replicas",
+    "spec.mlPolicy.numNodes",
+    "spec.mlPolicy.torch.numProcPerNode",
+    "spec.mlPolicy.mpi.numProcPerNode",
+    "spec.mlPolicy.mpi.sshAuthMountPath",
+    "spec.podGroupPolicy",
+    "spec.podGroupPolicy.coscheduling",
+    "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds",
+    "spec.template.spec.replicatedJobs.0.replicas",
     "spec.template.spec.replicatedJobs.0.template.spec.parallelism",
     "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0.resources.requests.cpu",
     "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0.resources.limits",
     "spec.template.spec.replicatedJobs.0.template.spec.template.spec.containers.0.env",
-    "spec.template.spec.replicatedJobs.0.template.spec.template.spec.overhead", "spec.template.spec.network",
-    "spec.template.spec.successPolicy", "spec.template.metadata.labels", "metadata.name",
+    "spec.template.spec.replicatedJobs.0.template.spec.template.spec.overhead",
+    "spec.template.spec.network",
+    "spec.template.spec.successPolicy",
+    "spec.template.metadata.labels",
+    "metadata.name",
 ]
 
 
@@ -113,7 +190,8 @@ def hostile_pairs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
     raw_runtime = runtime.raw()
     kind, name = raw_runtime["kind"], raw_runtime["metadata"]["name"]
     job = TrainJobBuilder.make(name=draw(NAMES), runtime=name, kind=kind).set(
-        "metadata.creationTimestamp", "2026-11-23T11:00:00Z")
+        "metadata.creationTimestamp", "2026-11-23T11:00:00Z"
+    )
     fields = draw(trainer(plugin, name))
     if fields is not None:
         job = job.trainer(**fields)
@@ -135,8 +213,11 @@ def jobset_for(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     jobset = copy.deepcopy(jobset)
     jobs = jobset["spec"]["replicatedJobs"]
-    jobset["status"] = {"replicatedJobsStatus": [{"name": j["name"], "active": 1, "ready": 1, "succeeded": 0,
-                                                  "failed": 0, "suspended": 0} for j in jobs]}
+    jobset["status"] = {
+        "replicatedJobsStatus": [
+            {"name": j["name"], "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0} for j in jobs
+        ]
+    }
     return jobset
 
 
@@ -194,8 +275,9 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
 
 @FUZZ
 @given(hostile_pairs(), st.sampled_from(["validate", "render-yaml", "render-json"]))
-def test_the_cli_ends_with_a_clear_error_or_success(tmp_path_factory: pytest.TempPathFactory,
-                                                    pair: tuple[dict[str, Any], dict[str, Any]], command: str) -> None:
+def test_the_cli_ends_with_a_clear_error_or_success(
+    tmp_path_factory: pytest.TempPathFactory, pair: tuple[dict[str, Any], dict[str, Any]], command: str
+) -> None:
     folder = tmp_path_factory.mktemp("fuzz")
     jobs, runtimes_file = folder / "jobs.yaml", folder / "runtimes.yaml"
     jobs.write_text(yaml.safe_dump(pair[0]))
@@ -212,17 +294,19 @@ def test_the_cli_ends_with_a_clear_error_or_success(tmp_path_factory: pytest.Tem
 YAML_TEXT = st.one_of(
     st.text(max_size=200),
     st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
-    st.sampled_from([
-        "kind: TrainJob\nmetadata: {name: a}\nspec: {runtimeRef: {name: " + "[" * 50 + "]" * 50 + "}}",
-        "a: &a [1]\nb: &b [*a, *a]\nc: [*b, *b]\nkind: TrainJob",
-        "kind: TrainJob\nmetadata: {name: a, creationTimestamp: 2026-01-01T00:00:00Z}\nspec: {runtimeRef: {name: r}}",
-        "kind: TrainJob\nmetadata: {name: !!binary aGVsbG8=}\n",
-        "kind: TrainJob\nmetadata: {name: a}\nspec: {activeDeadlineSeconds: " + "9" * 5000 + "}",
-        "? [a, b]\n: c\nkind: TrainJob\n",
-        "kind: List\nitems: [1, 2]",
-        "--- !!python/object:os.system\n",
-        "kind: TrainJob\n" * 3,
-    ]),
+    st.sampled_from(
+        [
+            "kind: TrainJob\nmetadata: {name: a}\nspec: {runtimeRef: {name: " + "[" * 50 + "]" * 50 + "}}",
+            "a: &a [1]\nb: &b [*a, *a]\nc: [*b, *b]\nkind: TrainJob",
+            "kind: TrainJob\nmetadata: {name: a, creationTimestamp: 2026-01-01T00:00:00Z}\nspec: {runtimeRef: {name: r}}",
+            "kind: TrainJob\nmetadata: {name: !!binary aGVsbG8=}\n",
+            "kind: TrainJob\nmetadata: {name: a}\nspec: {activeDeadlineSeconds: " + "9" * 5000 + "}",
+            "? [a, b]\n: c\nkind: TrainJob\n",
+            "kind: List\nitems: [1, 2]",
+            "--- !!python/object:os.system\n",
+            "kind: TrainJob\n" * 3,
+        ]
+    ),
 )
 
 
@@ -256,8 +340,10 @@ def test_the_webhook_refuses_what_it_cannot_check_naming_the_cause() -> None:
 
     body = json.loads(response.body)["response"]  # type: ignore[union-attr,arg-type]
     assert (body["allowed"], body["status"]["code"], body["status"]["message"]) == (
-        False, 400, "the object cannot be checked: OverflowError: date value out of range")
-
+        False,
+        400,
+        "the object cannot be checked: OverflowError: date value out of range",
+    )
 
 
 def test_a_webhook_call_cut_by_the_api_server_is_no_traceback() -> None:

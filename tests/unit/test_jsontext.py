@@ -16,10 +16,14 @@ from trainjob_operator.runtime.pipeline import Framework
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.text()
     | st.floats(allow_nan=True, allow_infinity=True),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=30)
+    max_leaves=30,
+)
 
 
 @pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed: only the standard library's path exists")
@@ -29,15 +33,18 @@ def test_indented_is_byte_for_byte_the_standard_librarys(value: Any) -> None:
     assert jsontext.indented(value) == json.dumps(value, indent=2)
 
 
-@pytest.mark.parametrize("value", [
-    pytest.param({"a": [1, 2.5, {"b": None}], "c": {}, "d": []}, id="nested containers, empty ones too"),
-    pytest.param({"é": "ü", "emoji": "🚀"}, id="non-ASCII text is escaped as json escapes it"),
-    pytest.param({"big": 1e16, "small": 1e-7}, id="floats in exponent form keep Python's spelling"),
-    pytest.param({"n": 2**64}, id="an integer beyond 64 bits"),
-    pytest.param({"nan": float("nan"), "inf": float("inf")}, id="NaN and infinities"),
-    pytest.param({"ctl": "a\x00b\x1f\x7f\"\\/\n\t"}, id="control characters and escapes"),
-    pytest.param({1: "x"}, id="a key that is not a string"),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"a": [1, 2.5, {"b": None}], "c": {}, "d": []}, id="nested containers, empty ones too"),
+        pytest.param({"é": "ü", "emoji": "🚀"}, id="non-ASCII text is escaped as json escapes it"),
+        pytest.param({"big": 1e16, "small": 1e-7}, id="floats in exponent form keep Python's spelling"),
+        pytest.param({"n": 2**64}, id="an integer beyond 64 bits"),
+        pytest.param({"nan": float("nan"), "inf": float("inf")}, id="NaN and infinities"),
+        pytest.param({"ctl": 'a\x00b\x1f\x7f"\\/\n\t'}, id="control characters and escapes"),
+        pytest.param({1: "x"}, id="a key that is not a string"),
+    ],
+)
 def test_indented_matches_for_every_kind_of_value(value: Any) -> None:
     assert jsontext.indented(value) == json.dumps(value, indent=2)
     assert jsontext.indented(value, fast=False) == json.dumps(value, indent=2)
@@ -54,8 +61,11 @@ def rendered(output: str, fast: bool, monkeypatch: pytest.MonkeyPatch, tmp_path:
         monkeypatch.setattr(jsontext, "_orjson", None)
     text = (EXAMPLES / "trainjobs.yaml").read_text().split("\n---\n")[0]
     jobs = tmp_path / "jobs.yaml"
-    jobs.write_text("\n---\n".join(text.replace("name: multi-node-example", f"name: job-{i}\n  namespace: ns-{i % 3}")
-                                    for i in range(6)))
+    jobs.write_text(
+        "\n---\n".join(
+            text.replace("name: multi-node-example", f"name: job-{i}\n  namespace: ns-{i % 3}") for i in range(6)
+        )
+    )
     framework = Framework.from_registry()
     checked = cli.check(cli.read_inputs([str(jobs)], [str(EXAMPLES / "runtimes.yaml")]), framework)
     objects = cli.render(checked, framework, io.StringIO())
@@ -65,8 +75,9 @@ def rendered(output: str, fast: bool, monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 @pytest.mark.parametrize("output", ["json", "yaml"])
-def test_render_output_is_the_same_on_the_fast_and_the_pure_path(output: str, monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
+def test_render_output_is_the_same_on_the_fast_and_the_pure_path(
+    output: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     fast = rendered(output, True, monkeypatch, tmp_path)
     pure = rendered(output, False, monkeypatch, tmp_path)
     assert fast == pure
@@ -74,10 +85,14 @@ def test_render_output_is_the_same_on_the_fast_and_the_pure_path(output: str, mo
 
 
 yaml_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.text()
     | st.floats(allow_nan=True, allow_infinity=True),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=30)
+    max_leaves=30,
+)
 
 
 @given(st.lists(yaml_values, max_size=4))

@@ -19,23 +19,33 @@ from trainjob_operator.k8s.client import ApiError, Client
 from trainjob_operator.k8s.config import ConfigError, Connection
 
 
-def kubeconfig(tmp: Path, users: dict[str, dict[str, Any]], clusters: dict[str, dict[str, Any]] | None = None,
-               current: str = "a") -> Path:
+def kubeconfig(
+    tmp: Path, users: dict[str, dict[str, Any]], clusters: dict[str, dict[str, Any]] | None = None, current: str = "a"
+) -> Path:
     clusters = clusters or {"c": {"server": "http://127.0.0.1:1"}}
     cluster = next(iter(clusters))
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": current,
-           "contexts": [{"name": name, "context": {"cluster": cluster, "user": name, "namespace": f"ns-{name}"}}
-                        for name in users],
-           "clusters": [{"name": name, "cluster": spec} for name, spec in clusters.items()],
-           "users": [{"name": name, "user": spec} for name, spec in users.items()]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": current,
+        "contexts": [
+            {"name": name, "context": {"cluster": cluster, "user": name, "namespace": f"ns-{name}"}} for name in users
+        ],
+        "clusters": [{"name": name, "cluster": spec} for name, spec in clusters.items()],
+        "users": [{"name": name, "user": spec} for name, spec in users.items()],
+    }
     path = tmp / "kubeconfig"
     path.write_text(yaml.safe_dump(doc))
     return path
 
 
 def resolve(path: Path, *args: str) -> tuple[int, dict[str, Any] | str]:
-    proc = subprocess.run([sys.executable, "-m", "trainjob_operator.k8s.kubeconfig", "--kubeconfig", str(path), *args],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.k8s.kubeconfig", "--kubeconfig", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return proc.returncode, json.loads(proc.stdout) if proc.returncode == 0 else proc.stderr.strip()
 
 
@@ -44,9 +54,13 @@ def plugin(tmp: Path, token: str, expiry: str | None = None, fail: str | None = 
     if expiry:
         status["expirationTimestamp"] = expiry
     script = tmp / f"plugin-{token}.sh"
-    body = (f"echo {fail!r} >&2; exit 1" if fail else
-            "echo '" + json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                                   "status": status}) + "'")
+    body = (
+        f"echo {fail!r} >&2; exit 1"
+        if fail
+        else "echo '"
+        + json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status})
+        + "'"
+    )
     script.write_text(f"#!/bin/sh\n{body}\n")
     script.chmod(0o755)
     return str(script)
@@ -59,36 +73,73 @@ def exec_user(command: str) -> dict[str, Any]:
 def test_the_helper_reads_every_kind_of_credential_kubectl_does(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("from-file\n")
-    path = kubeconfig(tmp_path, {
-        "a": {"token": "static"},
-        "b": {"tokenFile": str(token_file)},
-        "c": exec_user(plugin(tmp_path, "from-exec", "2030-01-01T00:00:00Z")),
-    }, {"c": {"server": "https://10.0.0.1:6443/", "insecure-skip-tls-verify": True, "tls-server-name": "kubernetes",
-              "proxy-url": "http://proxy:3128"}})
+    path = kubeconfig(
+        tmp_path,
+        {
+            "a": {"token": "static"},
+            "b": {"tokenFile": str(token_file)},
+            "c": exec_user(plugin(tmp_path, "from-exec", "2030-01-01T00:00:00Z")),
+        },
+        {
+            "c": {
+                "server": "https://10.0.0.1:6443/",
+                "insecure-skip-tls-verify": True,
+                "tls-server-name": "kubernetes",
+                "proxy-url": "http://proxy:3128",
+            }
+        },
+    )
     code, first = resolve(path)
     assert code == 0 and isinstance(first, dict)
-    assert first == {"server": "https://10.0.0.1:6443", "context": "a", "user": "a", "namespace": "ns-a",
-                     "ca_pem": None, "insecure": True, "tls_server_name": "kubernetes", "cert_pem": None,
-                     "key_pem": None, "authorization": "Bearer static", "expiry": None,
-                     "proxy_url": "http://proxy:3128", "refreshable": False, "source": f"context a of {path}"}
+    assert first == {
+        "server": "https://10.0.0.1:6443",
+        "context": "a",
+        "user": "a",
+        "namespace": "ns-a",
+        "ca_pem": None,
+        "insecure": True,
+        "tls_server_name": "kubernetes",
+        "cert_pem": None,
+        "key_pem": None,
+        "authorization": "Bearer static",
+        "expiry": None,
+        "proxy_url": "http://proxy:3128",
+        "refreshable": False,
+        "source": f"context a of {path}",
+    }
     code, by_file = resolve(path, "--context", "b")
     assert code == 0 and isinstance(by_file, dict)
     assert (by_file["authorization"], by_file["refreshable"]) == ("Bearer from-file", True)
     code, by_exec = resolve(path, "--context", "c")
     assert code == 0 and isinstance(by_exec, dict)
     assert (by_exec["authorization"], by_exec["expiry"], by_exec["refreshable"]) == (
-        "Bearer from-exec", "2030-01-01T00:00:00+00:00", True)
+        "Bearer from-exec",
+        "2030-01-01T00:00:00+00:00",
+        True,
+    )
 
 
-@pytest.mark.parametrize(("users", "args", "want"), [
-    pytest.param({"a": {"token": "t"}}, ["--context", "nope"], "kubeconfig {path}: no context 'nope' (it has: a); "
-                 "pass one of them to --context", id="an unknown context names the ones there are"),
-    pytest.param({"a": "PLUGIN_FAILS"}, [], "kubeconfig {path}: the exec credential plugin of user 'a' ({plugin}) "
-                 "failed: exec: process returned 1. token expired: run `sso login`",
-                 id="a failing exec plugin: its own words"),
-])
-def test_the_helper_says_what_is_wrong_in_one_line(tmp_path: Path, users: dict[str, Any], args: list[str],
-                                                   want: str) -> None:
+@pytest.mark.parametrize(
+    ("users", "args", "want"),
+    [
+        pytest.param(
+            {"a": {"token": "t"}},
+            ["--context", "nope"],
+            "kubeconfig {path}: no context 'nope' (it has: a); pass one of them to --context",
+            id="an unknown context names the ones there are",
+        ),
+        pytest.param(
+            {"a": "PLUGIN_FAILS"},
+            [],
+            "kubeconfig {path}: the exec credential plugin of user 'a' ({plugin}) "
+            "failed: exec: process returned 1. token expired: run `sso login`",
+            id="a failing exec plugin: its own words",
+        ),
+    ],
+)
+def test_the_helper_says_what_is_wrong_in_one_line(
+    tmp_path: Path, users: dict[str, Any], args: list[str], want: str
+) -> None:
     command = plugin(tmp_path, "x", fail="token expired: run `sso login`")
     users = {name: exec_user(command) if spec == "PLUGIN_FAILS" else spec for name, spec in users.items()}
     path = kubeconfig(tmp_path, users)
@@ -97,19 +148,26 @@ def test_the_helper_says_what_is_wrong_in_one_line(tmp_path: Path, users: dict[s
 
 def test_a_missing_kubeconfig_says_how_to_name_one(tmp_path: Path) -> None:
     assert resolve(tmp_path / "none") == (
-        2, f"kubeconfig {tmp_path / 'none'} does not exist; pass --kubeconfig PATH or set $KUBECONFIG")
+        2,
+        f"kubeconfig {tmp_path / 'none'} does not exist; pass --kubeconfig PATH or set $KUBECONFIG",
+    )
 
 
-@pytest.mark.parametrize(("kubeconfig_flag", "context", "env", "want"), [
-    pytest.param(None, None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, True, id="in a Pod without a kubeconfig"),
-    pytest.param("/k", None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, False, id="--kubeconfig wins"),
-    pytest.param(None, "dev", {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, False, id="--context means a kubeconfig"),
-    pytest.param(None, None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBECONFIG": "/k"}, False,
-                 id="$KUBECONFIG wins"),
-    pytest.param(None, None, {}, False, id="outside a Pod: ~/.kube/config"),
-])
-def test_in_cluster_only_without_any_kubeconfig(monkeypatch: pytest.MonkeyPatch, kubeconfig_flag: str | None,
-                                                context: str | None, env: dict[str, str], want: bool) -> None:
+@pytest.mark.parametrize(
+    ("kubeconfig_flag", "context", "env", "want"),
+    [
+        pytest.param(None, None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, True, id="in a Pod without a kubeconfig"),
+        pytest.param("/k", None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, False, id="--kubeconfig wins"),
+        pytest.param(None, "dev", {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, False, id="--context means a kubeconfig"),
+        pytest.param(
+            None, None, {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBECONFIG": "/k"}, False, id="$KUBECONFIG wins"
+        ),
+        pytest.param(None, None, {}, False, id="outside a Pod: ~/.kube/config"),
+    ],
+)
+def test_in_cluster_only_without_any_kubeconfig(
+    monkeypatch: pytest.MonkeyPatch, kubeconfig_flag: str | None, context: str | None, env: dict[str, str], want: bool
+) -> None:
     for name in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
@@ -119,21 +177,28 @@ def test_in_cluster_only_without_any_kubeconfig(monkeypatch: pytest.MonkeyPatch,
 
 def test_socks_proxies_are_refused_by_name() -> None:
     with pytest.raises(ConfigError) as err:
-        k8s_config.from_resolved({"server": "https://k", "proxy_url": "socks5://p:1080", "source": "context a of /k"},
-                                 "/k", None, 0.0)
-    assert str(err.value) == ("context a of /k: proxy-url socks5://p:1080: only http:// and https:// proxies are "
-                              "supported")
+        k8s_config.from_resolved(
+            {"server": "https://k", "proxy_url": "socks5://p:1080", "source": "context a of /k"}, "/k", None, 0.0
+        )
+    assert str(err.value) == (
+        "context a of /k: proxy-url socks5://p:1080: only http:// and https:// proxies are supported"
+    )
 
 
 def test_an_expiring_token_and_the_authorization_header() -> None:
-    conn = k8s_config.from_resolved({"server": "https://k/", "authorization": "Bearer t",
-                                     "expiry": "2030-01-01T00:00:00+00:00", "context": "a"}, None, None, 0.0)
+    conn = k8s_config.from_resolved(
+        {"server": "https://k/", "authorization": "Bearer t", "expiry": "2030-01-01T00:00:00+00:00", "context": "a"},
+        None,
+        None,
+        0.0,
+    )
     assert (conn.server, conn.context, conn.scheme_and_token()) == ("https://k", "a", ("Bearer", "t"))
     assert not conn.expiring(dt.datetime(2029, 12, 31, 23, 58, 59, tzinfo=dt.UTC))
     assert conn.expiring(dt.datetime(2029, 12, 31, 23, 59, 1, tzinfo=dt.UTC))
 
 
 # --- the client refreshes credentials --------------------------------------------------------------------------------
+
 
 class FakeApiServer:
     """Accepts one token at a time; what the client sent is recorded."""
@@ -146,8 +211,9 @@ class FakeApiServer:
         token = request.headers.get("Authorization", "")
         self.seen.append(token)
         if token not in [f"Bearer {a}" for a in self.accepted]:
-            return web.json_response({"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"},
-                                     status=401)
+            return web.json_response(
+                {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"}, status=401
+            )
         return web.json_response({"gitVersion": "v1.36.3"})
 
 
@@ -166,16 +232,27 @@ async def with_server(fake: FakeApiServer, body: Any) -> Any:
 
 
 def connection(server: str, token: str, refreshable: bool = True, expiry: dt.datetime | None = None) -> Connection:
-    return Connection(server=server, ssl_context=k8s_config.ssl_context(None, None, None, None, False),
-                      authorization=f"Bearer {token}", refreshable=refreshable, expiry=expiry)
+    return Connection(
+        server=server,
+        ssl_context=k8s_config.ssl_context(None, None, None, None, False),
+        authorization=f"Bearer {token}",
+        refreshable=refreshable,
+        expiry=expiry,
+    )
 
 
-@pytest.mark.parametrize(("refreshable", "expiry", "want_seen"), [
-    pytest.param(True, None, ["Bearer old", "Bearer new"], id="401: resolved again and retried once"),
-    pytest.param(True, dt.datetime(2000, 1, 1, tzinfo=dt.UTC), ["Bearer new"], id="expiring: resolved before asking"),
-])
-def test_the_client_resolves_credentials_again(monkeypatch: pytest.MonkeyPatch, refreshable: bool,
-                                               expiry: dt.datetime | None, want_seen: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("refreshable", "expiry", "want_seen"),
+    [
+        pytest.param(True, None, ["Bearer old", "Bearer new"], id="401: resolved again and retried once"),
+        pytest.param(
+            True, dt.datetime(2000, 1, 1, tzinfo=dt.UTC), ["Bearer new"], id="expiring: resolved before asking"
+        ),
+    ],
+)
+def test_the_client_resolves_credentials_again(
+    monkeypatch: pytest.MonkeyPatch, refreshable: bool, expiry: dt.datetime | None, want_seen: list[str]
+) -> None:
     fake = FakeApiServer()
 
     async def body(server: str) -> Any:

@@ -40,8 +40,9 @@ class Toy(ComponentBuilder, OwnsKinds):
 
 
 # Registered where a new plugin goes: before the JobSet plugin, whose JobSet is written last.
-FRAMEWORK = Framework.from_registry({**{k: v for k, v in PLUGINS.items() if k != "JobSet"}, Toy.name: Toy,
-                                     "JobSet": PLUGINS["JobSet"]})
+FRAMEWORK = Framework.from_registry(
+    {**{k: v for k, v in PLUGINS.items() if k != "JobSet"}, Toy.name: Toy, "JobSet": PLUGINS["JobSet"]}
+)
 WIDGET = ChildKind(WIDGETS, "Widget", "widgets", Mode.CREATE_ONCE, watch=True, purpose="toy widgets")
 
 
@@ -54,25 +55,40 @@ def test_the_builder_says_how_the_new_kind_is_written_and_the_plan_tracks_it() -
     job, runtime = TrainJobBuilder.make().obj(), RuntimeBuilder.make().ml_policy(num_nodes=1, torch={}).source()
     first = plan.children(FRAMEWORK, job, runtime, Observed())
     assert [type(w).__name__ + " " + w.obj["kind"] for w in first.writes if not isinstance(w, plan.Delete)] == [
-        "Create Widget", "Apply JobSet"]
+        "Create Widget",
+        "Apply JobSet",
+    ]
     known = Observed(existing=frozenset({ObjectRef(WIDGETS, "Widget", "test-job")}))
     again = plan.children(FRAMEWORK, job, runtime, known)
     assert [w.obj["kind"] for w in again.writes if not isinstance(w, plan.Delete)] == ["JobSet"]
 
 
 def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
-    manager = Manager(OperatorConfig(namespaces=["team-a"]), None, framework=FRAMEWORK,  # type: ignore[arg-type]
-                      store=Store.for_kinds(FRAMEWORK.kinds()))
-    watched = {(h.selector.group, h.selector.version, h.selector.any_name)
-               for h in registry_for(manager)._watching.get_all_handlers()}
+    manager = Manager(
+        OperatorConfig(namespaces=["team-a"]),
+        None,
+        framework=FRAMEWORK,  # type: ignore[arg-type]
+        store=Store.for_kinds(FRAMEWORK.kinds()),
+    )
+    watched = {
+        (h.selector.group, h.selector.version, h.selector.any_name)
+        for h in registry_for(manager)._watching.get_all_handlers()
+    }
     assert ("toys.example.com", "v1", "widgets") in watched
     assert ("jobset.x-k8s.io", "v1alpha2", "jobsets") in watched
     assert ("widgets", "team-a") in watched_collections(["team-a"], manager.watched)
     assert (WIDGETS, "Widget") in manager.store.children
     assert resource_of(WIDGETS, "Widget") == Resource(WIDGETS, "widgets")
-    owned = {"apiVersion": WIDGETS, "kind": "Widget", "metadata": {
-        "name": "w", "namespace": "team-a", "resourceVersion": "1",
-        "ownerReferences": [{"kind": c.TRAINJOB_KIND, "name": "job", "controller": True}]}}
+    owned = {
+        "apiVersion": WIDGETS,
+        "kind": "Widget",
+        "metadata": {
+            "name": "w",
+            "namespace": "team-a",
+            "resourceVersion": "1",
+            "ownerReferences": [{"kind": c.TRAINJOB_KIND, "name": "job", "controller": True}],
+        },
+    }
     manager.on_child(WIDGET, {"type": "ADDED", "object": owned})
     assert manager.store.children[(WIDGETS, "Widget")].get(("team-a", "w")) == owned
     assert manager.queue._queued == {("team-a", "job")}
@@ -81,14 +97,21 @@ def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
 def test_the_start_up_checks_and_the_charts_rbac_grant_the_new_kind() -> None:
     needs = startup.permissions(startup.Plan("ops"), FRAMEWORK.kinds())
     assert [(n.verb, n.resource) for n in needs if n.group == "toys.example.com"] == [
-        ("get", "widgets"), ("list", "widgets"), ("watch", "widgets"), ("create", "widgets"), ("patch", "widgets")]
+        ("get", "widgets"),
+        ("list", "widgets"),
+        ("watch", "widgets"),
+        ("create", "widgets"),
+        ("patch", "widgets"),
+    ]
     spec = importlib.util.spec_from_file_location("sync_chart", REPO / "hack" / "sync-chart-crds.py")
     assert spec is not None and spec.loader is not None
     sync: Any = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sync)
     rules = sync.child_rules(FRAMEWORK.kinds())
-    assert ('  # Widget (toys.example.com/v1): toy widgets.\n  - apiGroups: ["toys.example.com"]\n'
-            '    resources: ["widgets"]\n    verbs: ["get", "list", "watch", "create", "patch"]\n') in rules
+    assert (
+        '  # Widget (toys.example.com/v1): toy widgets.\n  - apiGroups: ["toys.example.com"]\n'
+        '    resources: ["widgets"]\n    verbs: ["get", "list", "watch", "create", "patch"]\n'
+    ) in rules
 
 
 def test_the_shipped_registry_watches_only_jobsets() -> None:

@@ -32,15 +32,30 @@ class Need:
 
 CONTROL_PLANE = re.compile(r"hack/cluster/build\.sh")
 NEEDS = (
-    Need("helm", re.compile(r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart"),
-         re.compile(r"hack/cluster/build\.sh.*--with-helm")),
-    Need("the control plane", re.compile(r"pytest .*tests/(integration|e2e)|cluster_bench\.py|hack/demo\.py(?! down)"
-                                         r"|trainjob_dev/cluster\.py up"), CONTROL_PLANE),
+    Need(
+        "helm",
+        re.compile(r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart"),
+        re.compile(r"hack/cluster/build\.sh.*--with-helm"),
+    ),
+    Need(
+        "the control plane",
+        re.compile(
+            r"pytest .*tests/(integration|e2e)|cluster_bench\.py|hack/demo\.py(?! down)"
+            r"|trainjob_dev/cluster\.py up"
+        ),
+        CONTROL_PLANE,
+    ),
     Need("Kueue", re.compile(r"CLUSTER_KUEUE=1 .*pytest"), re.compile(r"hack/cluster/build\.sh.*--with-kueue")),
-    Need("upstream's controller", re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
-         re.compile(r"hack/upstream/build\.sh")),
-    Need("Chromium (the UI's browser test)", re.compile(r"pytest .*tests/integration(?=\s|$)"),
-         re.compile(r"apt-get install .*chromium-driver")),
+    Need(
+        "upstream's controller",
+        re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
+        re.compile(r"hack/upstream/build\.sh"),
+    ),
+    Need(
+        "Chromium (the UI's browser test)",
+        re.compile(r"pytest .*tests/integration(?=\s|$)"),
+        re.compile(r"apt-get install .*chromium-driver"),
+    ),
 )
 
 
@@ -56,8 +71,9 @@ def targets() -> list[str]:
 
 
 def dry_run(target: str) -> list[str]:
-    done = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-n", target], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), "-n", target], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     # Join continuation lines: a recipe line may span several physical lines.
     return done.stdout.replace("\\\n", " ").splitlines()
@@ -81,20 +97,43 @@ def test_every_target_builds_the_tools_it_uses_first(target: str) -> None:
     assert ordering_mistakes(dry_run(target)) == []
 
 
-@pytest.mark.parametrize(("sentence", "commands", "expected"), [
-    ("lint rendering the chart before helm is built is caught",
-     ["ruff check src", ".venv/bin/python hack/render-manifests.py --check", "bash hack/cluster/build.sh --with-helm"],
-     ["needs helm before anything built it: .venv/bin/python hack/render-manifests.py --check"]),
-    ("helm built first is fine",
-     ["bash hack/cluster/build.sh  --with-helm", ".venv/bin/python hack/render-manifests.py --check"], []),
-    ("an e2e session with Kueue needs a build with Kueue, not just any build",
-     ["bash hack/cluster/build.sh", "TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest tests/e2e -q"],
-     ["needs Kueue before anything built it: TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest "
-      "tests/e2e -q"]),
-    ("the differential session needs upstream's controller",
-     ["bash hack/cluster/build.sh --with-kueue", "TRAINJOB_OPERATOR_DIFFERENTIAL=1 .venv/bin/python -m pytest x"],
-     ["needs upstream's controller before anything built it: TRAINJOB_OPERATOR_DIFFERENTIAL=1 "
-      ".venv/bin/python -m pytest x"]),
-])
+@pytest.mark.parametrize(
+    ("sentence", "commands", "expected"),
+    [
+        (
+            "lint rendering the chart before helm is built is caught",
+            [
+                "ruff check src",
+                ".venv/bin/python hack/render-manifests.py --check",
+                "bash hack/cluster/build.sh --with-helm",
+            ],
+            ["needs helm before anything built it: .venv/bin/python hack/render-manifests.py --check"],
+        ),
+        (
+            "helm built first is fine",
+            ["bash hack/cluster/build.sh  --with-helm", ".venv/bin/python hack/render-manifests.py --check"],
+            [],
+        ),
+        (
+            "an e2e session with Kueue needs a build with Kueue, not just any build",
+            ["bash hack/cluster/build.sh", "TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest tests/e2e -q"],
+            [
+                "needs Kueue before anything built it: TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest "
+                "tests/e2e -q"
+            ],
+        ),
+        (
+            "the differential session needs upstream's controller",
+            [
+                "bash hack/cluster/build.sh --with-kueue",
+                "TRAINJOB_OPERATOR_DIFFERENTIAL=1 .venv/bin/python -m pytest x",
+            ],
+            [
+                "needs upstream's controller before anything built it: TRAINJOB_OPERATOR_DIFFERENTIAL=1 "
+                ".venv/bin/python -m pytest x"
+            ],
+        ),
+    ],
+)
 def test_the_check_itself(sentence: str, commands: list[str], expected: list[str]) -> None:
     assert ordering_mistakes(commands) == expected, sentence

@@ -23,23 +23,33 @@ FRAMEWORK = Framework.from_registry()
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
 STAMP = "2026-11-22T12:00:00Z"
 JOB = TrainJobBuilder.make()
-COMPLETE = {"type": "Complete", "status": "True", "reason": "AllJobsCompleted", "message": "done",
-            "lastTransitionTime": "2026-11-22T11:00:00Z"}
+COMPLETE = {
+    "type": "Complete",
+    "status": "True",
+    "reason": "AllJobsCompleted",
+    "message": "done",
+    "lastTransitionTime": "2026-11-22T11:00:00Z",
+}
 KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
 SSH_SECRET = ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")
 GROUP = ObjectRef(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "test-job")
-MPI = RuntimeBuilder.make().ml_policy(num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
-                                                        "sshAuthMountPath": "/root/.ssh"})
+MPI = RuntimeBuilder.make().ml_policy(
+    num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/root/.ssh"}
+)
 GANG = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}).coscheduling()
 
 
 def jobset(suspend: bool, **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET_KIND,
-            "metadata": {"name": "test-job", "namespace": "default", "uid": "js-uid", **meta},
-            "spec": {"suspend": suspend}}
+    return {
+        "apiVersion": c.JOBSET_API_VERSION,
+        "kind": c.JOBSET_KIND,
+        "metadata": {"name": "test-job", "namespace": "default", "uid": "js-uid", **meta},
+        "spec": {"suspend": suspend},
+    }
 
 
 # --- which pass ------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class StageCase:
@@ -50,18 +60,19 @@ class StageCase:
 
 STAGES = {
     "a new TrainJob is built": StageCase(JOB, None, Stage.BUILD),
-    "a suspended TrainJob is built (its JobSet is kept suspended)": StageCase(JOB.suspend(), jobset(True),
-                                                                              Stage.BUILD),
+    "a suspended TrainJob is built (its JobSet is kept suspended)": StageCase(JOB.suspend(), jobset(True), Stage.BUILD),
     "a resumed TrainJob whose JobSet is still suspended is built (resume)": StageCase(JOB, jobset(True), Stage.BUILD),
     "a TrainJob suspended while running is built (suspend)": StageCase(JOB.suspend(), jobset(False), Stage.BUILD),
-    "a running JobSet is never re-applied: only the status is followed": StageCase(JOB, jobset(False),
-                                                                                   Stage.RUNNING),
+    "a running JobSet is never re-applied: only the status is followed": StageCase(JOB, jobset(False), Stage.RUNNING),
     "a finished TrainJob is terminal, even with a suspended JobSet": StageCase(
-        JOB.set("status", {"conditions": [COMPLETE]}), jobset(True), Stage.FINISHED),
+        JOB.set("status", {"conditions": [COMPLETE]}), jobset(True), Stage.FINISHED
+    ),
     "a runtimeRef of another API group is unsupported": StageCase(
-        JOB.set("spec.runtimeRef.apiGroup", "example.com"), None, Stage.UNSUPPORTED),
-    "a runtimeRef of another kind is unsupported": StageCase(JOB.set("spec.runtimeRef.kind", "Runtime"), None,
-                                                             Stage.UNSUPPORTED),
+        JOB.set("spec.runtimeRef.apiGroup", "example.com"), None, Stage.UNSUPPORTED
+    ),
+    "a runtimeRef of another kind is unsupported": StageCase(
+        JOB.set("spec.runtimeRef.kind", "Runtime"), None, Stage.UNSUPPORTED
+    ),
 }
 
 
@@ -73,9 +84,13 @@ def test_stage(case: StageCase) -> None:
 IGNORED = {
     "a TrainJob of this operator is reconciled": (JOB, False),
     "a TrainJob naming this operator in managedBy is reconciled": (
-        JOB.set("spec.managedBy", c.DEFAULT_MANAGED_BY), False),
+        JOB.set("spec.managedBy", c.DEFAULT_MANAGED_BY),
+        False,
+    ),
     "a TrainJob another controller manages is left alone": (
-        JOB.set("spec.managedBy", "kueue.x-k8s.io/multikueue"), True),
+        JOB.set("spec.managedBy", "kueue.x-k8s.io/multikueue"),
+        True,
+    ),
     "a TrainJob being deleted is left alone": (JOB.set("metadata.deletionTimestamp", STAMP), True),
 }
 
@@ -88,14 +103,26 @@ def test_ignored(case: tuple[TrainJobBuilder, bool]) -> None:
 
 def test_an_unsupported_runtime_fails_the_trainjob_and_keeps_the_rest_of_its_status() -> None:
     job = JOB.set("spec.runtimeRef.apiGroup", "example.com").set("status", {"startTime": STAMP})
-    assert plan.unsupported(job.obj(), NOW) == StatusOutcome(TrainJobStatus.model_validate({
-        "startTime": STAMP,
-        "conditions": [{"type": "Failed", "status": "True", "reason": c.REASON_RUNTIME_NOT_SUPPORTED,
+    assert plan.unsupported(job.obj(), NOW) == StatusOutcome(
+        TrainJobStatus.model_validate(
+            {
+                "startTime": STAMP,
+                "conditions": [
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": c.REASON_RUNTIME_NOT_SUPPORTED,
                         "message": "unsupported runtime: TrainingRuntime.example.com",
-                        "lastTransitionTime": STAMP}]}))
+                        "lastTransitionTime": STAMP,
+                    }
+                ],
+            }
+        )
+    )
 
 
 # --- the writes of a build -------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BuildCase:
@@ -109,8 +136,12 @@ class BuildCase:
 
 
 def summary(children: plan.Children) -> tuple[list[tuple[str, str, str]], tuple[ObjectRef, ...], int | None]:
-    writes = [(type(w).__name__, w.kind, w.name) if isinstance(w, plan.Delete) else
-              (type(w).__name__, w.obj["kind"], w.obj["metadata"]["name"]) for w in children.writes]
+    writes = [
+        (type(w).__name__, w.kind, w.name)
+        if isinstance(w, plan.Delete)
+        else (type(w).__name__, w.obj["kind"], w.obj["metadata"]["name"])
+        for w in children.writes
+    ]
     return writes, children.probes, children.nodes
 
 
@@ -118,21 +149,36 @@ TORCH = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={})
 BUILDS = {
     "a first build applies the JobSet": BuildCase(JOB, TORCH, Observed(), [("Apply", "JobSet", "test-job")]),
     "an MPI TrainJob's SSH Secret is created once, its hostfile applied": BuildCase(
-        JOB, MPI, Observed(ssh_key=KEY), [("Create", "Secret", "test-job-mpi-ssh-auth"),
-                                          ("Apply", "ConfigMap", "test-job-mpi-hostfile"),
-                                          ("Apply", "JobSet", "test-job")]),
+        JOB,
+        MPI,
+        Observed(ssh_key=KEY),
+        [
+            ("Create", "Secret", "test-job-mpi-ssh-auth"),
+            ("Apply", "ConfigMap", "test-job-mpi-hostfile"),
+            ("Apply", "JobSet", "test-job"),
+        ],
+    ),
     "an SSH Secret known to exist is not created again": BuildCase(
-        JOB, MPI, Observed(existing=frozenset({SSH_SECRET})), [("Apply", "ConfigMap", "test-job-mpi-hostfile"),
-                                                               ("Apply", "JobSet", "test-job")]),
+        JOB,
+        MPI,
+        Observed(existing=frozenset({SSH_SECRET})),
+        [("Apply", "ConfigMap", "test-job-mpi-hostfile"), ("Apply", "JobSet", "test-job")],
+    ),
     "a PodGroup not known to exist is probed before it is applied": BuildCase(
-        JOB, GANG, Observed(), [("Apply", "PodGroup", "test-job"), ("Apply", "JobSet", "test-job")], (GROUP,)),
+        JOB, GANG, Observed(), [("Apply", "PodGroup", "test-job"), ("Apply", "JobSet", "test-job")], (GROUP,)
+    ),
     "a PodGroup known to exist is not applied again": BuildCase(
-        JOB, GANG, Observed(existing=frozenset({GROUP})), [("Apply", "JobSet", "test-job")]),
+        JOB, GANG, Observed(existing=frozenset({GROUP})), [("Apply", "JobSet", "test-job")]
+    ),
     "a known PodGroup of a suspended TrainJob is applied (it may be resized)": BuildCase(
-        JOB.suspend(), GANG, Observed(existing=frozenset({GROUP})),
-        [("Apply", "PodGroup", "test-job"), ("Apply", "JobSet", "test-job")]),
+        JOB.suspend(),
+        GANG,
+        Observed(existing=frozenset({GROUP})),
+        [("Apply", "PodGroup", "test-job"), ("Apply", "JobSet", "test-job")],
+    ),
     "a JobSet being deleted for a rebuild is left to go": BuildCase(
-        JOB.suspend(), TORCH, Observed(jobset=jobset(True, deletionTimestamp=STAMP)), []),
+        JOB.suspend(), TORCH, Observed(jobset=jobset(True, deletionTimestamp=STAMP)), []
+    ),
 }
 
 
@@ -144,20 +190,27 @@ def test_children(case: BuildCase) -> None:
 
 def test_a_resized_suspended_trainjob_deletes_its_jobset_in_the_foreground_instead_of_applying_it() -> None:
     built = plan.children(FRAMEWORK, JOB.suspend().obj(), TORCH.source(), Observed())
-    old = {**built.writes[0].obj, "metadata": {**built.writes[0].obj["metadata"], "uid": "js-uid",  # type: ignore[union-attr]
-                                               "resourceVersion": "5"}}  # type: ignore[union-attr]
+    old = {
+        **built.writes[0].obj,
+        "metadata": {
+            **built.writes[0].obj["metadata"],
+            "uid": "js-uid",  # type: ignore[union-attr]
+            "resourceVersion": "5",
+        },
+    }  # type: ignore[union-attr]
     resized = plan.children(FRAMEWORK, JOB.suspend().trainer(numNodes=4).obj(), TORCH.source(), Observed(jobset=old))
     assert resized == plan.Children(
-        (plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", "Foreground", "js-uid", "5"),), (),
-        4)
+        (plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", "Foreground", "js-uid", "5"),), (), 4
+    )
 
 
 def test_what_the_plugins_cannot_build_is_a_build_failure() -> None:
     flux = RuntimeBuilder.make().ml_policy(num_nodes=1, flux={})
     with pytest.raises(Failure) as raised:
         plan.children(FRAMEWORK, JOB.obj(), flux.source(), Observed())
-    assert raised.value == Failure(c.REASON_BUILD_FAILED,
-                                   "spec.trainer is required for a TrainJob whose runtime has mlPolicy.flux")
+    assert raised.value == Failure(
+        c.REASON_BUILD_FAILED, "spec.trainer is required for a TrainJob whose runtime has mlPolicy.flux"
+    )
 
 
 APPLY_JOBSET = plan.Apply(jobset(True))
@@ -166,15 +219,38 @@ READ["metadata"] = {**READ["metadata"], "uid": "js-uid", "resourceVersion": "7"}
 NEVER_RAN = Observed(jobset=READ)
 REFUSALS = {
     "a never-run suspended JobSet refusing an immutable change is deleted on resume, only the version read": (
-        APPLY_JOBSET, 422, "spec.replicatedJobs: field is immutable", NEVER_RAN, False,
-        plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", uid="js-uid", resource_version="7")),
+        APPLY_JOBSET,
+        422,
+        "spec.replicatedJobs: field is immutable",
+        NEVER_RAN,
+        False,
+        plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", uid="js-uid", resource_version="7"),
+    ),
     "while the TrainJob stays suspended such a JobSet is kept as it is (a takeover re-creates nothing)": (
-        APPLY_JOBSET, 422, "spec.replicatedJobs: field is immutable", NEVER_RAN, True, plan.Keep()),
+        APPLY_JOBSET,
+        422,
+        "spec.replicatedJobs: field is immutable",
+        NEVER_RAN,
+        True,
+        plan.Keep(),
+    ),
     "a JobSet that runs is never deleted for a refused change": (
-        APPLY_JOBSET, 422, "field is immutable", Observed(jobset=jobset(False)), False, None),
+        APPLY_JOBSET,
+        422,
+        "field is immutable",
+        Observed(jobset=jobset(False)),
+        False,
+        None,
+    ),
     "a refusal that is not about immutability is a failure": (APPLY_JOBSET, 422, "invalid", NEVER_RAN, False, None),
-    "another kind's refusal is a failure": (plan.Apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "x", "namespace": "default"}}), 422, "field is immutable", NEVER_RAN, False, None),
+    "another kind's refusal is a failure": (
+        plan.Apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}),
+        422,
+        "field is immutable",
+        NEVER_RAN,
+        False,
+        None,
+    ),
 }
 
 
@@ -188,19 +264,29 @@ def test_a_failed_write_names_the_verb_and_the_object() -> None:
     secret = plan.Create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}})
     assert (plan.write_failed(secret, "denied"), plan.write_failed(APPLY_JOBSET, "denied")) == (
         Failure(c.REASON_APPLY_FAILED, "failed to create Secret ns/s: denied"),
-        Failure(c.REASON_APPLY_FAILED, "failed to apply JobSet default/test-job: denied"))
+        Failure(c.REASON_APPLY_FAILED, "failed to apply JobSet default/test-job: denied"),
+    )
 
 
 # --- the snapshot path -----------------------------------------------------------------------------------------------
 
 SNAPSHOTS = {
     "a missing TrainingRuntime without a snapshot reads as upstream's message": (
-        JOB, Failure(c.REASON_RUNTIME_NOT_FOUND, 'TrainingRuntime specified in TrainJob is not found: '
-                                                 'TrainingRuntime.trainer.kubeflow.org "test-runtime" not found')),
+        JOB,
+        Failure(
+            c.REASON_RUNTIME_NOT_FOUND,
+            "TrainingRuntime specified in TrainJob is not found: "
+            'TrainingRuntime.trainer.kubeflow.org "test-runtime" not found',
+        ),
+    ),
     "a missing ClusterTrainingRuntime without a snapshot reads as upstream's message": (
         TrainJobBuilder.make(kind=c.CLUSTER_TRAINING_RUNTIME_KIND),
-        Failure(c.REASON_RUNTIME_NOT_FOUND, 'not found ClusterTrainingRuntime specified in TrainJob: '
-                                            'ClusterTrainingRuntime.trainer.kubeflow.org "test-runtime" not found')),
+        Failure(
+            c.REASON_RUNTIME_NOT_FOUND,
+            "not found ClusterTrainingRuntime specified in TrainJob: "
+            'ClusterTrainingRuntime.trainer.kubeflow.org "test-runtime" not found',
+        ),
+    ),
 }
 
 
@@ -216,25 +302,42 @@ def test_a_snapshot_of_another_owner_is_an_invalid_snapshot() -> None:
     foreign = {"metadata": {"ownerReferences": [{"controller": True, "uid": "other"}]}, "data": {"runtime": "x"}}
     with pytest.raises(Failure) as raised:
         plan.snapshot_source(JOB.obj(), foreign)
-    assert raised.value == Failure(c.REASON_INVALID_SNAPSHOT, "invalid runtime snapshot: a snapshot configmap "
-                                                              "exists but is owned by another object")
+    assert raised.value == Failure(
+        c.REASON_INVALID_SNAPSHOT,
+        "invalid runtime snapshot: a snapshot configmap exists but is owned by another object",
+    )
 
 
 # --- the status write ------------------------------------------------------------------------------------------------
 
 RUNNING = {"state": "Running", "startTime": STAMP, "conditions": [COMPLETE]}
 PATCHES = {
-    "an unchanged status writes nothing": ({"state": "Running", "startTime": STAMP},
-                                           {"state": "Running", "startTime": STAMP}, None),
-    "a new TrainJob that is only Pending writes nothing yet": ({}, {"state": "Pending", "startTime": STAMP,
-                                                                    "nodes": 2}, None),
-    "a new TrainJob with restarts writes them": ({}, {"state": "Pending", "restarts": 1},
-                                                 {"state": "Pending", "restarts": 1}),
+    "an unchanged status writes nothing": (
+        {"state": "Running", "startTime": STAMP},
+        {"state": "Running", "startTime": STAMP},
+        None,
+    ),
+    "a new TrainJob that is only Pending writes nothing yet": (
+        {},
+        {"state": "Pending", "startTime": STAMP, "nodes": 2},
+        None,
+    ),
+    "a new TrainJob with restarts writes them": (
+        {},
+        {"state": "Pending", "restarts": 1},
+        {"state": "Pending", "restarts": 1},
+    ),
     "a new suspended TrainJob writes its state": ({}, {"state": "Suspended"}, {"state": "Suspended"}),
-    "only the fields that changed are patched": ({"state": "Running", "startTime": STAMP},
-                                                 RUNNING, {"conditions": [COMPLETE]}),
-    "a field that went away is patched to null": (RUNNING, {"state": "Running", "startTime": STAMP},
-                                                  {"conditions": None}),
+    "only the fields that changed are patched": (
+        {"state": "Running", "startTime": STAMP},
+        RUNNING,
+        {"conditions": [COMPLETE]},
+    ),
+    "a field that went away is patched to null": (
+        RUNNING,
+        {"state": "Running", "startTime": STAMP},
+        {"conditions": None},
+    ),
 }
 
 
@@ -247,30 +350,56 @@ def test_status_patch(case: tuple[dict[str, Any], dict[str, Any], dict[str, Any]
 
 def test_a_failure_sets_reconcile_failed_the_error_state_and_the_node_count() -> None:
     status = plan.final_status(JOB.obj(), StatusOutcome(TrainJobStatus()), Failure("BuildFailed", "bad"), 3, NOW)
-    assert status.to_wire() == {"state": "Error", "nodes": 3, "conditions": [
-        {"type": c.CONDITION_RECONCILE_FAILED, "status": "True", "reason": "BuildFailed", "message": "bad",
-         "lastTransitionTime": STAMP}]}
+    assert status.to_wire() == {
+        "state": "Error",
+        "nodes": 3,
+        "conditions": [
+            {
+                "type": c.CONDITION_RECONCILE_FAILED,
+                "status": "True",
+                "reason": "BuildFailed",
+                "message": "bad",
+                "lastTransitionTime": STAMP,
+            }
+        ],
+    }
 
 
 # --- the Event ------------------------------------------------------------------------------------------------------
 
+
 def event_of(message: str) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Event",
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {"generateName": "test-job.", "namespace": "default"},
-        "involvedObject": {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": "test-job",
-                           "namespace": "default", "uid": "uid"},
-        "reason": c.EVENT_RESOURCES_CREATION_FAILED, "message": message, "type": "Warning",
-        "action": "Reconciling", "reportingComponent": "trainer-trainjob-controller",
-        "reportingInstance": "trainjob-operator", "source": {"component": "trainer-trainjob-controller"},
-        "firstTimestamp": STAMP, "lastTimestamp": STAMP, "count": 1,
+        "involvedObject": {
+            "apiVersion": c.API_VERSION,
+            "kind": c.TRAINJOB_KIND,
+            "name": "test-job",
+            "namespace": "default",
+            "uid": "uid",
+        },
+        "reason": c.EVENT_RESOURCES_CREATION_FAILED,
+        "message": message,
+        "type": "Warning",
+        "action": "Reconciling",
+        "reportingComponent": "trainer-trainjob-controller",
+        "reportingInstance": "trainjob-operator",
+        "source": {"component": "trainer-trainjob-controller"},
+        "firstTimestamp": STAMP,
+        "lastTimestamp": STAMP,
+        "count": 1,
     }
 
 
 LONG = "x" * 1000
 EVENTS = {
     "a new failure records one Warning with upstream's reason and note": (
-        "boom", None, event_of("TrainJob resources reconciliation failed: boom")),
+        "boom",
+        None,
+        event_of("TrainJob resources reconciliation failed: boom"),
+    ),
     "a different failure records another": ("boom", "bang", event_of("TrainJob resources reconciliation failed: boom")),
     "the same failure again records nothing": ("boom", "boom", None),
     "a long note is cut": (LONG, None, event_of(("TrainJob resources reconciliation failed: " + LONG)[:950] + " ...")),
@@ -288,15 +417,34 @@ def test_event(case: tuple[str, str | None, dict[str, Any] | None]) -> None:
 WAITING = StatusOutcome(TrainJobStatus(), requeue_after=30.0, check_startup=True)
 STUCK = StuckPod("test-job-node-0-0", "Unschedulable", "0/1 nodes are available")
 STARTUP = {
-    "a stuck pod fails the TrainJob and its JobSet goes": (StartupCheck(stuck=STUCK), StatusOutcome(
-        TrainJobStatus.model_validate({"completionTime": STAMP, "conditions": [{
-            "type": "Failed", "status": "True", "reason": c.REASON_STARTUP_DEADLINE_EXCEEDED,
-            "message": "pod test-job-node-0-0 did not start within the startup deadline of 60s (Unschedulable: "
-                       "0/1 nodes are available)", "lastTransitionTime": STAMP}]}),
-        delete_jobset=True, requeue_after=None, check_startup=False)),
+    "a stuck pod fails the TrainJob and its JobSet goes": (
+        StartupCheck(stuck=STUCK),
+        StatusOutcome(
+            TrainJobStatus.model_validate(
+                {
+                    "completionTime": STAMP,
+                    "conditions": [
+                        {
+                            "type": "Failed",
+                            "status": "True",
+                            "reason": c.REASON_STARTUP_DEADLINE_EXCEEDED,
+                            "message": "pod test-job-node-0-0 did not start within the startup deadline of 60s (Unschedulable: "
+                            "0/1 nodes are available)",
+                            "lastTransitionTime": STAMP,
+                        }
+                    ],
+                }
+            ),
+            delete_jobset=True,
+            requeue_after=None,
+            check_startup=False,
+        ),
+    ),
     "pods that all started need no more checks": (StartupCheck(started=True), WAITING),
-    "pods still pending are looked at again soon": (StartupCheck(), StatusOutcome(
-        TrainJobStatus(), requeue_after=10.0, check_startup=True)),
+    "pods still pending are looked at again soon": (
+        StartupCheck(),
+        StatusOutcome(TrainJobStatus(), requeue_after=10.0, check_startup=True),
+    ),
 }
 
 
@@ -311,5 +459,5 @@ def test_a_status_step_that_crashes_keeps_the_status_and_reports_a_build_failure
     broken = Framework(plugins=())  # no status plugin: the step raises
     assert plan.status(broken, job, None, NOW, RunPolicy()) == (
         StatusOutcome(TrainJobStatus(start_time=STAMP)),
-        Failure(c.REASON_BUILD_FAILED, "cannot compute the status: ValueError: no TrainJobStatus plugin is "
-                                         "registered"))
+        Failure(c.REASON_BUILD_FAILED, "cannot compute the status: ValueError: no TrainJobStatus plugin is registered"),
+    )

@@ -29,20 +29,33 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 NAMES = st.from_regex(r"[a-z]([-a-z0-9]{0,14}[a-z0-9])?", fullmatch=True)
 ENV_NAMES = st.sampled_from(["LR", "EPOCHS", "BATCH_SIZE", "HF_HOME", "NCCL_DEBUG", "SEED"])
-RESOURCES = st.sampled_from([
-    None,
-    {"requests": {"cpu": 1}},
-    {"requests": {"cpu": "2500m", "memory": "4Gi"}},
-    {"requests": {"cpu": "0.7"}, "limits": {"cpu": 2}},
-    {"requests": {"cpu": 6, "example.com/gpu": 2}},
-    {"limits": {"nvidia.com/gpu": 4}},
-    {"limits": {"nvidia.com/gpu": 1}},
-])
-TORCHTUNE_MODELS = ["torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-llama3.3-70b",
-                    "torchtune-qwen2.5-1.5b"]
-TORCHTUNE_NODE_COMMAND = ["tune", "run", "full_finetune_distributed", "--config", "llama3_2/1B_full",
-                          "output_dir=/workspace/output", "tokenizer.path=/workspace/model/original/tokenizer.model",
-                          "checkpointer.checkpoint_dir=/workspace/model"]
+RESOURCES = st.sampled_from(
+    [
+        None,
+        {"requests": {"cpu": 1}},
+        {"requests": {"cpu": "2500m", "memory": "4Gi"}},
+        {"requests": {"cpu": "0.7"}, "limits": {"cpu": 2}},
+        {"requests": {"cpu": 6, "example.com/gpu": 2}},
+        {"limits": {"nvidia.com/gpu": 4}},
+        {"limits": {"nvidia.com/gpu": 1}},
+    ]
+)
+TORCHTUNE_MODELS = [
+    "torchtune-llama3.2-1b",
+    "torchtune-llama3.2-3b",
+    "torchtune-llama3.3-70b",
+    "torchtune-qwen2.5-1.5b",
+]
+TORCHTUNE_NODE_COMMAND = [
+    "tune",
+    "run",
+    "full_finetune_distributed",
+    "--config",
+    "llama3_2/1B_full",
+    "output_dir=/workspace/output",
+    "tokenizer.path=/workspace/model/original/tokenizer.model",
+    "checkpointer.checkpoint_dir=/workspace/model",
+]
 LORA_ARG = "model.lora_attn_modules=[q_proj,v_proj,output_proj]"
 
 
@@ -63,18 +76,32 @@ def env_list(draw: st.DrawFn, max_size: int = 3) -> list[dict[str, str]]:
 
 def initializer_jobs() -> list[dict[str, Any]]:
     return [
-        replicated_job(c.DATASET_INITIALIZER, c.DATASET_INITIALIZER, [container(
-            c.DATASET_INITIALIZER, volumeMounts=[{"name": "initializer", "mountPath": "/workspace/dataset"}])],
-            [INITIALIZER_PVC]),
-        replicated_job(c.MODEL_INITIALIZER, c.MODEL_INITIALIZER, [container(
-            c.MODEL_INITIALIZER, volumeMounts=[{"name": "initializer", "mountPath": "/workspace/model"}])],
-            [INITIALIZER_PVC]),
+        replicated_job(
+            c.DATASET_INITIALIZER,
+            c.DATASET_INITIALIZER,
+            [
+                container(
+                    c.DATASET_INITIALIZER, volumeMounts=[{"name": "initializer", "mountPath": "/workspace/dataset"}]
+                )
+            ],
+            [INITIALIZER_PVC],
+        ),
+        replicated_job(
+            c.MODEL_INITIALIZER,
+            c.MODEL_INITIALIZER,
+            [container(c.MODEL_INITIALIZER, volumeMounts=[{"name": "initializer", "mountPath": "/workspace/model"}])],
+            [INITIALIZER_PVC],
+        ),
     ]
 
 
 @st.composite
-def node_job(draw: st.DrawFn, ancestor: str | None = c.ANCESTOR_TRAINER, node_command: list[str] | None = None,
-             sidecars: bool = False) -> dict[str, Any]:
+def node_job(
+    draw: st.DrawFn,
+    ancestor: str | None = c.ANCESTOR_TRAINER,
+    node_command: list[str] | None = None,
+    sidecars: bool = False,
+) -> dict[str, Any]:
     fields: dict[str, Any] = {"volumeMounts": [{"name": "initializer", "mountPath": "/workspace/model"}]}
     if node_command is not None:
         fields["command"] = node_command
@@ -92,8 +119,9 @@ def node_job(draw: st.DrawFn, ancestor: str | None = c.ANCESTOR_TRAINER, node_co
     if sidecars:
         job["template"]["spec"]["template"]["spec"]["initContainers"] = [container("setup", restartPolicy="Always")]
     if draw(st.booleans()):
-        job["template"]["spec"]["template"]["spec"]["priorityClassName"] = draw(st.sampled_from(
-            ["high", "system-node-critical"]))
+        job["template"]["spec"]["template"]["spec"]["priorityClassName"] = draw(
+            st.sampled_from(["high", "system-node-critical"])
+        )
     return job
 
 
@@ -117,8 +145,12 @@ def runtimes(draw: st.DrawFn) -> tuple[RuntimeBuilder, str]:
         jobs.append(draw(node_job(sidecars=sidecars)))
         torch: dict[str, Any] = {}
         if sidecars:
-            targets = [{"jobName": c.NODE, "containerNames": draw(st.lists(
-                st.sampled_from(["sidecar", "setup"]), unique=True, min_size=1))}]
+            targets = [
+                {
+                    "jobName": c.NODE,
+                    "containerNames": draw(st.lists(st.sampled_from(["sidecar", "setup"]), unique=True, min_size=1)),
+                }
+            ]
             if with_initializers and draw(st.booleans()):
                 targets.append({"jobName": c.DATASET_INITIALIZER, "containerNames": [c.DATASET_INITIALIZER]})
             torch["envInjection"] = {"targets": targets}
@@ -128,8 +160,11 @@ def runtimes(draw: st.DrawFn) -> tuple[RuntimeBuilder, str]:
         policy = {"torch": {}}
     elif plugin == "mpi":
         launcher_is_trainer = draw(st.booleans())
-        launcher = replicated_job(c.LAUNCHER, c.ANCESTOR_TRAINER if launcher_is_trainer else None,
-                                  [container(c.NODE, command=["mpirun"], args=["train.sh"])])
+        launcher = replicated_job(
+            c.LAUNCHER,
+            c.ANCESTOR_TRAINER if launcher_is_trainer else None,
+            [container(c.NODE, command=["mpirun"], args=["train.sh"])],
+        )
         node = draw(node_job(ancestor=None if launcher_is_trainer else c.ANCESTOR_TRAINER))
         jobs += [launcher, node] if draw(st.booleans()) else [node, launcher]
         mpi: dict[str, Any] = {"runLauncherAsNode": draw(st.booleans())}
@@ -150,16 +185,17 @@ def runtimes(draw: st.DrawFn) -> tuple[RuntimeBuilder, str]:
     if group == "coscheduling":
         runtime = runtime.coscheduling(draw(st.one_of(st.none(), st.integers(1, 300))))
     elif group == "volcano":
-        runtime = runtime.volcano(**draw(st.sampled_from([{}, {"networkTopology": {"mode": "soft",
-                                                                                   "highestTierAllowed": 2}}])))
+        runtime = runtime.volcano(
+            **draw(st.sampled_from([{}, {"networkTopology": {"mode": "soft", "highestTierAllowed": 2}}]))
+        )
     if draw(st.booleans()):
-        runtime = runtime.set("spec.template.metadata", {"labels": {"team": "ml"},
-                                                         "annotations": {c.VOLCANO_QUEUE_NAME_ANNOTATION: "q"}})
+        runtime = runtime.set(
+            "spec.template.metadata", {"labels": {"team": "ml"}, "annotations": {c.VOLCANO_QUEUE_NAME_ANNOTATION: "q"}}
+        )
     if draw(st.booleans()):
         runtime = runtime.set("spec.template.spec.network", {"subdomain": "svc", "publishNotReadyAddresses": True})
     if draw(st.booleans()):
-        runtime = runtime.set("spec.template.spec.successPolicy", {"operator": "All",
-                                                                   "targetReplicatedJobs": [c.NODE]})
+        runtime = runtime.set("spec.template.spec.successPolicy", {"operator": "All", "targetReplicatedJobs": [c.NODE]})
     return runtime, plugin
 
 
@@ -183,12 +219,16 @@ def patches(draw: st.DrawFn, runtime: RuntimeBuilder) -> list[dict[str, Any]]:
             if draw(st.booleans()):
                 spec["terminationGracePeriodSeconds"] = draw(st.integers(0, 600))
             if job == c.NODE and draw(st.booleans()):
-                spec["containers"] = [{"name": c.NODE, "volumeMounts": [{"name": f"extra-{i}", "mountPath":
-                                                                          f"/extra/{i}"}]}]
+                spec["containers"] = [
+                    {"name": c.NODE, "volumeMounts": [{"name": f"extra-{i}", "mountPath": f"/extra/{i}"}]}
+                ]
                 spec.setdefault("volumes", [{"name": f"extra-{i}", "emptyDir": {}}])
             labels = {"patched": str(i)} if draw(st.booleans()) else None
-            jobs.append(pod_patch(job, labels=labels, job_labels={"job-patched": str(i)} if draw(st.booleans())
-                                  else None, **spec))
+            jobs.append(
+                pod_patch(
+                    job, labels=labels, job_labels={"job-patched": str(i)} if draw(st.booleans()) else None, **spec
+                )
+            )
         metadata = {"labels": {"manager": str(i)}} if draw(st.booleans()) else None
         entries.append((f"example.com/manager-{i}", jobs or None, metadata))
     return entries
@@ -291,8 +331,12 @@ def without_secret_data(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def source_state(runtime: RuntimeSource) -> dict[str, Any]:
-    return {"template_spec": copy.deepcopy(runtime.template_spec), "obj": copy.deepcopy(runtime.obj),
-            "spec": runtime.spec.model_dump(by_alias=True), "labels": dict(runtime.labels)}
+    return {
+        "template_spec": copy.deepcopy(runtime.template_spec),
+        "obj": copy.deepcopy(runtime.obj),
+        "spec": runtime.spec.model_dump(by_alias=True),
+        "labels": dict(runtime.labels),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ properties
@@ -316,13 +360,23 @@ def test_rendering_is_deterministic_and_pure(pair: Pair) -> None:
 @given(pairs())
 def test_every_object_is_complete_and_owned_by_the_trainjob(pair: Pair) -> None:
     objects = render(pair.job, pair.runtime)
-    owner: dict[str, Any] = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": pair.job.name,
-                             "controller": True, "blockOwnerDeletion": True}
+    owner: dict[str, Any] = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "name": pair.job.name,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     if pair.job.metadata.uid:
         owner["uid"] = pair.job.metadata.uid
     summary = [
-        (bool(o.get("apiVersion")), bool(o.get("kind")), o["metadata"].get("name") or None,
-         o["metadata"].get("namespace"), [r for r in o["metadata"].get("ownerReferences", []) if r.get("controller")])
+        (
+            bool(o.get("apiVersion")),
+            bool(o.get("kind")),
+            o["metadata"].get("name") or None,
+            o["metadata"].get("namespace"),
+            [r for r in o["metadata"].get("ownerReferences", []) if r.get("controller")],
+        )
         for o in objects
     ]
     assert summary == [(True, True, o["metadata"]["name"], "default", [owner]) for o in objects]
@@ -335,8 +389,10 @@ def test_the_jobset_has_parallelism_equal_to_completions(pair: Pair) -> None:
     objects = render(pair.job, pair.runtime)
     jobsets = [o for o in objects if o["kind"] == c.JOBSET_KIND]
     assert [(j["apiVersion"], j["metadata"]["name"]) for j in jobsets] == [(c.JOBSET_API_VERSION, pair.job.name)]
-    counts = [(rj["name"], rj["template"]["spec"].get("parallelism"), rj["template"]["spec"].get("completions"))
-              for rj in jobsets[0]["spec"]["replicatedJobs"]]
+    counts = [
+        (rj["name"], rj["template"]["spec"].get("parallelism"), rj["template"]["spec"].get("completions"))
+        for rj in jobsets[0]["spec"]["replicatedJobs"]
+    ]
     assert counts == [(name, p, p) for name, p, _ in counts]
     assert all(isinstance(p, int) and p >= 0 for _, p, _ in counts)
     assert jobsets[0]["spec"]["suspend"] is bool(pair.job.spec.suspend)
@@ -378,8 +434,9 @@ def test_rendering_another_trainjob_first_does_not_leak_into_the_result(pair: Pa
 
 
 def pods(jobset: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(rj["name"], rj["template"]["spec"]["template"].get("spec") or {})
-            for rj in jobset["spec"]["replicatedJobs"]]
+    return [
+        (rj["name"], rj["template"]["spec"]["template"].get("spec") or {}) for rj in jobset["spec"]["replicatedJobs"]
+    ]
 
 
 @SETTINGS
@@ -404,8 +461,16 @@ def test_pods_have_unique_volumes_env_and_mount_paths(pair: Pair) -> None:
     assert duplicates == []
 
 
-ACTIVE_JOBSET = Observed(jobset={"spec": {"suspend": False}, "status": {"replicatedJobsStatus": [
-    {"name": c.NODE, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}]}})
+ACTIVE_JOBSET = Observed(
+    jobset={
+        "spec": {"suspend": False},
+        "status": {
+            "replicatedJobsStatus": [
+                {"name": c.NODE, "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}
+            ]
+        },
+    }
+)
 
 
 @SETTINGS

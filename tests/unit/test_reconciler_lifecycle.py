@@ -19,8 +19,13 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
 EARLIER = "2026-11-22T11:00:00Z"
 KEY = ("default", "test-job")
 RT = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={})
-COMPLETE = {"type": "Complete", "status": "True", "reason": "AllJobsCompleted", "message": "done",
-            "lastTransitionTime": EARLIER}
+COMPLETE = {
+    "type": "Complete",
+    "status": "True",
+    "reason": "AllJobsCompleted",
+    "message": "done",
+    "lastTransitionTime": EARLIER,
+}
 
 
 @dataclass
@@ -41,8 +46,9 @@ class FakeClient:
         self.calls.append(("get", kind, name))
         return self.objects.get((kind, namespace, name))
 
-    async def list(self, api_version: str, kind: str, namespace: str | None = None,
-                   label_selector: str | None = None) -> list[dict[str, Any]]:
+    async def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
         self.calls.append(("list", kind, namespace, label_selector))
         return self.pods
 
@@ -58,16 +64,30 @@ class FakeClient:
             raise ApiError(409, "AlreadyExists", "exists", {})
         return obj
 
-    async def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None,
-                          patch: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
+    async def merge_patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        patch: dict[str, Any],
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
         self.calls.append(("patch", kind, name, patch))
         status = {**(self.trainjob.get("status") or {}), **patch["status"]}
         self.trainjob = {**self.trainjob, "status": {k: v for k, v in status.items() if v is not None}}
         return self.trainjob
 
-    async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background", uid: str | None = None,
-                     resource_version: str | None = None) -> bool:
+    async def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        propagation: str = "Background",
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
         self.calls.append(("delete", kind, name, propagation, uid) + ((resource_version,) if resource_version else ()))
         return not (self.delete_conflicts and (uid or resource_version))
 
@@ -90,8 +110,9 @@ JOB = TrainJobBuilder.make().set("metadata.creationTimestamp", EARLIER)
 
 
 def test_an_expired_ttl_deletes_this_trainjob_and_writes_nothing_else() -> None:
-    job = JOB.set("spec.ttlSecondsAfterFinished", 60).set("status", {
-        "conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER})
+    job = JOB.set("spec.ttlSecondsAfterFinished", 60).set(
+        "status", {"conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER}
+    )
     client = FakeClient()
     result = asyncio.run(reconciler(client, job).reconcile(KEY))
     assert writes(client) == [("delete", c.TRAINJOB_KIND, "test-job", "Background", "uid")]
@@ -99,9 +120,10 @@ def test_an_expired_ttl_deletes_this_trainjob_and_writes_nothing_else() -> None:
 
 
 def test_a_pending_ttl_requeues_at_expiry() -> None:
-    job = JOB.set("spec.ttlSecondsAfterFinished", 600).set("status", {
-        "conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER,
-        "state": "Complete"})
+    job = JOB.set("spec.ttlSecondsAfterFinished", 600).set(
+        "status",
+        {"conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER, "state": "Complete"},
+    )
     client = FakeClient()
     result = asyncio.run(reconciler(client, job).reconcile(KEY))
     assert writes(client) == []
@@ -110,8 +132,7 @@ def test_a_pending_ttl_requeues_at_expiry() -> None:
 
 def test_the_runtimes_ttl_applies_when_the_trainjob_sets_none() -> None:
     runtime_ttl = RT.set("spec.runPolicy", {"ttlSecondsAfterFinished": 30})
-    job = JOB.set("status", {"conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z",
-                             "startTime": EARLIER})
+    job = JOB.set("status", {"conditions": [COMPLETE], "completionTime": "2026-11-22T11:58:00Z", "startTime": EARLIER})
     client = FakeClient()
     rec = reconciler(client, job)
     rec.store.runtimes.put(runtime_ttl.raw())
@@ -120,31 +141,52 @@ def test_the_runtimes_ttl_applies_when_the_trainjob_sets_none() -> None:
 
 
 def test_a_trainjob_being_deleted_is_left_alone() -> None:
-    job = JOB.set("metadata.deletionTimestamp", EARLIER).set("spec.ttlSecondsAfterFinished", 0).set(
-        "status", {"conditions": [COMPLETE], "completionTime": EARLIER})
+    job = (
+        JOB.set("metadata.deletionTimestamp", EARLIER)
+        .set("spec.ttlSecondsAfterFinished", 0)
+        .set("status", {"conditions": [COMPLETE], "completionTime": EARLIER})
+    )
     client = FakeClient()
     asyncio.run(reconciler(client, job).reconcile(KEY))
     assert client.calls == []
 
 
-RUNNING_JOBSET = {"apiVersion": c.JOBSET_API_VERSION, "kind": c.JOBSET_KIND,
-                  "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1"},
-                  "spec": {"suspend": False}, "status": {}}
-UNSCHEDULABLE_POD = {"metadata": {"name": "test-job-node-0-1"}, "status": {"phase": "Pending", "conditions": [
-    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}
+RUNNING_JOBSET = {
+    "apiVersion": c.JOBSET_API_VERSION,
+    "kind": c.JOBSET_KIND,
+    "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1"},
+    "spec": {"suspend": False},
+    "status": {},
+}
+UNSCHEDULABLE_POD = {
+    "metadata": {"name": "test-job-node-0-1"},
+    "status": {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}
+        ],
+    },
+}
 
 
 def test_a_pod_stuck_after_the_startup_deadline_fails_the_trainjob() -> None:
     job = JOB.set("spec.startupDeadlineSeconds", 60).set("status", {"startTime": EARLIER})
-    client = FakeClient(pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}},
-                              UNSCHEDULABLE_POD])
+    client = FakeClient(
+        pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}}, UNSCHEDULABLE_POD]
+    )
     asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
     assert ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job") in client.calls
     [status_patch] = [call[3]["status"] for call in client.calls if call[0] == "patch"]
-    assert status_patch["conditions"] == [{
-        "type": "Failed", "status": "True", "reason": "StartupDeadlineExceeded",
-        "message": "pod test-job-node-0-1 did not start within the startup deadline of 60s (Unschedulable: 0/1 "
-                   "nodes are available)", "lastTransitionTime": "2026-11-22T12:00:00Z"}]
+    assert status_patch["conditions"] == [
+        {
+            "type": "Failed",
+            "status": "True",
+            "reason": "StartupDeadlineExceeded",
+            "message": "pod test-job-node-0-1 did not start within the startup deadline of 60s (Unschedulable: 0/1 "
+            "nodes are available)",
+            "lastTransitionTime": "2026-11-22T12:00:00Z",
+        }
+    ]
     assert (status_patch["state"], status_patch["completionTime"]) == ("Failed", "2026-11-22T12:00:00Z")
     assert ("delete", c.JOBSET_KIND, "test-job", "Background", None) in client.calls
 
@@ -156,7 +198,8 @@ def test_started_pods_end_the_startup_checks() -> None:
     assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
     assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
     assert [call for call in client.calls if call[0] == "list"] == [
-        ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job")]
+        ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job")
+    ]
 
 
 def test_pods_still_starting_are_checked_again_soon() -> None:
@@ -181,8 +224,9 @@ def test_a_resized_suspended_trainjob_gets_its_jobset_rebuilt() -> None:
     client.calls.clear()
     stored = rec.store.jobsets.get(KEY)
     assert stored is not None
-    rec.store.jobsets.put({**stored, "metadata": {**stored["metadata"], "deletionTimestamp": EARLIER,
-                                                  "resourceVersion": "2"}})
+    rec.store.jobsets.put(
+        {**stored, "metadata": {**stored["metadata"], "deletionTimestamp": EARLIER, "resourceVersion": "2"}}
+    )
     asyncio.run(rec.reconcile(KEY))
     assert [call for call in client.calls if call[1] == c.JOBSET_KIND] == [], "waits while the old one goes"
     rec.store.jobsets.remove(KEY)
@@ -205,14 +249,18 @@ def test_an_unchanged_suspended_trainjob_is_not_rebuilt() -> None:
 
 # --- how each child is written (the plugins' declarations) ---------------------------------------------------------
 
-MPI_RT = RuntimeBuilder.make().ml_policy(num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
-                                                           "sshAuthMountPath": "/root/.ssh"})
+MPI_RT = RuntimeBuilder.make().ml_policy(
+    num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/root/.ssh"}
+)
 GANG_RT = RT.coscheduling()
 
 
 def child_writes(client: FakeClient) -> list[tuple[Any, ...]]:
-    return [call[:3] for call in client.calls if (call[0] in ("get", "create", "apply") and call[1] != "ConfigMap")
-            or call[:2] == ("apply", "ConfigMap")]
+    return [
+        call[:3]
+        for call in client.calls
+        if (call[0] in ("get", "create", "apply") and call[1] != "ConfigMap") or call[:2] == ("apply", "ConfigMap")
+    ]
 
 
 def suspended_with(runtime: RuntimeBuilder, client: FakeClient) -> Reconciler:
@@ -227,9 +275,12 @@ def test_an_mpi_ssh_secret_is_created_once_and_never_again() -> None:
     asyncio.run(rec.reconcile(KEY))
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [
-        ("create", "Secret", "test-job-mpi-ssh-auth"), ("apply", "ConfigMap", "test-job-mpi-hostfile"),
+        ("create", "Secret", "test-job-mpi-ssh-auth"),
+        ("apply", "ConfigMap", "test-job-mpi-hostfile"),
         ("apply", c.JOBSET_KIND, "test-job"),
-        ("apply", "ConfigMap", "test-job-mpi-hostfile"), ("apply", c.JOBSET_KIND, "test-job")]
+        ("apply", "ConfigMap", "test-job-mpi-hostfile"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+    ]
 
 
 def test_an_ssh_secret_that_exists_already_counts_as_created() -> None:
@@ -238,7 +289,8 @@ def test_an_ssh_secret_that_exists_already_counts_as_created() -> None:
     assert asyncio.run(rec.reconcile(KEY)).error is False
     asyncio.run(rec.reconcile(KEY))
     assert [call for call in child_writes(client) if call[1] == "Secret"] == [
-        ("create", "Secret", "test-job-mpi-ssh-auth")]
+        ("create", "Secret", "test-job-mpi-ssh-auth")
+    ]
 
 
 def test_a_podgroup_is_probed_once_then_applied_while_suspended() -> None:
@@ -247,9 +299,12 @@ def test_a_podgroup_is_probed_once_then_applied_while_suspended() -> None:
     asyncio.run(rec.reconcile(KEY))
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [
-        ("get", c.POD_GROUP_KIND, "test-job"), ("apply", c.POD_GROUP_KIND, "test-job"),
+        ("get", c.POD_GROUP_KIND, "test-job"),
+        ("apply", c.POD_GROUP_KIND, "test-job"),
         ("apply", c.JOBSET_KIND, "test-job"),
-        ("apply", c.POD_GROUP_KIND, "test-job"), ("apply", c.JOBSET_KIND, "test-job")]
+        ("apply", c.POD_GROUP_KIND, "test-job"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+    ]
 
 
 def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() -> None:
@@ -262,8 +317,9 @@ def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() ->
 
 # --- D24 rebuilds: only on resume, only the version read (issue 17) ------------------------------------------------
 
-IMMUTABLE = 'JobSet.jobset.x-k8s.io "test-job" is invalid: spec.replicatedJobs: Invalid value: [...]: field is ' \
-    "immutable"
+IMMUTABLE = (
+    'JobSet.jobset.x-k8s.io "test-job" is invalid: spec.replicatedJobs: Invalid value: [...]: field is immutable'
+)
 
 
 def _old_shape() -> dict[str, Any]:
@@ -274,8 +330,11 @@ def _old_shape() -> dict[str, Any]:
     asyncio.run(rec.reconcile(KEY))
     built = rec.store.jobsets.get(KEY)
     assert built is not None
-    return {**built, "metadata": {"name": "test-job", "namespace": "default", "uid": "old-uid", "resourceVersion": "7"},
-            "status": {}}
+    return {
+        **built,
+        "metadata": {"name": "test-job", "namespace": "default", "uid": "old-uid", "resourceVersion": "7"},
+        "status": {},
+    }
 
 
 OLD_SHAPE = _old_shape()
@@ -312,9 +371,11 @@ def test_on_resume_a_never_started_older_shape_jobset_is_rebuilt_once_only_the_v
         await rec.reconcile(KEY)
 
     asyncio.run(rebuilt())
-    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job"),
-                                    ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7"),
-                                    ("apply", c.JOBSET_KIND, "test-job")]
+    assert jobset_calls(client) == [
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+    ]
 
 
 def test_a_stale_view_of_a_resumed_jobset_deletes_and_recreates_nothing() -> None:
@@ -323,8 +384,10 @@ def test_a_stale_view_of_a_resumed_jobset_deletes_and_recreates_nothing() -> Non
     client = FakeClient(refuse_jobset=IMMUTABLE, delete_conflicts=True)
     rec = reconciler(client, JOB, OLD_SHAPE)
     result = asyncio.run(rec.reconcile(KEY))
-    assert jobset_calls(client) == [("apply", c.JOBSET_KIND, "test-job"),
-                                    ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7")]
+    assert jobset_calls(client) == [
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("delete", c.JOBSET_KIND, "test-job", "Background", "old-uid", "7"),
+    ]
     assert result.error is False
 
 

@@ -28,20 +28,50 @@ FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 # SDK command head)
 EXPECTED: dict[str, tuple[str, str, list[str], str, str]] = {
     "torch-distributed": ("torch", "torch", ["node"], "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", "torchrun"),
-    "torch-distributed-with-cache": ("torch", "torch", ["dataset-initializer", "node"],
-                                     "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime", "torchrun"),
-    "deepspeed-distributed": ("deepspeed", "mpi", ["node", "launcher"],
-                              "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0", "mpirun"),
+    "torch-distributed-with-cache": (
+        "torch",
+        "torch",
+        ["dataset-initializer", "node"],
+        "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+        "torchrun",
+    ),
+    "deepspeed-distributed": (
+        "deepspeed",
+        "mpi",
+        ["node", "launcher"],
+        "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0",
+        "mpirun",
+    ),
     "mlx-distributed": ("mlx", "mpi", ["node", "launcher"], "ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0", "mpirun"),
     "jax-distributed": ("jax", "jax", ["node"], "nvcr.io/nvidia/jax:25.10-py3", "python"),
-    "xgboost-distributed": ("xgboost", "xgboost", ["node"], "ghcr.io/kubeflow/trainer/xgboost-runtime:v2.3.0",
-                            "python"),
-    "torchtune-llama3.2-1b": ("torchtune", "torch", ["dataset-initializer", "model-initializer", "node"],
-                              "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0", "tune"),
-    "torchtune-llama3.2-3b": ("torchtune", "torch", ["dataset-initializer", "model-initializer", "node"],
-                              "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0", "tune"),
-    "torchtune-qwen2.5-1.5b": ("torchtune", "torch", ["dataset-initializer", "model-initializer", "node"],
-                               "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0", "tune"),
+    "xgboost-distributed": (
+        "xgboost",
+        "xgboost",
+        ["node"],
+        "ghcr.io/kubeflow/trainer/xgboost-runtime:v2.3.0",
+        "python",
+    ),
+    "torchtune-llama3.2-1b": (
+        "torchtune",
+        "torch",
+        ["dataset-initializer", "model-initializer", "node"],
+        "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0",
+        "tune",
+    ),
+    "torchtune-llama3.2-3b": (
+        "torchtune",
+        "torch",
+        ["dataset-initializer", "model-initializer", "node"],
+        "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0",
+        "tune",
+    ),
+    "torchtune-qwen2.5-1.5b": (
+        "torchtune",
+        "torch",
+        ["dataset-initializer", "model-initializer", "node"],
+        "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0",
+        "tune",
+    ),
 }
 # Ours, beyond upstream's set (v2.3 has no mlPolicy.tensorflow: the framework label opts in).
 OURS: dict[str, tuple[str, str, list[str], str, str]] = {
@@ -86,18 +116,34 @@ def source(name: str) -> RuntimeSource:
 def sample_trainjob(name: str) -> dict[str, Any]:
     """What the SDK's train() would POST for this runtime (sdk-contract §3), two nodes where allowed."""
     framework = RUNTIMES[name]["metadata"]["labels"][FRAMEWORK_LABEL]
-    spec: dict[str, Any] = {"runtimeRef": {"name": name, "apiGroup": c.GROUP, "kind": "ClusterTrainingRuntime"},
-                            "suspend": False, "managedBy": "trainer.kubeflow.org/trainjob-controller"}
+    spec: dict[str, Any] = {
+        "runtimeRef": {"name": name, "apiGroup": c.GROUP, "kind": "ClusterTrainingRuntime"},
+        "suspend": False,
+        "managedBy": "trainer.kubeflow.org/trainjob-controller",
+    }
     if framework == "torchtune":
-        spec["trainer"] = {"numNodes": 1, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}},
-                           "command": ["tune", "run"], "args": ["batch_size=2", "epochs=1"]}
-        spec["initializer"] = {"dataset": {"storageUri": "hf://tatsu-lab/alpaca/data"},
-                               "model": {"storageUri": MODEL_URIS[name]}}
+        spec["trainer"] = {
+            "numNodes": 1,
+            "resourcesPerNode": {"limits": {"nvidia.com/gpu": "2"}},
+            "command": ["tune", "run"],
+            "args": ["batch_size=2", "epochs=1"],
+        }
+        spec["initializer"] = {
+            "dataset": {"storageUri": "hf://tatsu-lab/alpaca/data"},
+            "model": {"storageUri": MODEL_URIS[name]},
+        }
     else:
-        spec["trainer"] = {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "2"}},
-                           "command": ["bash", "-c", "python train.py"]}
-    return {"apiVersion": c.API_VERSION, "kind": "TrainJob",
-            "metadata": {"name": "sample", "namespace": "default", "uid": "uid-1"}, "spec": spec}
+        spec["trainer"] = {
+            "numNodes": 2,
+            "resourcesPerNode": {"requests": {"cpu": "2"}},
+            "command": ["bash", "-c", "python train.py"],
+        }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": "sample", "namespace": "default", "uid": "uid-1"},
+        "spec": spec,
+    }
 
 
 def render(name: str) -> list[dict[str, Any]]:
@@ -109,11 +155,11 @@ def render(name: str) -> list[dict[str, Any]]:
 
 
 def pod_specs(jobset: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {rj["name"]: rj["template"]["spec"]["template"]["spec"]
-            for rj in jobset["spec"]["replicatedJobs"]}
+    return {rj["name"]: rj["template"]["spec"]["template"]["spec"] for rj in jobset["spec"]["replicatedJobs"]}
 
 
 # --- the set ---------------------------------------------------------------------------------------------
+
 
 def test_the_upstream_set_and_ours_are_complete() -> None:
     assert set(RUNTIMES) == set(EXPECTED)
@@ -130,14 +176,21 @@ def test_shape_matches_upstream(name: str) -> None:
     assert ml == {"numNodes": 1} if not policy else (ml["numNodes"] == 1 and policy in ml)
     rjobs = obj["spec"]["template"]["spec"]["replicatedJobs"]
     assert [rj["name"] for rj in rjobs] == jobs
-    trainer = [rj for rj in rjobs if (rj["template"].get("metadata") or {}).get("labels", {}).get(
-        c.ANCESTOR_LABEL) == "trainer"]
+    trainer = [
+        rj
+        for rj in rjobs
+        if (rj["template"].get("metadata") or {}).get("labels", {}).get(c.ANCESTOR_LABEL) == "trainer"
+    ]
     assert len(trainer) == 1
     node = next(ct for ct in trainer[0]["template"]["spec"]["template"]["spec"]["containers"] if ct["name"] == "node")
     assert node["image"] == image
     if policy == "mpi":
-        assert ml["mpi"] == {"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
-                             "sshAuthMountPath": "/home/mpiuser/.ssh", "runLauncherAsNode": True}
+        assert ml["mpi"] == {
+            "numProcPerNode": 1,
+            "mpiImplementation": "OpenMPI",
+            "sshAuthMountPath": "/home/mpiuser/.ssh",
+            "runLauncherAsNode": True,
+        }
         spec = obj["spec"]["template"]["spec"]
         assert spec["network"] == {"publishNotReadyAddresses": True}
         assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["launcher"]}
@@ -146,14 +199,26 @@ def test_shape_matches_upstream(name: str) -> None:
         assert sshd["command"] == ["/usr/sbin/sshd"] and sshd["args"] == ["-De", "-f", "/home/mpiuser/.sshd_config"]
         assert sshd["readinessProbe"]["tcpSocket"] == {"port": 2222}
     if framework == "torchtune":
-        assert rjobs[2]["dependsOn"] == [{"name": "dataset-initializer", "status": "Complete"},
-                                         {"name": "model-initializer", "status": "Complete"}]
-        assert node["command"][:6] == ["tune", "run", "--rdzv_endpoint=localhost:29500", "full_finetune_distributed",
-                                       "--config", node["command"][5]]
+        assert rjobs[2]["dependsOn"] == [
+            {"name": "dataset-initializer", "status": "Complete"},
+            {"name": "model-initializer", "status": "Complete"},
+        ]
+        assert node["command"][:6] == [
+            "tune",
+            "run",
+            "--rdzv_endpoint=localhost:29500",
+            "full_finetune_distributed",
+            "--config",
+            node["command"][5],
+        ]
         assert node["resources"] == {"limits": {"nvidia.com/gpu": "2"}}
-        envs = {rj["name"]: {e["name"]: e.get("value") for e in
-                             rj["template"]["spec"]["template"]["spec"]["containers"][0].get("env", [])}
-                for rj in rjobs}
+        envs = {
+            rj["name"]: {
+                e["name"]: e.get("value")
+                for e in rj["template"]["spec"]["template"]["spec"]["containers"][0].get("env", [])
+            }
+            for rj in rjobs
+        }
         assert envs["dataset-initializer"]["STORAGE_URI"] == "hf://tatsu-lab/alpaca"
         assert envs["model-initializer"]["STORAGE_URI"] == MODEL_URIS[name]
         claims = obj["spec"]["template"]["spec"]["volumeClaimPolicies"][0]["templates"]
@@ -162,6 +227,7 @@ def test_shape_matches_upstream(name: str) -> None:
 
 
 # --- our validation and our pipeline ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_passes_schema_cel_and_the_runtime_webhook(name: str) -> None:
@@ -180,8 +246,7 @@ def test_a_sample_trainjob_renders(name: str) -> None:
     assert jobset["metadata"]["name"] == "sample"
     specs = pod_specs(jobset)
     assert list(specs) == EXPECTED[name][2]
-    node = next(ct for ct in specs["launcher" if "launcher" in specs else "node"]["containers"]
-                if ct["name"] == "node")
+    node = next(ct for ct in specs["launcher" if "launcher" in specs else "node"]["containers"] if ct["name"] == "node")
     env = {e["name"] for e in node.get("env", [])}
     policy = EXPECTED[name][1]
     if EXPECTED[name][0] == "torchtune":
@@ -205,6 +270,7 @@ def test_a_sample_trainjob_renders(name: str) -> None:
 
 # --- restricted Pod Security ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", NAMES)
 def test_runtime_pod_templates_are_restricted(name: str) -> None:
     rjobs = RUNTIMES[name]["spec"]["template"]["spec"]["replicatedJobs"]
@@ -225,13 +291,19 @@ def test_rendered_pods_stay_restricted(name: str) -> None:
 
 
 def test_every_runtime_passes_restricted() -> None:
-    passing = sorted(n for n in NAMES if all(
-        not restricted_violations(rj["template"]["spec"]["template"]["spec"])
-        for rj in RUNTIMES[n]["spec"]["template"]["spec"]["replicatedJobs"]))
+    passing = sorted(
+        n
+        for n in NAMES
+        if all(
+            not restricted_violations(rj["template"]["spec"]["template"]["spec"])
+            for rj in RUNTIMES[n]["spec"]["template"]["spec"]["replicatedJobs"]
+        )
+    )
     assert passing == NAMES
 
 
 # --- the kubeflow SDK ------------------------------------------------------------------------------------
+
 
 class _Call:
     def __init__(self, value: dict[str, Any]) -> None:
@@ -249,14 +321,20 @@ class _CustomObjects:
 
     def list_cluster_custom_object(self, group: str, version: str, plural: str, async_req: bool = False) -> _Call:
         assert (group, version, plural) == ("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
-        return _Call({"apiVersion": f"{group}/{version}", "kind": "ClusterTrainingRuntimeList",
-                      "metadata": {}, "items": copy.deepcopy(self.cluster)})
+        return _Call(
+            {
+                "apiVersion": f"{group}/{version}",
+                "kind": "ClusterTrainingRuntimeList",
+                "metadata": {},
+                "items": copy.deepcopy(self.cluster),
+            }
+        )
 
-    def list_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str,
-                                      async_req: bool = False) -> _Call:
+    def list_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, async_req: bool = False
+    ) -> _Call:
         assert plural == "trainingruntimes"
-        return _Call({"apiVersion": f"{group}/{version}", "kind": "TrainingRuntimeList", "metadata": {},
-                      "items": []})
+        return _Call({"apiVersion": f"{group}/{version}", "kind": "TrainingRuntimeList", "metadata": {}, "items": []})
 
 
 @pytest.fixture(scope="module")
@@ -282,8 +360,15 @@ def test_the_sdk_reads_the_runtime_like_upstreams(name: str, sdk_runtimes: dict[
     assert rt.trainer.image == image
     assert rt.trainer.num_nodes == 1
     constants = pytest.importorskip("kubeflow.trainer.constants.constants")
-    assert rt.trainer.command == {"torchrun": constants.TORCH_COMMAND, "mpirun": constants.MPI_COMMAND,
-                                  "python": constants.DEFAULT_COMMAND, "tune": constants.TORCH_TUNE_COMMAND}[command]
+    assert (
+        rt.trainer.command
+        == {
+            "torchrun": constants.TORCH_COMMAND,
+            "mpirun": constants.MPI_COMMAND,
+            "python": constants.DEFAULT_COMMAND,
+            "tune": constants.TORCH_TUNE_COMMAND,
+        }[command]
+    )
     if framework == "torchtune":
         assert (rt.trainer.device, rt.trainer.device_count) == ("gpu", "2")  # "2" (string) x numNodes 1
     elif framework in ("deepspeed", "mlx", "horovod"):

@@ -37,8 +37,10 @@ TF_RUNTIME = (
 
 def tf_config_env(hosts: list[str]) -> dict[str, str]:
     workers = json.dumps([f"{h}:29500" for h in hosts], separators=(",", ":"))
-    return {"name": "TF_CONFIG",
-            "value": '{"cluster":{"worker":' + workers + '},"task":{"type":"worker","index":$(TF_TASK_INDEX)}}'}
+    return {
+        "name": "TF_CONFIG",
+        "value": '{"cluster":{"worker":' + workers + '},"task":{"type":"worker","index":$(TF_TASK_INDEX)}}',
+    }
 
 
 def render(job: TrainJobBuilder, runtime: RuntimeBuilder) -> dict[str, Any]:
@@ -58,54 +60,109 @@ class Case:
 
 JOB = TrainJobBuilder.make(name="mnist", runtime="tf")
 CASES = [
-    pytest.param(Case(
-        JOB.trainer(numNodes=2), TF_RUNTIME,
-        {"name": "node", "image": "tensorflow:test",
-         "env": [TASK_INDEX, tf_config_env(["mnist-node-0-0.mnist", "mnist-node-0-1.mnist"])],
-         "ports": [{"containerPort": 29500}]},
-    ), id="two workers named by JobSet's stable host names under its default subdomain"),
-    pytest.param(Case(
-        JOB, TF_RUNTIME.ml_policy(num_nodes=3),
-        {"name": "node", "image": "tensorflow:test",
-         "env": [TASK_INDEX, tf_config_env([f"mnist-node-0-{i}.mnist" for i in range(3)])],
-         "ports": [{"containerPort": 29500}]},
-        parallelism=3,
-    ), id="without spec.trainer the runtime's numNodes sets the worker count"),
-    pytest.param(Case(
-        JOB.trainer(numNodes=2), TF_RUNTIME.set("spec.template.spec.network", {"subdomain": "tf-workers"}),
-        {"name": "node", "image": "tensorflow:test",
-         "env": [TASK_INDEX, tf_config_env(["mnist-node-0-0.tf-workers", "mnist-node-0-1.tf-workers"])],
-         "ports": [{"containerPort": 29500}]},
-    ), id="a runtime's own network.subdomain is the hosts' domain"),
-    pytest.param(Case(
-        JOB.trainer(numNodes=2, env=[{"name": "EPOCHS", "value": "3"}]),
-        TF_RUNTIME.node_container(env=[{"name": "TF_CONFIG", "value": "stale"}, {"name": "HOME", "value": "/w"},
-                                       {"name": "TF_TASK_INDEX", "value": "9"}]),
-        {"name": "node", "image": "tensorflow:test",
-         "env": [{"name": "HOME", "value": "/w"}, {"name": "EPOCHS", "value": "3"}, TASK_INDEX,
-                 tf_config_env(["mnist-node-0-0.mnist", "mnist-node-0-1.mnist"])],
-         "ports": [{"containerPort": 29500}]},
-    ), id="the runtime's own TF vars are replaced and the index always precedes TF_CONFIG, which expands it"),
-    pytest.param(Case(
-        JOB.trainer(numNodes=2),
-        TF_RUNTIME.jobs([replicated_job("worker", c.ANCESTOR_TRAINER, [container(c.NODE, "tensorflow:test")])]),
-        {"name": "node", "image": "tensorflow:test",
-         "env": [TASK_INDEX, tf_config_env(["mnist-worker-0-0.mnist", "mnist-worker-0-1.mnist"])],
-         "ports": [{"containerPort": 29500}]},
-        trainer_job="worker",
-    ), id="the trainer replicated job's own name is in the host names"),
-    pytest.param(Case(
-        JOB.trainer(numNodes=2), TF_RUNTIME.set("metadata.labels", {c.FRAMEWORK_LABEL: "jax"}),
-        {"name": "node", "image": "tensorflow:test"},
-    ), id="a runtime without the tensorflow framework label gets nothing"),
-    pytest.param(Case(
-        JOB.trainer(numNodes=2), TF_RUNTIME.ml_policy(num_nodes=1, jax={}),
-        {"name": "node", "image": "tensorflow:test",
-         "env": [{"name": "JAX_NUM_PROCESSES", "value": "2"},
-                 {"name": "JAX_PROCESS_ID", "valueFrom": {"fieldRef": {"fieldPath": INDEX_FIELD}}},
-                 {"name": "JAX_COORDINATOR_ADDRESS", "value": "mnist-node-0-0.mnist:29500"}],
-         "ports": [{"containerPort": 29500}]},
-    ), id="a framework policy wins over the tensorflow label: no TF_CONFIG beside JAX's env"),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2),
+            TF_RUNTIME,
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [TASK_INDEX, tf_config_env(["mnist-node-0-0.mnist", "mnist-node-0-1.mnist"])],
+                "ports": [{"containerPort": 29500}],
+            },
+        ),
+        id="two workers named by JobSet's stable host names under its default subdomain",
+    ),
+    pytest.param(
+        Case(
+            JOB,
+            TF_RUNTIME.ml_policy(num_nodes=3),
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [TASK_INDEX, tf_config_env([f"mnist-node-0-{i}.mnist" for i in range(3)])],
+                "ports": [{"containerPort": 29500}],
+            },
+            parallelism=3,
+        ),
+        id="without spec.trainer the runtime's numNodes sets the worker count",
+    ),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2),
+            TF_RUNTIME.set("spec.template.spec.network", {"subdomain": "tf-workers"}),
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [TASK_INDEX, tf_config_env(["mnist-node-0-0.tf-workers", "mnist-node-0-1.tf-workers"])],
+                "ports": [{"containerPort": 29500}],
+            },
+        ),
+        id="a runtime's own network.subdomain is the hosts' domain",
+    ),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2, env=[{"name": "EPOCHS", "value": "3"}]),
+            TF_RUNTIME.node_container(
+                env=[
+                    {"name": "TF_CONFIG", "value": "stale"},
+                    {"name": "HOME", "value": "/w"},
+                    {"name": "TF_TASK_INDEX", "value": "9"},
+                ]
+            ),
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [
+                    {"name": "HOME", "value": "/w"},
+                    {"name": "EPOCHS", "value": "3"},
+                    TASK_INDEX,
+                    tf_config_env(["mnist-node-0-0.mnist", "mnist-node-0-1.mnist"]),
+                ],
+                "ports": [{"containerPort": 29500}],
+            },
+        ),
+        id="the runtime's own TF vars are replaced and the index always precedes TF_CONFIG, which expands it",
+    ),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2),
+            TF_RUNTIME.jobs([replicated_job("worker", c.ANCESTOR_TRAINER, [container(c.NODE, "tensorflow:test")])]),
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [TASK_INDEX, tf_config_env(["mnist-worker-0-0.mnist", "mnist-worker-0-1.mnist"])],
+                "ports": [{"containerPort": 29500}],
+            },
+            trainer_job="worker",
+        ),
+        id="the trainer replicated job's own name is in the host names",
+    ),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2),
+            TF_RUNTIME.set("metadata.labels", {c.FRAMEWORK_LABEL: "jax"}),
+            {"name": "node", "image": "tensorflow:test"},
+        ),
+        id="a runtime without the tensorflow framework label gets nothing",
+    ),
+    pytest.param(
+        Case(
+            JOB.trainer(numNodes=2),
+            TF_RUNTIME.ml_policy(num_nodes=1, jax={}),
+            {
+                "name": "node",
+                "image": "tensorflow:test",
+                "env": [
+                    {"name": "JAX_NUM_PROCESSES", "value": "2"},
+                    {"name": "JAX_PROCESS_ID", "valueFrom": {"fieldRef": {"fieldPath": INDEX_FIELD}}},
+                    {"name": "JAX_COORDINATOR_ADDRESS", "value": "mnist-node-0-0.mnist:29500"},
+                ],
+                "ports": [{"containerPort": 29500}],
+            },
+        ),
+        id="a framework policy wins over the tensorflow label: no TF_CONFIG beside JAX's env",
+    ),
 ]
 
 
@@ -117,14 +174,24 @@ def test_trainer_container(case: Case) -> None:
     assert container_of(jobset, case.trainer_job) == case.want
 
 
-@pytest.mark.parametrize(("env", "errors"), [
-    pytest.param([{"name": "TF_CONFIG", "value": "{}"}, {"name": "OK", "value": "1"},
-                  {"name": "TF_TASK_INDEX", "value": "0"}],
-                 ["spec.trainer.env[0]: Forbidden: TF_CONFIG is reserved for the TensorFlow runtime",
-                  "spec.trainer.env[2]: Forbidden: TF_TASK_INDEX is reserved for the TensorFlow runtime"],
-                 id="TF_CONFIG and TF_TASK_INDEX are reserved, each named by its index"),
-    pytest.param([{"name": "TF_CPP_MIN_LOG_LEVEL", "value": "2"}], [], id="other TF_ variables are the user's"),
-])
+@pytest.mark.parametrize(
+    ("env", "errors"),
+    [
+        pytest.param(
+            [
+                {"name": "TF_CONFIG", "value": "{}"},
+                {"name": "OK", "value": "1"},
+                {"name": "TF_TASK_INDEX", "value": "0"},
+            ],
+            [
+                "spec.trainer.env[0]: Forbidden: TF_CONFIG is reserved for the TensorFlow runtime",
+                "spec.trainer.env[2]: Forbidden: TF_TASK_INDEX is reserved for the TensorFlow runtime",
+            ],
+            id="TF_CONFIG and TF_TASK_INDEX are reserved, each named by its index",
+        ),
+        pytest.param([{"name": "TF_CPP_MIN_LOG_LEVEL", "value": "2"}], [], id="other TF_ variables are the user's"),
+    ],
+)
 def test_reserved_env(env: list[dict[str, Any]], errors: list[str]) -> None:
     verdict = FRAMEWORK.validate(None, JOB.trainer(numNodes=2, env=env).obj(), TF_RUNTIME.source())
     assert [str(e) for e in verdict.errors] == errors
@@ -137,11 +204,14 @@ def test_reserved_env_is_free_on_other_runtimes() -> None:
 
 def test_tf_config_writes_the_index_unquoted() -> None:
     assert tf_config(["a:1"], "$(I)") == '{"cluster":{"worker":["a:1"]},"task":{"type":"worker","index":$(I)}}'
-    assert json.loads(tf_config(["a:1", "b:2"], "1")) == {"cluster": {"worker": ["a:1", "b:2"]},
-                                                          "task": {"type": "worker", "index": 1}}
+    assert json.loads(tf_config(["a:1", "b:2"], "1")) == {
+        "cluster": {"worker": ["a:1", "b:2"]},
+        "task": {"type": "worker", "index": 1},
+    }
 
 
 # --- the default runtime, each pod's env as the kubelet builds it, read as TensorFlow reads it ----------------
+
 
 def default_runtime() -> RuntimeBuilder:
     import yaml
@@ -197,8 +267,12 @@ def tensorflow_python() -> str | None:
     (`pip install -e .[tensorflow]`)."""
     candidate = os.environ.get("TRAINJOB_OPERATOR_TF_PYTHON") or sys.executable
     try:
-        probe = subprocess.run([candidate, "-c", "import tensorflow"], capture_output=True, timeout=120,
-                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        probe = subprocess.run(
+            [candidate, "-c", "import tensorflow"],
+            capture_output=True,
+            timeout=120,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
     except OSError:
         return None
     return candidate if probe.returncode == 0 else None
@@ -231,8 +305,11 @@ def test_multi_worker_mirrored_strategy_forms_its_cluster_on_loopback(tmp_path: 
         for pod_host, local in loopback.items():
             tf_config_value = tf_config_value.replace(pod_host, local)
         child = {**os.environ, "TF_CONFIG": tf_config_value, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
-        procs.append(subprocess.Popen([python, str(script)], env=child, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [python, str(script)], env=child, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     results = []
     for proc in procs:
         try:
@@ -244,5 +321,6 @@ def test_multi_worker_mirrored_strategy_forms_its_cluster_on_loopback(tmp_path: 
         line = next(line for line in out.splitlines() if line.startswith("RESULT "))
         results.append(json.loads(line.removeprefix("RESULT ")))
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    assert results == [{"task": ["worker", i], "cluster": cluster, "replicas": workers, "sum": 3.0}
-                       for i in range(workers)]
+    assert results == [
+        {"task": ["worker", i], "cluster": cluster, "replicas": workers, "sum": 3.0} for i in range(workers)
+    ]

@@ -8,59 +8,118 @@ from trainjob_operator.ui import view
 
 
 def tj(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "llm", "namespace": "team", "uid": "u1", "creationTimestamp": "2026-11-23T10:00:00Z"},
-            "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}, "status": status or {}}
+    return {
+        "metadata": {"name": "llm", "namespace": "team", "uid": "u1", "creationTimestamp": "2026-11-23T10:00:00Z"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+        "status": status or {},
+    }
 
 
-@pytest.mark.parametrize(("trainjob", "want"), [
-    pytest.param(tj({"state": "Error"}), "Error", id="the operator's status.state wins"),
-    pytest.param(tj({"conditions": [{"type": "Failed", "status": "True"}]}), "Failed", id="Failed condition"),
-    pytest.param(tj({"conditions": [{"type": "Complete", "status": "True"}]}), "Complete", id="Complete condition"),
-    pytest.param(tj({"conditions": [{"type": "Failed", "status": "False"}]}), "Pending", id="a False condition"),
-    pytest.param(tj(suspend=True), "Suspended", id="suspended"),
-    pytest.param(tj({"jobsStatus": [{"name": "node", "active": 2}]}), "Running", id="active jobs run"),
-    pytest.param(tj(), "Pending", id="nothing yet"),
-])
+@pytest.mark.parametrize(
+    ("trainjob", "want"),
+    [
+        pytest.param(tj({"state": "Error"}), "Error", id="the operator's status.state wins"),
+        pytest.param(tj({"conditions": [{"type": "Failed", "status": "True"}]}), "Failed", id="Failed condition"),
+        pytest.param(tj({"conditions": [{"type": "Complete", "status": "True"}]}), "Complete", id="Complete condition"),
+        pytest.param(tj({"conditions": [{"type": "Failed", "status": "False"}]}), "Pending", id="a False condition"),
+        pytest.param(tj(suspend=True), "Suspended", id="suspended"),
+        pytest.param(tj({"jobsStatus": [{"name": "node", "active": 2}]}), "Running", id="active jobs run"),
+        pytest.param(tj(), "Pending", id="nothing yet"),
+    ],
+)
 def test_derived_state(trainjob: dict[str, Any], want: str) -> None:
     assert view.derived_state(trainjob) == want
 
 
 def test_trainjob_row() -> None:
-    job = tj({"state": "Running", "nodes": 4, "trainerStatus": {
-        "progressPercentage": 42, "estimatedRemainingSeconds": 120, "metrics": [{"name": "loss", "value": "0.2"}],
-        "lastUpdatedTime": "2026-11-23T10:05:00Z"}})
+    job = tj(
+        {
+            "state": "Running",
+            "nodes": 4,
+            "trainerStatus": {
+                "progressPercentage": 42,
+                "estimatedRemainingSeconds": 120,
+                "metrics": [{"name": "loss", "value": "0.2"}],
+                "lastUpdatedTime": "2026-11-23T10:05:00Z",
+            },
+        }
+    )
     assert view.trainjob_row(job, {"status": {"restarts": 2}}) == {
-        "namespace": "team", "name": "llm", "uid": "u1", "state": "Running", "nodes": 4, "restarts": 2,
-        "progress": 42, "remainingSeconds": 120, "metrics": [{"name": "loss", "value": "0.2"}],
-        "lastUpdated": "2026-11-23T10:05:00Z", "created": "2026-11-23T10:00:00Z",
-        "runtime": "ClusterTrainingRuntime/torch-distributed", "suspended": False}
+        "namespace": "team",
+        "name": "llm",
+        "uid": "u1",
+        "state": "Running",
+        "nodes": 4,
+        "restarts": 2,
+        "progress": 42,
+        "remainingSeconds": 120,
+        "metrics": [{"name": "loss", "value": "0.2"}],
+        "lastUpdated": "2026-11-23T10:05:00Z",
+        "created": "2026-11-23T10:00:00Z",
+        "runtime": "ClusterTrainingRuntime/torch-distributed",
+        "suspended": False,
+    }
     assert view.trainjob_row(tj(trainer={"numNodes": 3}), None)["nodes"] == 3, "spec nodes before the status has any"
 
 
 def event(kind: str, name: str, when: str, reason: str = "Created") -> dict[str, Any]:
-    return {"involvedObject": {"kind": kind, "name": name}, "reason": reason, "message": "m", "type": "Normal",
-            "lastTimestamp": when}
+    return {
+        "involvedObject": {"kind": kind, "name": name},
+        "reason": reason,
+        "message": "m",
+        "type": "Normal",
+        "lastTimestamp": when,
+    }
 
 
 def test_events_of_the_trainjob_its_children_and_pods_only() -> None:
-    events = [event("Pod", "llm-node-0-0-x", "3"), event("TrainJob", "llm", "1"), event("Job", "llm-node-0", "2"),
-              event("JobSet", "llm", "0"), event("Pod", "other-node-0-0-y", "4"), event("TrainJob", "llm2", "5"),
-              event("Secret", "llm-mpi-ssh-auth", "6")]
+    events = [
+        event("Pod", "llm-node-0-0-x", "3"),
+        event("TrainJob", "llm", "1"),
+        event("Job", "llm-node-0", "2"),
+        event("JobSet", "llm", "0"),
+        event("Pod", "other-node-0-0-y", "4"),
+        event("TrainJob", "llm2", "5"),
+        event("Secret", "llm-mpi-ssh-auth", "6"),
+    ]
     assert [e["object"] for e in view.events_of(events, "llm", ["llm-node-0-0-x"])] == [
-        "JobSet/llm", "TrainJob/llm", "Job/llm-node-0", "Pod/llm-node-0-0-x"]
+        "JobSet/llm",
+        "TrainJob/llm",
+        "Job/llm-node-0",
+        "Pod/llm-node-0-0-x",
+    ]
 
 
 def test_shown_objects_drop_bookkeeping() -> None:
-    obj = {"metadata": {"name": "x", "managedFields": [{}], "annotations": {
-        "kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "1"}}, "spec": {}}
+    obj = {
+        "metadata": {
+            "name": "x",
+            "managedFields": [{}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}", "keep": "1"},
+        },
+        "spec": {},
+    }
     assert view.shown(obj) == {"metadata": {"name": "x", "annotations": {"keep": "1"}}, "spec": {}}
 
 
 def test_history_keeps_one_point_per_report_bounded() -> None:
     history = view.History(limit=2)
-    row = view.trainjob_row(tj({"trainerStatus": {"progressPercentage": 1, "lastUpdatedTime": "t1", "metrics": [
-        {"name": "loss", "value": "0.5"}, {"name": "phase", "value": "warmup"}, {"name": "bad", "value": "nan"}]}}),
-        None)
+    row = view.trainjob_row(
+        tj(
+            {
+                "trainerStatus": {
+                    "progressPercentage": 1,
+                    "lastUpdatedTime": "t1",
+                    "metrics": [
+                        {"name": "loss", "value": "0.5"},
+                        {"name": "phase", "value": "warmup"},
+                        {"name": "bad", "value": "nan"},
+                    ],
+                }
+            }
+        ),
+        None,
+    )
     assert history.record(row) and not history.record(row), "the same report is one point"
     assert history.of("u1") == [{"time": "t1", "progress": 1, "metrics": {"loss": 0.5}}], "numeric values only"
     for stamp in ("t2", "t3"):
@@ -73,11 +132,28 @@ def test_history_keeps_one_point_per_report_bounded() -> None:
 
 def test_pods_sorted_by_job_and_index() -> None:
     def pod(name: str, job: str, index: str) -> dict[str, Any]:
-        return {"metadata": {"name": name, "labels": {"jobset.sigs.k8s.io/replicatedjob-name": job,
-                                                      "batch.kubernetes.io/job-completion-index": index}},
-                "spec": {"containers": [{"name": "node"}], "nodeName": "n"},
-                "status": {"phase": "Running", "containerStatuses": [{"ready": True, "restartCount": 2}]}}
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "jobset.sigs.k8s.io/replicatedjob-name": job,
+                    "batch.kubernetes.io/job-completion-index": index,
+                },
+            },
+            "spec": {"containers": [{"name": "node"}], "nodeName": "n"},
+            "status": {"phase": "Running", "containerStatuses": [{"ready": True, "restartCount": 2}]},
+        }
+
     rows = view.pods_of([pod("b", "node", "1"), pod("a", "node", "0"), pod("i", "dataset-initializer", "0")])
     assert [r["name"] for r in rows] == ["i", "a", "b"]
-    assert rows[1] == {"name": "a", "phase": "Running", "node": "n", "replicatedJob": "node", "index": "0",
-                       "restarts": 2, "ready": 1, "containers": ["node"], "created": None}
+    assert rows[1] == {
+        "name": "a",
+        "phase": "Running",
+        "node": "n",
+        "replicatedJob": "node",
+        "index": "0",
+        "restarts": 2,
+        "ready": 1,
+        "containers": ["node"],
+        "created": None,
+    }

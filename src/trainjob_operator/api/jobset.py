@@ -88,8 +88,10 @@ class VolumeClaimPolicy(K8sModel):
     templates: list[dict[str, Any]] | None = Field(
         default=None,
         max_length=50,
-        json_schema_extra={"x-kubernetes-list-type": "atomic",
-                           "x-k8s-definition": "io.k8s.api.core.v1.PersistentVolumeClaim"},
+        json_schema_extra={
+            "x-kubernetes-list-type": "atomic",
+            "x-k8s-definition": "io.k8s.api.core.v1.PersistentVolumeClaim",
+        },
     )
     retention_policy: VolumeRetentionPolicy | None = None
 
@@ -97,9 +99,7 @@ class VolumeClaimPolicy(K8sModel):
 class JobSetSpec(K8sModel):
     model_config = {"json_schema_extra": x_validations(JOBSET_STARTUP_XOR_DEPENDS_ON)}
 
-    replicated_jobs: list[ReplicatedJob] = Field(
-        default_factory=list, max_length=100, json_schema_extra=_MAP_BY_NAME
-    )
+    replicated_jobs: list[ReplicatedJob] = Field(default_factory=list, max_length=100, json_schema_extra=_MAP_BY_NAME)
     network: Network | None = None
     success_policy: SuccessPolicy | None = None
     failure_policy: FailurePolicy | None = None

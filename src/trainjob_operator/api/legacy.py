@@ -28,19 +28,54 @@ PROPOSAL_MANAGED_BY = "kubeflow.org/trainjob-controller"
 # The runtime patch that carries converted labels, annotations and pod overrides.
 CONVERT_MANAGER = "trainjob-operator/convert"
 # TrainJob spec fields that v2.3 does not have but older shapes do.
-OLD_TRAINJOB_FIELDS = ("trainingRuntimeRef", "numNodes", "datasetConfig", "modelConfig", "podSpecOverrides",
-                       "podTemplateOverrides", "labels", "annotations")
+OLD_TRAINJOB_FIELDS = (
+    "trainingRuntimeRef",
+    "numNodes",
+    "datasetConfig",
+    "modelConfig",
+    "podSpecOverrides",
+    "podTemplateOverrides",
+    "labels",
+    "annotations",
+)
 KINDS = (c.TRAINJOB_KIND, c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND)
 KEPT_METADATA = ("name", "generateName", "namespace", "labels", "annotations")
-SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-                   "deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers")
+SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "ownerReferences",
+    "finalizers",
+)
 NO_FIELD = f"no such field in {c.API_VERSION}"
 # Fields a PodSpecPatch (runtimePatches) may carry, as overrides named them.
-POD_PATCH_FIELDS = ("serviceAccountName", "volumes", "imagePullSecrets", "securityContext", "nodeSelector",
-                    "affinity", "tolerations", "schedulingGates", "terminationGracePeriodSeconds")
+POD_PATCH_FIELDS = (
+    "serviceAccountName",
+    "volumes",
+    "imagePullSecrets",
+    "securityContext",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulingGates",
+    "terminationGracePeriodSeconds",
+)
 CONTAINER_PATCH_FIELDS = ("name", "env", "volumeMounts", "securityContext")
-JOBSET_SPEC_FIELDS = ("replicatedJobs", "network", "successPolicy", "failurePolicy", "startupPolicy", "coordinator",
-                      "ttlSecondsAfterFinished", "volumeClaimPolicies")
+JOBSET_SPEC_FIELDS = (
+    "replicatedJobs",
+    "network",
+    "successPolicy",
+    "failurePolicy",
+    "startupPolicy",
+    "coordinator",
+    "ttlSecondsAfterFinished",
+    "volumeClaimPolicies",
+)
 
 
 @dataclass(frozen=True)
@@ -67,14 +102,18 @@ def legacy_shape(doc: dict[str, Any]) -> str | None:
         return None
     api_version = doc.get("apiVersion")
     if api_version == PROPOSAL_API_VERSION:
-        return (f"a proposal-era {kind} ({PROPOSAL_API_VERSION}: the KEP-2170 draft API, replaced by "
-                f"{c.API_VERSION} in Kubeflow Trainer v2.0)")
+        return (
+            f"a proposal-era {kind} ({PROPOSAL_API_VERSION}: the KEP-2170 draft API, replaced by "
+            f"{c.API_VERSION} in Kubeflow Trainer v2.0)"
+        )
     spec = doc.get("spec")
     if api_version == c.API_VERSION and kind == c.TRAINJOB_KIND and isinstance(spec, dict):
         old = [f"spec.{name}" for name in OLD_TRAINJOB_FIELDS if name in spec]
         if old:
-            return (f"a TrainJob in an older {c.API_VERSION} shape (fields removed before Kubeflow Trainer v2.3: "
-                    f"{', '.join(old)})")
+            return (
+                f"a TrainJob in an older {c.API_VERSION} shape (fields removed before Kubeflow Trainer v2.3: "
+                f"{', '.join(old)})"
+            )
     return None
 
 
@@ -183,8 +222,10 @@ class _Conversion:
         if "initializer" in spec_src:
             spec["initializer"] = {**spec_src.pop("initializer"), **spec.get("initializer", {})}
         self.leftovers("spec", spec_src)
-        obj["spec"] = _ordered(spec, ("runtimeRef", "initializer", "trainer", "runtimePatches", "suspend",
-                                      "activeDeadlineSeconds", "managedBy"))
+        obj["spec"] = _ordered(
+            spec,
+            ("runtimeRef", "initializer", "trainer", "runtimePatches", "suspend", "activeDeadlineSeconds", "managedBy"),
+        )
         return self.done(obj)
 
     def runtime_ref(self, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -224,14 +265,17 @@ class _Conversion:
                 model_src = dict(model_src)
                 if "output" in model_src:
                     model_src.pop("output")
-                    self.drop("spec.modelConfig.output",
-                              f"model export has no field in {c.API_VERSION}: save the model from the training code")
+                    self.drop(
+                        "spec.modelConfig.output",
+                        f"model export has no field in {c.API_VERSION}: save the model from the training code",
+                    )
                 if "input" in model_src:
                     model = self.source("spec.modelConfig.input", model_src.pop("input"))
                 else:  # the KEP's short form: storageUri/env/secretRef right under modelConfig
-                    model = self.source("spec.modelConfig", {k: model_src.pop(k) for k in ("storageUri", "env",
-                                                                                          "secretRef")
-                                                             if k in model_src})
+                    model = self.source(
+                        "spec.modelConfig",
+                        {k: model_src.pop(k) for k in ("storageUri", "env", "secretRef") if k in model_src},
+                    )
                 if model is not None:
                     out["model"] = model
                 self.leftovers("spec.modelConfig", model_src)
@@ -257,8 +301,10 @@ class _Conversion:
             elif value == "auto":
                 pass  # the behaviour without the field
             else:
-                self.drop("spec.trainer.numProcPerNode",
-                          f"{value!r} has no equivalent: {c.API_VERSION} takes a number of processes (unset = auto)")
+                self.drop(
+                    "spec.trainer.numProcPerNode",
+                    f"{value!r} has no equivalent: {c.API_VERSION} takes a number of processes (unset = auto)",
+                )
         if "numNodes" in spec:
             num_nodes = spec.pop("numNodes")
             if "numNodes" in out and out["numNodes"] != num_nodes:
@@ -296,8 +342,9 @@ class _Conversion:
         pod: dict[str, Any] = {key: pod_src.pop(key) for key in POD_PATCH_FIELDS if key in pod_src}
         for key in ("initContainers", "containers"):
             if key in pod_src:
-                pod[key] = [self.container(f"{spec_path}.{key}[{j}]", ctr)
-                            for j, ctr in enumerate(pod_src.pop(key) or [])]
+                pod[key] = [
+                    self.container(f"{spec_path}.{key}[{j}]", ctr) for j, ctr in enumerate(pod_src.pop(key) or [])
+                ]
         self.leftovers(spec_path, pod_src, f"a runtime patch cannot set it in {c.API_VERSION}")
         if templated:
             self.leftovers(path, src)
@@ -338,8 +385,11 @@ class _Conversion:
             for key in ("numProcPerNode", "elasticPolicy"):
                 if key in torch:
                     torch.pop(key)
-                    self.drop(f"spec.mlPolicy.torch.{key}", "removed from the API before v2.3 (numProcPerNode: set "
-                                                            "spec.trainer.numProcPerNode on the TrainJob)")
+                    self.drop(
+                        f"spec.mlPolicy.torch.{key}",
+                        "removed from the API before v2.3 (numProcPerNode: set "
+                        "spec.trainer.numProcPerNode on the TrainJob)",
+                    )
         spec: dict[str, Any] = {}
         if ml_policy:
             spec["mlPolicy"] = ml_policy

@@ -67,9 +67,7 @@ NAME_RFC1035: Final = CelRule(
     f"self.metadata.name.matches('{RFC1035_LABEL_PATTERN}')",
     "metadata.name must match RFC 1035 DNS label format",
 )
-NAME_MAX_63: Final = CelRule(
-    "size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters"
-)
+NAME_MAX_63: Final = CelRule("size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters")
 STORAGE_URI: Final = CelRule(
     f"self == '' || self.matches('{URI_PATTERN}')",
     "storageUri may be empty, or it must be a valid URI (scheme://...)",

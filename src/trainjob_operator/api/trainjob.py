@@ -44,8 +44,9 @@ class RuntimeRef(ApiModel):
 class InitializerSource(ApiModel):
     storage_uri: str | None = Field(default=None, max_length=2048, json_schema_extra=x_validations(STORAGE_URI))
     env: list[EnvVar] | None = Field(
-        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "map",
-                                                          "x-kubernetes-list-map-keys": ["name"]}
+        default=None,
+        max_length=128,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
     secret_ref: LocalObjectReference | None = None
 
@@ -64,8 +65,9 @@ class Trainer(ApiModel):
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
     env: list[EnvVar] | None = Field(
-        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "map",
-                                                          "x-kubernetes-list-map-keys": ["name"]}
+        default=None,
+        max_length=128,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
     num_nodes: int | None = Field(default=None, ge=0)
     resources_per_node: ResourceRequirements | None = None
@@ -75,21 +77,15 @@ class Trainer(ApiModel):
 class ContainerPatch(ApiModel):
     name: str = Field(min_length=1, max_length=253)
     env: list[EnvVar] | None = Field(default=None, max_length=128, json_schema_extra=_MAP_BY_NAME)
-    volume_mounts: list[VolumeMount] | None = Field(
-        default=None, max_length=128, json_schema_extra=_MAP_BY_NAME
-    )
+    volume_mounts: list[VolumeMount] | None = Field(default=None, max_length=128, json_schema_extra=_MAP_BY_NAME)
     security_context: dict[str, Any] | None = Field(
         default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.SecurityContext"}
     )
 
 
 class PodSpecPatch(ApiModel):
-    service_account_name: str | None = Field(
-        default=None, max_length=253, json_schema_extra=x_validations(IMMUTABLE)
-    )
-    volumes: list[Volume] | None = Field(
-        default=None, max_length=128, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
-    )
+    service_account_name: str | None = Field(default=None, max_length=253, json_schema_extra=x_validations(IMMUTABLE))
+    volumes: list[Volume] | None = Field(default=None, max_length=128, json_schema_extra=_IMMUTABLE_MAP_BY_NAME)
     init_containers: list[ContainerPatch] | None = Field(
         default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
     )
@@ -104,9 +100,7 @@ class PodSpecPatch(ApiModel):
         json_schema_extra={_K8S: "io.k8s.api.core.v1.PodSecurityContext", **x_validations(IMMUTABLE)},
     )
     node_selector: dict[str, str] | None = None
-    affinity: dict[str, Any] | None = Field(
-        default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.Affinity"}
-    )
+    affinity: dict[str, Any] | None = Field(default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.Affinity"})
     tolerations: list[dict[str, Any]] | None = Field(
         default=None,
         max_length=128,

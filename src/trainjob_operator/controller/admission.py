@@ -58,8 +58,11 @@ Handler = Callable[[Review], Awaitable[Verdict]]
 def response(request: Review, verdict: Verdict) -> dict[str, Any]:
     body: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": verdict.allowed}
     if not verdict.allowed:
-        body["status"] = {"code": verdict.code, "message": verdict.message,
-                          "reason": "Forbidden" if verdict.code == 403 else "BadRequest"}
+        body["status"] = {
+            "code": verdict.code,
+            "message": verdict.message,
+            "reason": "Forbidden" if verdict.code == 403 else "BadRequest",
+        }
     if verdict.warnings:
         body["warnings"] = list(verdict.warnings)
     if verdict.patch:
@@ -101,12 +104,11 @@ class AdmissionServer:
             verdict = await handler(inner)
         except Exception as err:  # never let one bad object take the webhook down: refuse it, naming the cause
             if self.failures.admit(f"{request.path} {type(err).__name__}") is not None:
-                log.error("webhook failed on an object; refused", path=request.path, exc_info=err,
-                          **error_fields(err))
+                log.error("webhook failed on an object; refused", path=request.path, exc_info=err, **error_fields(err))
             verdict = Verdict(allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400)
-        self.metrics.webhook_seconds.labels(webhook=request.path.strip("/"),
-                                            allowed=str(verdict.allowed).lower()).observe(
-            time.perf_counter() - started)
+        self.metrics.webhook_seconds.labels(
+            webhook=request.path.strip("/"), allowed=str(verdict.allowed).lower()
+        ).observe(time.perf_counter() - started)
         return web.json_response(response(inner, verdict))
 
     async def start(self) -> None:
@@ -126,6 +128,7 @@ class AdmissionServer:
 
 # --- certificate Secret and webhook configurations -------------------------------------------------------
 
+
 def _hosts(cfg: Webhook, namespace: str, extra: Sequence[str] = ()) -> list[str]:
     if cfg.service_name:
         svc = cfg.service_name
@@ -142,8 +145,9 @@ def _bundle_of(secret: dict[str, Any]) -> certs.Bundle | None:
         return None
 
 
-async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: dt.datetime,
-                             extra_hosts: Sequence[str] = ()) -> certs.Bundle:
+async def ensure_certificate(
+    client: Client, cfg: Webhook, namespace: str, now: dt.datetime, extra_hosts: Sequence[str] = ()
+) -> certs.Bundle:
     """The serving certificate from its Secret; generated or rotated when missing, expiring or for other hosts.
     Replicas race safely: the loser of a create/replace conflict re-reads the winner's Secret."""
     hosts = _hosts(cfg, namespace, extra_hosts)
@@ -155,12 +159,23 @@ async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: 
         keep_ca = bundle is not None and certs.ca_outlives(bundle, now, cfg.cert_validity_days)
         fresh = certs.generate(hosts, now, cfg.cert_validity_days, ca_of=bundle if keep_ca else None)
         body: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": cfg.cert_secret_name, "namespace": namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"}},
-            "data": {k: base64.b64encode(v).decode() for k, v in
-                     (("ca.crt", fresh.ca_cert), ("ca.key", fresh.ca_key), ("tls.crt", fresh.cert),
-                      ("tls.key", fresh.key))},
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {
+                "name": cfg.cert_secret_name,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"},
+            },
+            "data": {
+                k: base64.b64encode(v).decode()
+                for k, v in (
+                    ("ca.crt", fresh.ca_cert),
+                    ("ca.key", fresh.ca_key),
+                    ("tls.crt", fresh.cert),
+                    ("tls.key", fresh.key),
+                )
+            },
         }
         try:
             if secret is None:
@@ -168,8 +183,9 @@ async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: 
             else:
                 body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
                 await client.replace(body)
-            log.info("webhook certificate issued", secret=cfg.cert_secret_name, hosts=hosts,
-                     ca="kept" if keep_ca else "new")
+            log.info(
+                "webhook certificate issued", secret=cfg.cert_secret_name, hosts=hosts, ca="kept" if keep_ca else "new"
+            )
             return fresh
         except ApiError as err:
             if err.status not in (404, 409):
@@ -180,18 +196,27 @@ async def ensure_certificate(client: Client, cfg: Webhook, namespace: str, now: 
 def _client_config(cfg: Webhook, namespace: str, path: str, ca: bytes) -> dict[str, Any]:
     bundle = base64.b64encode(ca).decode()
     if cfg.service_name:
-        return {"service": {"name": cfg.service_name, "namespace": namespace, "path": path,
-                            "port": cfg.service_port}, "caBundle": bundle}
+        return {
+            "service": {"name": cfg.service_name, "namespace": namespace, "path": path, "port": cfg.service_port},
+            "caBundle": bundle,
+        }
     return {"url": f"https://{cfg.url_host or cfg.host}:{cfg.url_port or cfg.port}{path}", "caBundle": bundle}
 
 
-def _webhook(name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca: bytes,
-             runtime: bool = False) -> dict[str, Any]:
+def _webhook(
+    name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca: bytes, runtime: bool = False
+) -> dict[str, Any]:
     hook: dict[str, Any] = {
         "name": name,
         "clientConfig": _client_config(cfg, namespace, path, ca),
-        "rules": [{"apiGroups": [c.GROUP], "apiVersions": [c.VERSION], "operations": ["CREATE", "UPDATE"],
-                   "resources": [plural]}],
+        "rules": [
+            {
+                "apiGroups": [c.GROUP],
+                "apiVersions": [c.VERSION],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": [plural],
+            }
+        ],
         "failurePolicy": cfg.failure_policy,
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
@@ -199,27 +224,49 @@ def _webhook(name: str, path: str, plural: str, cfg: Webhook, namespace: str, ca
         "timeoutSeconds": 10,
     }
     if runtime:
-        hook["objectSelector"] = {"matchExpressions": [
-            {"key": c.WEBHOOK_VALIDATION_LABEL, "operator": "NotIn", "values": ["disabled"]}]}
+        hook["objectSelector"] = {
+            "matchExpressions": [{"key": c.WEBHOOK_VALIDATION_LABEL, "operator": "NotIn", "values": ["disabled"]}]
+        }
     return hook
 
 
 def webhook_configurations(cfg: Webhook, namespace: str, ca: bytes) -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/managed-by": "trainjob-operator"}
     return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-         "metadata": {"name": cfg.mutating_name, "labels": labels},
-         "webhooks": [_webhook("defaulter.trainjob.trainer.kubeflow.org", MUTATE_TRAINJOB, "trainjobs", cfg,
-                               namespace, ca)]},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-         "metadata": {"name": cfg.validating_name, "labels": labels},
-         "webhooks": [
-             _webhook("validator.trainjob.trainer.kubeflow.org", VALIDATE_TRAINJOB, "trainjobs", cfg, namespace, ca),
-             _webhook("validator.trainingruntime.trainer.kubeflow.org", VALIDATE_RUNTIME, "trainingruntimes", cfg,
-                      namespace, ca, runtime=True),
-             _webhook("validator.clustertrainingruntime.trainer.kubeflow.org", VALIDATE_CLUSTER_RUNTIME,
-                      "clustertrainingruntimes", cfg, namespace, ca, runtime=True),
-         ]},
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": cfg.mutating_name, "labels": labels},
+            "webhooks": [
+                _webhook("defaulter.trainjob.trainer.kubeflow.org", MUTATE_TRAINJOB, "trainjobs", cfg, namespace, ca)
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": cfg.validating_name, "labels": labels},
+            "webhooks": [
+                _webhook("validator.trainjob.trainer.kubeflow.org", VALIDATE_TRAINJOB, "trainjobs", cfg, namespace, ca),
+                _webhook(
+                    "validator.trainingruntime.trainer.kubeflow.org",
+                    VALIDATE_RUNTIME,
+                    "trainingruntimes",
+                    cfg,
+                    namespace,
+                    ca,
+                    runtime=True,
+                ),
+                _webhook(
+                    "validator.clustertrainingruntime.trainer.kubeflow.org",
+                    VALIDATE_CLUSTER_RUNTIME,
+                    "clustertrainingruntimes",
+                    cfg,
+                    namespace,
+                    ca,
+                    runtime=True,
+                ),
+            ],
+        },
     ]
 
 
@@ -241,13 +288,17 @@ async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, int
     """Does the API server reach our webhooks? A dry-run TrainJob naming a runtime that never exists: our webhook
     refuses it, or the API server says it failed calling it. The failure's words, or None (reachable, or this user
     may not create TrainJobs to find out)."""
-    body = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND,
-            "metadata": {"generateName": "webhook-probe-", "namespace": namespace},
-            "spec": {"runtimeRef": {"name": startup.PROBE_RUNTIME, "kind": c.CLUSTER_TRAINING_RUNTIME_KIND}}}
+    body = {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "metadata": {"generateName": "webhook-probe-", "namespace": namespace},
+        "spec": {"runtimeRef": {"name": startup.PROBE_RUNTIME, "kind": c.CLUSTER_TRAINING_RUNTIME_KIND}},
+    }
     for _ in range(attempts):
         try:
-            await client.request("POST", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs", body=body,
-                                 params={"dryRun": "All"})
+            await client.request(
+                "POST", f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs", body=body, params={"dryRun": "All"}
+            )
             verdict, message = startup.webhook_probe(201, ""), ""
         except ApiError as err:
             verdict, message = startup.webhook_probe(err.status, err.message), err.message
@@ -260,12 +311,19 @@ async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, int
     return None
 
 
-async def keep_webhooks_current(client: Client, server: TLSServer | None, cfg: Webhook, namespace: str,
-                                clock: Callable[[], dt.datetime], ready: asyncio.Event,
-                                interval: float = 300, also: Sequence[TLSServer] = (),
-                                extra_hosts: Sequence[str] = (),
-                                on_bundle: Callable[[certs.Bundle], None] | None = None,
-                                fatal: Callable[[str], None] | None = None) -> None:
+async def keep_webhooks_current(
+    client: Client,
+    server: TLSServer | None,
+    cfg: Webhook,
+    namespace: str,
+    clock: Callable[[], dt.datetime],
+    ready: asyncio.Event,
+    interval: float = 300,
+    also: Sequence[TLSServer] = (),
+    extra_hosts: Sequence[str] = (),
+    on_bundle: Callable[[certs.Bundle], None] | None = None,
+    fatal: Callable[[str], None] | None = None,
+) -> None:
     """Load the certificate, publish the configurations, check once that the API server reaches them (`fatal` is
     told when not), then re-check periodically (rotation, other replicas).
 

@@ -12,8 +12,14 @@ log = get("trainjob_operator.health")
 
 
 class HealthServer:
-    def __init__(self, host: str, port: int, metrics: Metrics, ready: Callable[[], tuple[bool, str]],
-                 live: Callable[[], tuple[bool, str]] = lambda: (True, "ok")) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Metrics,
+        ready: Callable[[], tuple[bool, str]],
+        live: Callable[[], tuple[bool, str]] = lambda: (True, "ok"),
+    ) -> None:
         self.host, self.port, self.metrics, self.ready, self.live = host, port, metrics, ready, live
         self._runner: web.AppRunner | None = None
 
@@ -26,8 +32,7 @@ class HealthServer:
         return web.Response(text=why, status=200 if ok else 503)
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(self.metrics.registry),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def start(self) -> int:
         app = web.Application()

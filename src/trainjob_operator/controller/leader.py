@@ -36,9 +36,18 @@ def _parse(text: str | None) -> dt.datetime | None:
 
 
 class LeaderElector:
-    def __init__(self, client: Client, namespace: str, name: str, lease_duration: float, renew_deadline: float,
-                 retry_period: float, on_change: Callable[[bool], None] | None = None,
-                 identity: str | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        namespace: str,
+        name: str,
+        lease_duration: float,
+        renew_deadline: float,
+        retry_period: float,
+        on_change: Callable[[bool], None] | None = None,
+        identity: str | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.client, self.namespace, self.name = client, namespace, name
         self.lease_duration, self.renew_deadline, self.retry_period = lease_duration, renew_deadline, retry_period
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -72,11 +81,16 @@ class LeaderElector:
 
     def _lease(self, now: dt.datetime, transitions: int, acquired: str | None) -> dict[str, Any]:
         return {
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
             "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_duration),
-                     "acquireTime": acquired or _micro(now), "renewTime": _micro(now),
-                     "leaseTransitions": transitions},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.lease_duration),
+                "acquireTime": acquired or _micro(now),
+                "renewTime": _micro(now),
+                "leaseTransitions": transitions,
+            },
         }
 
     async def try_acquire_or_renew(self) -> bool:
@@ -94,11 +108,19 @@ class LeaderElector:
         holder = spec.get("holderIdentity")
         renewed = _parse(spec.get("renewTime")) or _parse(spec.get("acquireTime"))
         duration = spec.get("leaseDurationSeconds") or self.lease_duration
-        if holder and holder != self.identity and renewed is not None and \
-                renewed + dt.timedelta(seconds=duration) > now:
+        if (
+            holder
+            and holder != self.identity
+            and renewed is not None
+            and renewed + dt.timedelta(seconds=duration) > now
+        ):
             if holder != self.holder:
-                log.info("standing by: another replica holds the Lease; serving webhooks, not reconciling",
-                         holder=holder, lease=f"{self.namespace}/{self.name}", identity=self.identity)
+                log.info(
+                    "standing by: another replica holds the Lease; serving webhooks, not reconciling",
+                    holder=holder,
+                    lease=f"{self.namespace}/{self.name}",
+                    identity=self.identity,
+                )
             self.holder = holder
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)

@@ -68,18 +68,27 @@ class Manager:
     def __post_init__(self) -> None:
         self.watched = self.framework.watched()
         self.runtimes = RuntimeResolver(self.client, self.store)
-        self.reconciler = Reconciler(self.client, self.store, self.framework, self.metrics,
-                                     status_server=self.status_endpoint, may_write=self.leading,
-                                     runtimes=self.runtimes)
-        self.sync.resources = tuple(cache_name(plural, ns)
-                                    for plural, ns in watched_collections(self.cfg.namespaces, self.watched))
+        self.reconciler = Reconciler(
+            self.client,
+            self.store,
+            self.framework,
+            self.metrics,
+            status_server=self.status_endpoint,
+            may_write=self.leading,
+            runtimes=self.runtimes,
+        )
+        self.sync.resources = tuple(
+            cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces, self.watched)
+        )
 
     def status_endpoint(self) -> StatusEndpoint | None:
         if not self.cfg.status_server.enabled:
             return None
         webhook = self.cfg.webhook
-        return StatusEndpoint(base_url(self.cfg.status_server, webhook.service_name, webhook.url_host,
-                                       self.cfg.operator_namespace), self.status_ca)
+        return StatusEndpoint(
+            base_url(self.cfg.status_server, webhook.service_name, webhook.url_host, self.cfg.operator_namespace),
+            self.status_ca,
+        )
 
     def on_bundle(self, bundle: Bundle) -> None:
         self.status_ca = bundle.ca_cert.decode()
@@ -132,8 +141,9 @@ class Manager:
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}
         cache = self.store.cluster_runtimes if cluster else self.store.runtimes
-        self._seen("clustertrainingruntimes" if cluster else "trainingruntimes", event,
-                   ("", "") if cluster else key_of(obj))
+        self._seen(
+            "clustertrainingruntimes" if cluster else "trainingruntimes", event, ("", "") if cluster else key_of(obj)
+        )
         if event.get("type") == "DELETED":
             cache.remove(key_of(obj))
         else:
@@ -198,13 +208,19 @@ class Manager:
     def readiness(self) -> tuple[bool, str]:
         pending = self.sync.pending() if self.kopf_ready.is_set() else ("watches not started",)
         elector = self.elector
-        return startup.readiness(startup.Readiness(
-            preflight_done=self.preflight_done, pending_caches=pending,
-            webhooks_enabled=self.cfg.webhook.enabled,
-            webhooks_registered=self.webhooks_ready.is_set(), status_server=self.cfg.status_server.enabled,
-            leader_election=elector is not None, leader=elector is not None and elector.is_leader,
-            holder=elector.holder if elector is not None else None,
-            lease=f"{self.cfg.operator_namespace}/{self.cfg.leader_election.lease_name}"))
+        return startup.readiness(
+            startup.Readiness(
+                preflight_done=self.preflight_done,
+                pending_caches=pending,
+                webhooks_enabled=self.cfg.webhook.enabled,
+                webhooks_registered=self.webhooks_ready.is_set(),
+                status_server=self.cfg.status_server.enabled,
+                leader_election=elector is not None,
+                leader=elector is not None and elector.is_leader,
+                holder=elector.holder if elector is not None else None,
+                lease=f"{self.cfg.operator_namespace}/{self.cfg.leader_election.lease_name}",
+            )
+        )
 
     async def expect_caches(self, interval: float = 2.0) -> None:
         """How many objects each watch's initial listing brings (one-item LISTs), counted again while a cache is
@@ -215,8 +231,7 @@ class Manager:
                 if name in self.sync.expected and name not in self.sync.pending():
                     continue
                 try:
-                    self.sync.expect(name, await count(self.client,
-                                                       collection_path(plural, namespace, self.watched)))
+                    self.sync.expect(name, await count(self.client, collection_path(plural, namespace, self.watched)))
                 except (ApiError, OSError, TimeoutError) as err:
                     log.warning("cannot count objects to sync", resource=name, error=str(err))
             if not self.sync.pending():
@@ -255,8 +270,9 @@ def watched_collections(namespaces: Sequence[str], children: Sequence[ChildKind]
     """(plural, namespace or None for cluster-wide) of every watch kopf runs: the TrainJobs, the watched child
     kinds, the runtimes."""
     watched = [TRAINER_WATCHED[0], *((k.plural, True) for k in children), *TRAINER_WATCHED[1:]]
-    return [(plural, ns) for plural, namespaced in watched for ns in (namespaces if namespaced and namespaces else
-                                                                         [None])]
+    return [
+        (plural, ns) for plural, namespaced in watched for ns in (namespaces if namespaced and namespaces else [None])
+    ]
 
 
 def cache_name(plural: str, namespace: str | None) -> str:
@@ -270,10 +286,15 @@ def collection_path(plural: str, namespace: str | None, children: Sequence[Child
 
 def plan_of(cfg: OperatorConfig) -> startup.Plan:
     return startup.Plan(
-        operator_namespace=cfg.operator_namespace, namespaces=tuple(cfg.namespaces), webhooks=cfg.webhook.enabled,
-        leader_election=cfg.leader_election.enabled, status_server=cfg.status_server.enabled,
-        lease_name=cfg.leader_election.lease_name, cert_secret_name=cfg.webhook.cert_secret_name,
-        webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name))
+        operator_namespace=cfg.operator_namespace,
+        namespaces=tuple(cfg.namespaces),
+        webhooks=cfg.webhook.enabled,
+        leader_election=cfg.leader_election.enabled,
+        status_server=cfg.status_server.enabled,
+        lease_name=cfg.leader_election.lease_name,
+        cert_secret_name=cfg.webhook.cert_secret_name,
+        webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name),
+    )
 
 
 def _malloc_trim() -> Callable[[], None]:
@@ -318,8 +339,9 @@ def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
             status = getattr(err, "status", None)
             if isinstance(err, kopf_errors.APIClientError) and status not in (403, 410, 429):
                 raise
-            log.warning("watch stream failed; listing again", resource=str(kwargs.get("resource", "")),
-                        **logs.error_fields(err))
+            log.warning(
+                "watch stream failed; listing again", resource=str(kwargs.get("resource", "")), **logs.error_fields(err)
+            )
             await asyncio.sleep(WATCH_RESTART_PAUSE)
 
     return watch
@@ -361,11 +383,19 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         logins += 1
         scheme, token = connection.scheme_and_token()
         return kopf.ConnectionInfo(
-            server=connection.server, ca_path=connection.ca_path, ca_data=connection.ca_pem,
-            insecure=connection.insecure or None, scheme=scheme, token=token,
-            certificate_data=connection.cert_pem, private_key_data=connection.key_pem,
-            default_namespace=connection.default_namespace, proxy_url=connection.proxy_url,
-            trust_env=not connection.proxy_url, expiration=connection.expiry)
+            server=connection.server,
+            ca_path=connection.ca_path,
+            ca_data=connection.ca_pem,
+            insecure=connection.insecure or None,
+            scheme=scheme,
+            token=token,
+            certificate_data=connection.cert_pem,
+            private_key_data=connection.key_pem,
+            default_namespace=connection.default_namespace,
+            proxy_url=connection.proxy_url,
+            trust_env=not connection.proxy_url,
+            expiration=connection.expiry,
+        )
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
     async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -374,7 +404,8 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
     for kind in manager.watched:  # the child kinds the plugins declare watched (the JobSets)
         group, _, version = kind.api_version.rpartition("/")
         kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
-            child_handler(manager, kind))
+            child_handler(manager, kind)
+        )
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
     async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -410,8 +441,11 @@ def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyn
             return
         err = None if finished.cancelled() else finished.exception()
         manager.dead.append(name)
-        fields = logs.error_fields(err) if err is not None else {"error": "cancelled" if finished.cancelled()
-                                                                   else "returned"}
+        fields = (
+            logs.error_fields(err)
+            if err is not None
+            else {"error": "cancelled" if finished.cancelled() else "returned"}
+        )
         log.error("background task ended; stopping the operator", task=name, exc_info=err, **fields)
         stop.set()
 
@@ -423,20 +457,24 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
     asyncio.get_running_loop().set_exception_handler(loop_error)
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     if connection.tls_server_name:
-        log.warning("kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
-                    tls_server_name=connection.tls_server_name, server=connection.server)
+        log.warning(
+            "kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
+            tls_server_name=connection.tls_server_name,
+            server=connection.server,
+        )
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)
         tasks: dict[str, asyncio.Task[Any]] = {}
         stop = manager.stop
-        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness,
-                              manager.liveness)
+        health = HealthServer(cfg.health.host, cfg.health.port, manager.metrics, manager.readiness, manager.liveness)
         try:
             await health.start()
         except OSError as err:
-            raise StartupError(f"cannot serve /healthz and /readyz on {cfg.health.host}:{cfg.health.port}: "
-                               f"{err.strerror or err}; pass another --health-port") from err
+            raise StartupError(
+                f"cannot serve /healthz and /readyz on {cfg.health.host}:{cfg.health.port}: "
+                f"{err.strerror or err}; pass another --health-port"
+            ) from err
         try:
             await preflight(client, plan_of(cfg))
         except BaseException:
@@ -453,27 +491,45 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             status_client = Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request)
             status = StatusServer(cfg.status_server, status_client, manager.store, manager.metrics)
         if admission is not None or status is not None:
+
             def fatal(line: str) -> None:
                 manager.fatal = line
                 manager.stop.set()
 
             endpoint = manager.status_endpoint()
             hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
-            tasks["webhook certificates"] = asyncio.create_task(keep_webhooks_current(
-                client, admission, cfg.webhook, cfg.operator_namespace, utcnow, manager.webhooks_ready,
-                interval=cfg.webhook.cert_check_seconds, also=[status] if status is not None else [],
-                extra_hosts=hosts, on_bundle=manager.on_bundle,
-                fatal=fatal))
+            tasks["webhook certificates"] = asyncio.create_task(
+                keep_webhooks_current(
+                    client,
+                    admission,
+                    cfg.webhook,
+                    cfg.operator_namespace,
+                    utcnow,
+                    manager.webhooks_ready,
+                    interval=cfg.webhook.cert_check_seconds,
+                    also=[status] if status is not None else [],
+                    extra_hosts=hosts,
+                    on_bundle=manager.on_bundle,
+                    fatal=fatal,
+                )
+            )
         if cfg.leader_election.enabled:
             le = cfg.leader_election
-            manager.elector = LeaderElector(client, cfg.operator_namespace, le.lease_name, le.lease_duration_seconds,
-                                            le.renew_deadline_seconds, le.retry_period_seconds,
-                                            on_change=manager.on_leadership)
+            manager.elector = LeaderElector(
+                client,
+                cfg.operator_namespace,
+                le.lease_name,
+                le.lease_duration_seconds,
+                le.renew_deadline_seconds,
+                le.retry_period_seconds,
+                on_change=manager.on_leadership,
+            )
             tasks["leader election"] = asyncio.create_task(manager.elector.run())
         else:
             manager.metrics.leader.set(1)
-        tasks["work queue"] = asyncio.create_task(manager.queue.run(manager.work, cfg.concurrency,
-                                                                   manager.may_reconcile))
+        tasks["work queue"] = asyncio.create_task(
+            manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)
+        )
         tasks["state gauge"] = asyncio.create_task(manager.count_states())
         tasks["cache sync"] = asyncio.create_task(manager.expect_caches())
         ready_flag: asyncio.Event = asyncio.Event()
@@ -486,13 +542,25 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         for name, task in tasks.items():
             if name not in ("readiness", "cache sync"):  # the tasks that end by design
                 supervise(manager, name, task, stop)
-        log.info("operator starting", namespaces=cfg.namespaces or "all", webhooks=cfg.webhook.enabled,
-                 status_server=cfg.status_server.enabled,
-                 leader_election=cfg.leader_election.enabled, qps=cfg.client.qps, burst=cfg.client.burst)
+        log.info(
+            "operator starting",
+            namespaces=cfg.namespaces or "all",
+            webhooks=cfg.webhook.enabled,
+            status_server=cfg.status_server.enabled,
+            leader_election=cfg.leader_election.enabled,
+            qps=cfg.client.qps,
+            burst=cfg.client.burst,
+        )
         try:
             harden_kopf_watches()
-            await kopf.operator(registry=registry_for(manager), clusterwide=not cfg.namespaces,
-                                namespaces=cfg.namespaces, standalone=True, ready_flag=ready_flag, stop_flag=stop)
+            await kopf.operator(
+                registry=registry_for(manager),
+                clusterwide=not cfg.namespaces,
+                namespaces=cfg.namespaces,
+                standalone=True,
+                ready_flag=ready_flag,
+                stop_flag=stop,
+            )
         finally:
             stop.set()
             for task in tasks.values():
@@ -517,8 +585,10 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
 
 async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
     """Configurations the API server cannot call refuse every TrainJob write (failurePolicy Fail): take them away."""
-    for kind, name in (("ValidatingWebhookConfiguration", cfg.webhook.validating_name),
-                       ("MutatingWebhookConfiguration", cfg.webhook.mutating_name)):
+    for kind, name in (
+        ("ValidatingWebhookConfiguration", cfg.webhook.validating_name),
+        ("MutatingWebhookConfiguration", cfg.webhook.mutating_name),
+    ):
         try:
             await client.delete("admissionregistration.k8s.io/v1", kind, name)
         except (ApiError, OSError) as err:
@@ -537,8 +607,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--webhook-port", type=int)
     p.add_argument("--no-webhooks", action="store_true", help="do not serve admission webhooks")
     p.add_argument("--status-port", type=int, help="port of the TrainJob status server (progress from pods)")
-    p.add_argument("--no-status-server", action="store_true",
-                   help="do not serve progress updates from trainer pods (nothing is injected into them)")
+    p.add_argument(
+        "--no-status-server",
+        action="store_true",
+        help="do not serve progress updates from trainer pods (nothing is injected into them)",
+    )
     p.add_argument("--no-leader-election", action="store_true")
     p.add_argument("--qps", type=float)
     p.add_argument("--burst", type=int)

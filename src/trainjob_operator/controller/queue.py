@@ -44,7 +44,7 @@ class WorkQueue(Generic[K]):
     def backoff(self, key: K) -> float:
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        return float(min(self.base_delay * (2 ** failures), self.max_delay))
+        return float(min(self.base_delay * (2**failures), self.max_delay))
 
     def forget(self, key: K) -> None:
         self._failures.pop(key, None)
@@ -52,8 +52,9 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._queued) + len(self._active)
 
-    async def run(self, worker: Callable[[K], Awaitable[None]], concurrency: int,
-                  enabled: Callable[[], bool] = lambda: True) -> None:
+    async def run(
+        self, worker: Callable[[K], Awaitable[None]], concurrency: int, enabled: Callable[[], bool] = lambda: True
+    ) -> None:
         """Process keys with `concurrency` workers until cancelled; `enabled` gates work (leader election)."""
         await asyncio.gather(*(self._work(worker, enabled) for _ in range(concurrency)))
 
@@ -71,4 +72,3 @@ class WorkQueue(Generic[K]):
                 if key in self._dirty:
                     self._dirty.discard(key)
                     self.add(key)
-

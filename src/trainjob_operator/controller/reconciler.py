@@ -87,7 +87,8 @@ class Reconciler:
             return result
         finally:
             self.metrics.reconcile_seconds.labels(result="error" if result.error else "ok").observe(
-                time.perf_counter() - started)
+                time.perf_counter() - started
+            )
 
     async def _reconcile(self, key: Key) -> Result:
         body = self.store.trainjobs.get(key)
@@ -135,9 +136,11 @@ class Reconciler:
                 await self._send(plan.delete_jobset(job))
                 self.store.jobsets.remove(key)
         if outcome.delete_trainjob:
-            bound.info("TTL after finished expired; deleting the TrainJob",
-                       completion_time=outcome.status.completion_time,
-                       ttl_seconds_after_finished=policy.ttl_seconds_after_finished)
+            bound.info(
+                "TTL after finished expired; deleting the TrainJob",
+                completion_time=outcome.status.completion_time,
+                ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
+            )
             await self._send(plan.delete_trainjob(job))
             self.metrics.ttl_deletions.inc()
             return Result()
@@ -145,8 +148,9 @@ class Reconciler:
         return Result(requeue_after=outcome.requeue_after, error=failure is not None)
 
     def _status(self, job: TrainJob, now: dt.datetime, policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
-        outcome, failure = plan.status(self.framework, job, self.store.jobsets.get((job.namespace, job.name)), now,
-                                       policy)
+        outcome, failure = plan.status(
+            self.framework, job, self.store.jobsets.get((job.namespace, job.name)), now, policy
+        )
         if failure is not None:
             log.warning("status step failed", namespace=job.namespace, name=job.name, error=failure.message)
         return outcome, failure
@@ -159,33 +163,41 @@ class Reconciler:
         ref = job.spec.runtime_ref
         if source is None and plan.supported(job):
             try:
-                source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace,
-                                                   ref.name)
+                source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace, ref.name)
                 if source is None:
                     configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
                     source = runtime_from_snapshot(job, configmap) if configmap is not None else None
             except (ApiError, ValidationError, BuildError) as err:
-                log.warning("cannot read the runtime's run policy", namespace=job.namespace, name=job.name,
-                            error=str(err))
+                log.warning(
+                    "cannot read the runtime's run policy", namespace=job.namespace, name=job.name, error=str(err)
+                )
         return effective_run_policy(job, source.spec.run_policy if source is not None else None)
 
-    async def _check_startup(self, job: TrainJob, outcome: StatusOutcome, policy: RunPolicy,
-                             now: dt.datetime) -> StatusOutcome:
+    async def _check_startup(
+        self, job: TrainJob, outcome: StatusOutcome, policy: RunPolicy, now: dt.datetime
+    ) -> StatusOutcome:
         """The startup deadline passed: list the pods (once they all started, never again) and let the plan judge."""
         uid = job.metadata.uid or ""
         if uid in self.store.known.started:
             return outcome
         try:
-            pods = await self.client.list("v1", "Pod", job.namespace,
-                                          label_selector=f"{c.JOBSET_NAME_LABEL}={job.name}")
+            pods = await self.client.list(
+                "v1", "Pod", job.namespace, label_selector=f"{c.JOBSET_NAME_LABEL}={job.name}"
+            )
         except ApiError as err:
-            log.warning("cannot list pods for the startup deadline", namespace=job.namespace, name=job.name,
-                        error=str(err))
+            log.warning(
+                "cannot list pods for the startup deadline", namespace=job.namespace, name=job.name, error=str(err)
+            )
             return plan.pods_unreadable(outcome)
         check = check_startup(pods)
         if check.stuck is not None:
-            log.info("startup deadline exceeded", namespace=job.namespace, name=job.name, pod=check.stuck.name,
-                     reason=check.stuck.reason)
+            log.info(
+                "startup deadline exceeded",
+                namespace=job.namespace,
+                name=job.name,
+                pod=check.stuck.name,
+                reason=check.stuck.reason,
+            )
             self.metrics.startup_failures.labels(reason=check.stuck.reason).inc()
         elif check.started:
             self.store.known.started.add(uid)
@@ -214,8 +226,7 @@ class Reconciler:
                 source = live
             except ApiError as err:
                 if not err.conflict:
-                    raise Failure(c.REASON_APPLY_FAILED, f"cannot create the runtime snapshot: "
-                                                         f"{err.message}") from err
+                    raise Failure(c.REASON_APPLY_FAILED, f"cannot create the runtime snapshot: {err.message}") from err
         if source is None:
             try:
                 configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
@@ -231,8 +242,11 @@ class Reconciler:
         return source
 
     def _observed(self, job: TrainJob) -> Observed:
-        return Observed(jobset=self.store.jobsets.get((job.namespace, job.name)),
-                        existing=self.store.known.exists(job.metadata.uid or ""), status_server=self.status_server())
+        return Observed(
+            jobset=self.store.jobsets.get((job.namespace, job.name)),
+            existing=self.store.known.exists(job.metadata.uid or ""),
+            status_server=self.status_server(),
+        )
 
     async def _build_and_write(self, job: TrainJob, now: dt.datetime) -> int | None:
         runtime = await self._runtime_for(job)
@@ -264,15 +278,19 @@ class Reconciler:
             cache = self.store.children.get((ref.api_version, ref.kind))
             if cache is not None:
                 cache.put(written)
-            if ref.kind == c.JOBSET_KIND and uid not in self.store.known.created_seen \
-                    and job.metadata.creation_timestamp:
+            if (
+                ref.kind == c.JOBSET_KIND
+                and uid not in self.store.known.created_seen
+                and job.metadata.creation_timestamp
+            ):
                 self.store.known.created_seen.add(uid)
                 created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
                 self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
         return children.nodes
 
-    async def _send_child(self, write: plan.Apply | plan.Create, observed: Observed,
-                          suspended: bool) -> dict[str, Any] | None:
+    async def _send_child(
+        self, write: plan.Apply | plan.Create, observed: Observed, suspended: bool
+    ) -> dict[str, Any] | None:
         """One child's write; a conflict on a create means it exists; a refused apply may be kept as it is (None)
         or rebuilt."""
         try:
@@ -285,11 +303,19 @@ class Reconciler:
                 raise plan.write_failed(write, err.message) from err
             name, namespace = write.obj["metadata"]["name"], write.obj["metadata"].get("namespace")
             if isinstance(rebuild, plan.Keep):
-                log.info("suspended JobSet of an older shape refuses the update and never ran: kept until the "
-                         "TrainJob resumes", namespace=namespace, name=name)
+                log.info(
+                    "suspended JobSet of an older shape refuses the update and never ran: kept until the "
+                    "TrainJob resumes",
+                    namespace=namespace,
+                    name=name,
+                )
                 return None
-            log.info("suspended JobSet of an older shape refuses the update and never ran: rebuilding it on resume",
-                     namespace=namespace, name=name, error=err.message[:300])
+            log.info(
+                "suspended JobSet of an older shape refuses the update and never ran: rebuilding it on resume",
+                namespace=namespace,
+                name=name,
+                error=err.message[:300],
+            )
         if not await self._send(rebuild):
             log.info("JobSet changed since it was read: not rebuilt", namespace=namespace, name=name)
             return None
@@ -301,9 +327,18 @@ class Reconciler:
     async def _send(self, write: plan.Write) -> Any:
         """One write of a plan."""
         if isinstance(write, plan.Delete):
-            return await self._write("delete", self.client.delete(
-                write.api_version, write.kind, write.name, write.namespace, propagation=write.propagation,
-                uid=write.uid, resource_version=write.resource_version))
+            return await self._write(
+                "delete",
+                self.client.delete(
+                    write.api_version,
+                    write.kind,
+                    write.name,
+                    write.namespace,
+                    propagation=write.propagation,
+                    uid=write.uid,
+                    resource_version=write.resource_version,
+                ),
+            )
         if isinstance(write, plan.Create):
             return await self._write("create", self.client.create(write.obj, c.FIELD_MANAGER))
         return await self._write("apply", self.client.apply(write.obj, c.FIELD_MANAGER, force=True))
@@ -319,8 +354,12 @@ class Reconciler:
         if patch is None:
             return
         try:
-            updated = await self._write("status", self.client.merge_patch(
-                c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, {"status": patch}, subresource="status"))
+            updated = await self._write(
+                "status",
+                self.client.merge_patch(
+                    c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, {"status": patch}, subresource="status"
+                ),
+            )
         except ApiError as err:
             if err.not_found:
                 return

@@ -34,8 +34,9 @@ def _tls_failure(err: BaseException) -> str | None:
     return None
 
 
-async def connect(client: Client, deadline: float = startup.CONNECT_DEADLINE,
-                  sleep: Callable[[float], Any] = asyncio.sleep) -> dict[str, Any]:
+async def connect(
+    client: Client, deadline: float = startup.CONNECT_DEADLINE, sleep: Callable[[float], Any] = asyncio.sleep
+) -> dict[str, Any]:
     """GET /version until it answers, backing off; the server's version. Credentials or TLS that will never work
     fail at once; an API server that does not answer fails after `deadline` seconds."""
     connection = client.connection
@@ -45,16 +46,20 @@ async def connect(client: Client, deadline: float = startup.CONNECT_DEADLINE,
     while True:
         remaining = deadline - (loop.time() - started)
         try:
-            version: dict[str, Any] = await asyncio.wait_for(client.request("GET", "/version"),
-                                                             max(0.5, min(ATTEMPT_TIMEOUT, remaining)))
+            version: dict[str, Any] = await asyncio.wait_for(
+                client.request("GET", "/version"), max(0.5, min(ATTEMPT_TIMEOUT, remaining))
+            )
             return version
         except ApiError as err:
             if err.status in (401, 403):
-                raise StartupError(startup.unauthorized(connection.server, connection.source, err.status,
-                                                        err.message)) from err
+                raise StartupError(
+                    startup.unauthorized(connection.server, connection.source, err.status, err.message)
+                ) from err
             if err.status < 500 and err.status != 429:
-                raise StartupError(f"the API server {connection.server} ({connection.source}) answered GET /version "
-                                   f"with {err}; is it a Kubernetes API server?") from err
+                raise StartupError(
+                    f"the API server {connection.server} ({connection.source}) answered GET /version "
+                    f"with {err}; is it a Kubernetes API server?"
+                ) from err
             error = str(err)
         except (aiohttp.ClientError, OSError, TimeoutError) as err:
             tls = _tls_failure(err)
@@ -65,8 +70,13 @@ async def connect(client: Client, deadline: float = startup.CONNECT_DEADLINE,
         waited = loop.time() - started
         if waited + delay > deadline:
             raise StartupError(startup.unreachable(connection.server, connection.source, error, waited))
-        log.warning("API server not reachable yet; retrying", server=connection.server, error=error,
-                    retry_in=delay, attempt=attempt + 1)
+        log.warning(
+            "API server not reachable yet; retrying",
+            server=connection.server,
+            error=error,
+            retry_in=delay,
+            attempt=attempt + 1,
+        )
         attempt += 1
         await sleep(delay)
 
@@ -89,8 +99,11 @@ async def served(client: Client, group_versions: list[str]) -> dict[str, frozens
 
 async def who_am_i(client: Client) -> str:
     try:
-        review = await client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                                      body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        review = await client.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
     except ApiError:
         return "this user"
     return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "this user")
@@ -98,11 +111,23 @@ async def who_am_i(client: Client) -> str:
 
 async def allowed(client: Client, need: Need) -> bool:
     plural, _, sub = need.resource.partition("/")
-    attributes = {"verb": need.verb, "group": need.group, "resource": plural, "subresource": sub,
-                  "namespace": need.namespace or "", "name": need.name or ""}
-    review = await client.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body={
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": attributes}})
+    attributes = {
+        "verb": need.verb,
+        "group": need.group,
+        "resource": plural,
+        "subresource": sub,
+        "namespace": need.namespace or "",
+        "name": need.name or "",
+    }
+    review = await client.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        },
+    )
     return bool((review.get("status") or {}).get("allowed"))
 
 
@@ -128,7 +153,8 @@ async def gather_facts(client: Client, plan: Plan) -> Facts:
         who_am_i(client),
         namespace_state(client, plan.operator_namespace) if plan.needs_namespace else _exists(),
         allowed(client, Need("create", "", "namespaces")),
-        asyncio.gather(*(allowed(client, need) for need in needs)))
+        asyncio.gather(*(allowed(client, need) for need in needs)),
+    )
     denied = tuple(need for need, ok in zip(needs, verdicts, strict=True) if not ok)
     return Facts(served=apis, namespace=state, can_create_namespace=can_create, denied=denied, user=user)
 
@@ -139,9 +165,15 @@ async def _exists() -> NamespaceState:
 
 async def create_namespace(client: Client, name: str) -> None:
     try:
-        await client.request("POST", "/api/v1/namespaces", body={
-            "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"}}})
+        await client.request(
+            "POST",
+            "/api/v1/namespaces",
+            body={
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"}},
+            },
+        )
     except ApiError as err:
         if err.status != 409:
             raise
@@ -163,9 +195,15 @@ async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNEC
         raise StartupError(decision.fatal)
     if decision.create_namespace:
         await create_namespace(client, plan.operator_namespace)
-    log.info("cluster checked", server=client.connection.server, source=client.connection.source,
-             kubernetes=version.get("gitVersion"), user=facts.user, operator_namespace=plan.operator_namespace,
-             namespace_created=decision.create_namespace)
+    log.info(
+        "cluster checked",
+        server=client.connection.server,
+        source=client.connection.source,
+        kubernetes=version.get("gitVersion"),
+        user=facts.user,
+        operator_namespace=plan.operator_namespace,
+        namespace_created=decision.create_namespace,
+    )
     return facts
 
 

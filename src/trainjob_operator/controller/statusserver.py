@@ -35,8 +35,15 @@ class _Cached:
 
 
 class StatusServer:
-    def __init__(self, cfg: StatusServerConfig, client: Client, store: Store, metrics: Metrics,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        cfg: StatusServerConfig,
+        client: Client,
+        store: Store,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.cfg, self.client, self.store, self.metrics = cfg, client, store, metrics
         self.clock, self.wall = clock, wall
         self.limits = progress.RateLimits(cfg.qps, cfg.burst)
@@ -99,8 +106,9 @@ class StatusServer:
         if update is None:
             return progress.Answer(200, {}), raw  # nothing to write: the request echoed, as upstream
         try:
-            await self.client.apply(progress.status_apply(namespace, name, update), c.STATUS_FIELD_MANAGER,
-                                    force=True, subresource="status")
+            await self.client.apply(
+                progress.status_apply(namespace, name, update), c.STATUS_FIELD_MANAGER, force=True, subresource="status"
+            )
         except ApiError as err:
             if err.status in (400, 422):
                 return progress.invalid(err.message or f"Validation failed: {err}"), None
@@ -127,16 +135,19 @@ class StatusServer:
             pod = await self.client.get("v1", "Pod", caller.pod_name, namespace)
         if caller.authenticated:
             trainjob = self.store.trainjobs.get((namespace, name)) or await self.client.get(
-                c.API_VERSION, c.TRAINJOB_KIND, name, namespace)
+                c.API_VERSION, c.TRAINJOB_KIND, name, namespace
+            )
             if trainjob is None:
                 raise ApiError(404, "NotFound", f"TrainJob {namespace}/{name} not found")
             jobset = self.store.jobsets.get((namespace, name)) or await self.client.get(
-                c.JOBSET_API_VERSION, c.JOBSET_KIND, name, namespace)
+                c.JOBSET_API_VERSION, c.JOBSET_KIND, name, namespace
+            )
         uid = ((trainjob or {}).get("metadata") or {}).get("uid")
         verdict = progress.authorize(caller, namespace, name, pod, jobset, uid)
         if not verdict.allowed:
-            log.info("status update refused", namespace=namespace, name=name, why=verdict.why,
-                     user=caller.username or None)
+            log.info(
+                "status update refused", namespace=namespace, name=name, why=verdict.why, user=caller.username or None
+            )
         # A refusal is remembered briefly only: a pod whose JobSet this replica has not seen yet soon may write.
         ttl = self.cfg.review_cache_seconds if verdict.allowed else min(self.cfg.review_cache_seconds, 5.0)
         expiry = progress.token_expiry(token)
@@ -166,8 +177,9 @@ class StatusServer:
             await self._runner.cleanup()
 
 
-def base_url(cfg: StatusServerConfig, webhook_service: str | None, webhook_url_host: str | None,
-             operator_namespace: str) -> str:
+def base_url(
+    cfg: StatusServerConfig, webhook_service: str | None, webhook_url_host: str | None, operator_namespace: str
+) -> str:
     """What trainer pods are told to call: the Service in a cluster, else the configured host."""
     if webhook_service:
         return f"https://{webhook_service}.{operator_namespace}.svc:{cfg.port}"

@@ -103,7 +103,6 @@ class Known:
         self.last_error.pop(uid, None)
         self.created_seen.discard(uid)
 
-
     def exists(self, uid: str) -> frozenset[ObjectRef]:
         return frozenset(self.existing.get(uid, ()))
 

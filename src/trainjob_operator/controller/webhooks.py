@@ -51,8 +51,9 @@ class Webhooks:
         new, old = review.get("object") or {}, review.get("oldObject")
         update = review.get("operation") == "UPDATE"
         stamped = stamp_patch_times(new, old if update else None, rfc3339(self.clock()))
-        ops = keep_newer_fields(new, old if update else None,
-                                full_update=(review.get("options") or {}).get("kind") == "UpdateOptions")
+        ops = keep_newer_fields(
+            new, old if update else None, full_update=(review.get("options") or {}).get("kind") == "UpdateOptions"
+        )
         if stamped is not None:
             ops.append({"op": "replace", "path": "/spec/runtimePatches", "value": stamped})
         return Verdict(patch=ops) if ops else Verdict()
@@ -73,8 +74,10 @@ class Webhooks:
                 runtime = await self.runtimes.lookup(ref.kind or "", new.namespace, ref.name)
             except ValidationError as err:
                 return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {ref.name} does not parse: {err}")
-        observed = Observed(jobset=self.store.jobsets.get((new.namespace, new.name)),
-                            priority_classes=await self._priority_classes(runtime))
+        observed = Observed(
+            jobset=self.store.jobsets.get((new.namespace, new.name)),
+            priority_classes=await self._priority_classes(runtime),
+        )
         result = admit_trainjob(self.framework, old, new, lambda *_: runtime, observed)
         if result.errors:
             return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
@@ -93,8 +96,9 @@ class Webhooks:
             return None
         return frozenset(str((item.get("metadata") or {}).get("name", "")) for item in items)
 
-    async def _validate_runtime(self, review: dict[str, Any],
-                                model: type[TrainingRuntime] | type[ClusterTrainingRuntime]) -> Verdict:
+    async def _validate_runtime(
+        self, review: dict[str, Any], model: type[TrainingRuntime] | type[ClusterTrainingRuntime]
+    ) -> Verdict:
         runtime, errors = parse(model, review.get("object"))
         if runtime is None:
             return _deny_schema(errors)

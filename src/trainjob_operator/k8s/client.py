@@ -26,8 +26,14 @@ MERGE = "application/merge-patch+json"
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        body: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status, self.reason, self.message, self.body = status, reason, message, body or {}
         self.retry_after = retry_after
@@ -145,19 +151,20 @@ KNOWN: dict[tuple[str, str], Resource] = {
     ("v1", "Secret"): Resource("v1", "secrets"),
     ("v1", "Event"): Resource("v1", "events"),
     ("v1", "Pod"): Resource("v1", "pods"),
-    ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews",
-                                                          namespaced=False),
+    ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews", namespaced=False),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): Resource("trainer.kubeflow.org/v1alpha1", "trainjobs"),
-    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): Resource("trainer.kubeflow.org/v1alpha1",
-                                                                   "trainingruntimes"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): Resource("trainer.kubeflow.org/v1alpha1", "trainingruntimes"),
     ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): Resource(
-        "trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", namespaced=False),
+        "trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", namespaced=False
+    ),
     ("coordination.k8s.io/v1", "Lease"): Resource("coordination.k8s.io/v1", "leases"),
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): Resource(
-        "admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", namespaced=False),
+        "admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", namespaced=False
+    ),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): Resource(
-        "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False),
+        "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False
+    ),
     ("scheduling.k8s.io/v1", "PriorityClass"): Resource("scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
 }
 
@@ -197,8 +204,14 @@ def resource_of(api_version: str, kind: str) -> Resource:
 
 
 class Client:
-    def __init__(self, connection: Connection, qps: float = 50, burst: int = 100, timeout: float = 30,
-                 on_request: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        qps: float = 50,
+        burst: int = 100,
+        timeout: float = 30,
+        on_request: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.connection = connection
         self.on_request = on_request
         self.qps, self.burst = qps, burst
@@ -233,8 +246,9 @@ class Client:
             # Like kubectl: the kubeconfig's proxy-url, else $HTTPS_PROXY/$NO_PROXY, read once here. (aiohttp's
             # trust_env would read them, and ~/.netrc, in a thread for every request: two thread hops per call.)
             proxy, proxy_auth = env_proxy(self.connection.server, self.connection.proxy_url)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout, proxy=proxy,
-                                                  proxy_auth=proxy_auth)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, proxy=proxy, proxy_auth=proxy_auth
+            )
         return self._session
 
     async def refresh(self, min_age: float = 0.0) -> Connection:
@@ -245,15 +259,26 @@ class Client:
             if self.connection is not stale or time.monotonic() - self.connection.resolved_at < min_age:
                 return self.connection
             fresh = await k8s_config.refresh(stale)
-            if (fresh.cert_pem, fresh.key_pem, fresh.ca_pem, fresh.proxy_url) != \
-                    (stale.cert_pem, stale.key_pem, stale.ca_pem, stale.proxy_url) and self._session is not None:
+            if (fresh.cert_pem, fresh.key_pem, fresh.ca_pem, fresh.proxy_url) != (
+                stale.cert_pem,
+                stale.key_pem,
+                stale.ca_pem,
+                stale.proxy_url,
+            ) and self._session is not None:
                 self._retired.append(self._session)  # in-flight requests finish on it; closed with the client
                 self._session = None
             self.connection = fresh
             return fresh
 
-    async def request(self, method: str, path: str, *, body: Any = None, content_type: str = "application/json",
-                      params: Mapping[str, str] | None = None) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
         resource = resource_name(path)
         limiter = self.limiters.get(resource)
         if limiter is None:
@@ -276,8 +301,9 @@ class Client:
                 limiter.hold(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _request(self, method: str, resource: str, path: str, data: bytes | None,
-                       content_type: str, target: str) -> dict[str, Any]:
+    async def _request(
+        self, method: str, resource: str, path: str, data: bytes | None, content_type: str, target: str
+    ) -> dict[str, Any]:
         if self.on_request is not None:
             self.on_request(method, resource)
         self._refresh_if_expiring(dt.datetime.now(dt.UTC))
@@ -326,14 +352,19 @@ class Client:
             headers["Authorization"] = authorization
         if data is not None:
             headers["Content-Type"] = content_type
-        async with self._http().request(method, connection.server + path, data=data, headers=headers,
-                                        server_hostname=connection.tls_server_name) as response:
+        async with self._http().request(
+            method, connection.server + path, data=data, headers=headers, server_hostname=connection.tls_server_name
+        ) as response:
             raw = await response.read()
             payload: dict[str, Any] = jsontext.loads(raw) if raw.lstrip()[:1] == b"{" else {}
             if response.status >= 400:
-                raise ApiError(response.status, payload.get("reason", response.reason or ""),
-                               payload.get("message", raw[:500].decode(errors="replace")), payload,
-                               _retry_after(response.headers.get("Retry-After")))
+                raise ApiError(
+                    response.status,
+                    payload.get("reason", response.reason or ""),
+                    payload.get("message", raw[:500].decode(errors="replace")),
+                    payload,
+                    _retry_after(response.headers.get("Retry-After")),
+                )
             return payload
 
     # --- verbs --------------------------------------------------------------------------------------
@@ -346,15 +377,17 @@ class Client:
                 return None
             raise
 
-    async def list(self, api_version: str, kind: str, namespace: str | None = None,
-                   label_selector: str | None = None) -> list[dict[str, Any]]:
+    async def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
         params = {"labelSelector": label_selector} if label_selector else None
         result = await self.request("GET", resource_of(api_version, kind).path(namespace), params=params)
         items: list[dict[str, Any]] = result.get("items", [])
         return items
 
-    async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = True,
-                    subresource: str | None = None) -> dict[str, Any]:
+    async def apply(
+        self, obj: dict[str, Any], field_manager: str, force: bool = True, subresource: str | None = None
+    ) -> dict[str, Any]:
         """Server-side apply of a whole object (apply patches may be JSON, which is YAML)."""
         meta = obj["metadata"]
         path = resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"], subresource)
@@ -364,22 +397,37 @@ class Client:
     async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         params = {"fieldManager": field_manager} if field_manager else None
-        return await self.request("POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")),
-                                  body=obj, params=params)
+        return await self.request(
+            "POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")), body=obj, params=params
+        )
 
     async def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
         path = resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"])
         return await self.request("PUT", path, body=obj)
 
-    async def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict[str, Any],
-                          subresource: str | None = None) -> dict[str, Any]:
+    async def merge_patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        patch: dict[str, Any],
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
         path = resource_of(api_version, kind).path(namespace, name, subresource)
         return await self.request("PATCH", path, body=patch, content_type=MERGE)
 
-    async def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
-                     propagation: str = "Background", uid: str | None = None,
-                     resource_version: str | None = None) -> bool:
+    async def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        propagation: str = "Background",
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
         """Delete; with `uid`, only that incarnation of the object; with `resource_version`, only that version of
         it (preconditions: a conflict means it was replaced or changed since it was read, and counts as not
         deleted)."""
@@ -397,8 +445,9 @@ class Client:
 
     # --- streams (the read-only UI) -------------------------------------------------------------------------
 
-    async def stream_lines(self, path: str, params: Mapping[str, str] | None = None,
-                           read_timeout: float = 330) -> AsyncIterator[bytes]:
+    async def stream_lines(
+        self, path: str, params: Mapping[str, str] | None = None, read_timeout: float = 330
+    ) -> AsyncIterator[bytes]:
         """The lines of a long-running GET (a watch, a followed log); the QPS limit applies to opening it."""
         resource = resource_name(path)
         limiter = self.limiters.get(resource)
@@ -413,21 +462,30 @@ class Client:
             headers["Authorization"] = authorization
         url = connection.server + path + (f"?{urlencode(params)}" if params else "")
         timeout = aiohttp.ClientTimeout(total=None, sock_read=read_timeout)
-        async with self._http().get(url, headers=headers, timeout=timeout,
-                                    server_hostname=connection.tls_server_name) as response:
+        async with self._http().get(
+            url, headers=headers, timeout=timeout, server_hostname=connection.tls_server_name
+        ) as response:
             if response.status >= 400:
                 text = await response.text()
                 payload = json.loads(text) if text.lstrip().startswith("{") else {}
-                raise ApiError(response.status, payload.get("reason", response.reason or ""),
-                               payload.get("message", text[:500]), payload)
+                raise ApiError(
+                    response.status,
+                    payload.get("reason", response.reason or ""),
+                    payload.get("message", text[:500]),
+                    payload,
+                )
             async for line in response.content:
                 yield line
 
-    async def watch(self, path: str, resource_version: str | None = None, params: Mapping[str, str] | None = None,
-                    timeout_seconds: int = 300) -> AsyncIterator[dict[str, Any]]:
+    async def watch(
+        self,
+        path: str,
+        resource_version: str | None = None,
+        params: Mapping[str, str] | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[dict[str, Any]]:
         """Watch events of a collection path from `resource_version`; ends when the server closes the watch."""
-        query = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds),
-                 **(params or {})}
+        query = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds), **(params or {})}
         if resource_version:
             query["resourceVersion"] = resource_version
         async for line in self.stream_lines(path, query, read_timeout=timeout_seconds + 30):

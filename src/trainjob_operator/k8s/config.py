@@ -74,8 +74,9 @@ class Connection:
         return self.expiry is not None and now >= self.expiry - EXPIRY_MARGIN
 
 
-def ssl_context(ca_pem: str | None, ca_path: str | None, cert_pem: str | None, key_pem: str | None,
-                insecure: bool) -> ssl.SSLContext:
+def ssl_context(
+    ca_pem: str | None, ca_path: str | None, cert_pem: str | None, key_pem: str | None, insecure: bool
+) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=ca_path, cadata=ca_pem)
     if insecure:
         context.check_hostname = False
@@ -104,18 +105,29 @@ def from_resolved(data: dict[str, Any], kubeconfig: str | None, context: str | N
     if expiry is not None and expiry.tzinfo is None:
         expiry = expiry.replace(tzinfo=dt.UTC)
     try:
-        context_ssl = ssl_context(data.get("ca_pem"), None, data.get("cert_pem"), data.get("key_pem"),
-                                  bool(data.get("insecure")))
+        context_ssl = ssl_context(
+            data.get("ca_pem"), None, data.get("cert_pem"), data.get("key_pem"), bool(data.get("insecure"))
+        )
     except (ssl.SSLError, ValueError) as err:
         raise ConfigError(f"{source}: unusable certificate-authority or client certificate: {err}") from err
     return Connection(
-        server=server, ssl_context=context_ssl, authorization=data.get("authorization"),
-        default_namespace=data.get("namespace") or "default", ca_pem=data.get("ca_pem"),
-        cert_pem=data.get("cert_pem"), key_pem=data.get("key_pem"), insecure=bool(data.get("insecure")),
-        tls_server_name=data.get("tls_server_name"), proxy_url=proxy, expiry=expiry,
-        refreshable=bool(data.get("refreshable")), source=source, kubeconfig=kubeconfig,
+        server=server,
+        ssl_context=context_ssl,
+        authorization=data.get("authorization"),
+        default_namespace=data.get("namespace") or "default",
+        ca_pem=data.get("ca_pem"),
+        cert_pem=data.get("cert_pem"),
+        key_pem=data.get("key_pem"),
+        insecure=bool(data.get("insecure")),
+        tls_server_name=data.get("tls_server_name"),
+        proxy_url=proxy,
+        expiry=expiry,
+        refreshable=bool(data.get("refreshable")),
+        source=source,
+        kubeconfig=kubeconfig,
         context=context or data.get("context"),
-        resolved_at=now)
+        resolved_at=now,
+    )
 
 
 def _resolver_args(kubeconfig: str | None, context: str | None) -> list[str]:
@@ -128,8 +140,10 @@ def _resolver_args(kubeconfig: str | None, context: str | None) -> list[str]:
 
 
 def _timed_out(kubeconfig: str | None) -> ConfigError:
-    return ConfigError(f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: the helper "
-                       f"that reads it did not finish within {RESOLVE_TIMEOUT:.0f} s")
+    return ConfigError(
+        f"kubeconfig {kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}: the helper "
+        f"that reads it did not finish within {RESOLVE_TIMEOUT:.0f} s"
+    )
 
 
 def _connection(code: int | None, out: bytes, err: bytes, kubeconfig: str | None, context: str | None) -> Connection:
@@ -142,8 +156,13 @@ def _connection(code: int | None, out: bytes, err: bytes, kubeconfig: str | None
 def from_kubeconfig(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """Resolve the kubeconfig (`kubeconfig`, else $KUBECONFIG, else ~/.kube/config) in the helper process."""
     try:
-        proc = subprocess.run(_resolver_args(kubeconfig, context), stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=RESOLVE_TIMEOUT, check=False)
+        proc = subprocess.run(
+            _resolver_args(kubeconfig, context),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=RESOLVE_TIMEOUT,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise _timed_out(kubeconfig) from None
     return _connection(proc.returncode, proc.stdout, proc.stderr, kubeconfig, context)
@@ -151,8 +170,12 @@ def from_kubeconfig(kubeconfig: str | None = None, context: str | None = None) -
 
 async def from_kubeconfig_async(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """`from_kubeconfig` without blocking the event loop (refreshes while the operator runs)."""
-    proc = await asyncio.create_subprocess_exec(*_resolver_args(kubeconfig, context), stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        *_resolver_args(kubeconfig, context),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), RESOLVE_TIMEOUT)
     except TimeoutError:
@@ -183,8 +206,12 @@ def in_cluster() -> Connection:
 
 def use_in_cluster(kubeconfig: str | None, context: str | None) -> bool:
     """kubectl's order: `--kubeconfig`, $KUBECONFIG, then in a Pod its service account, then ~/.kube/config."""
-    return not kubeconfig and not context and not os.environ.get("KUBECONFIG") and \
-        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    return (
+        not kubeconfig
+        and not context
+        and not os.environ.get("KUBECONFIG")
+        and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    )
 
 
 def load(kubeconfig: str | None = None, context: str | None = None) -> Connection:

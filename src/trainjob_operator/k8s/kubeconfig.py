@@ -49,14 +49,22 @@ def resolve(kubeconfig: str | None, context: str | None) -> dict[str, Any]:
         if context is not None:
             names = [ctx.get("name") for ctx in kube_config.list_kube_config_contexts(path)[0]]
             if context not in names:
-                raise SystemExit(_fail(f"kubeconfig {path}: no context {context!r} (it has: {', '.join(names)}); "
-                                       f"pass one of them to --context"))
+                raise SystemExit(
+                    _fail(
+                        f"kubeconfig {path}: no context {context!r} (it has: {', '.join(names)}); "
+                        f"pass one of them to --context"
+                    )
+                )
         loader = kube_config._get_kube_config_loader(filename=path, active_context=context, persist_config=False)
         cfg = Configuration()
 
         def too_slow(*_: object) -> None:
-            raise SystemExit(_fail(f"kubeconfig {path}: no credentials within {PLUGIN_TIMEOUT} s (does its exec "
-                                   f"credential plugin wait for input?)"))
+            raise SystemExit(
+                _fail(
+                    f"kubeconfig {path}: no credentials within {PLUGIN_TIMEOUT} s (does its exec "
+                    f"credential plugin wait for input?)"
+                )
+            )
 
         signal.signal(signal.SIGALRM, too_slow)
         signal.alarm(PLUGIN_TIMEOUT)  # counted from here: a slow import on a busy machine is not the plugin's fault
@@ -73,8 +81,12 @@ def resolve(kubeconfig: str | None, context: str | None) -> dict[str, Any]:
     raw_user = loader._user.value if loader._user is not None else {}
     if "exec" in raw_user and not authorization and not cfg.cert_file:
         detail = "; ".join(errors.lines) or "no token or client certificate in its output"
-        raise SystemExit(_fail(f"kubeconfig {path}: the exec credential plugin of user {user!r} "
-                               f"({raw_user['exec'].get('command')}) failed: {detail}"))
+        raise SystemExit(
+            _fail(
+                f"kubeconfig {path}: the exec credential plugin of user {user!r} "
+                f"({raw_user['exec'].get('command')}) failed: {detail}"
+            )
+        )
     expiry = getattr(loader, "expiry", None)
     return {
         "server": cfg.host,

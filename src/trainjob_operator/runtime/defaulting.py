@@ -51,5 +51,8 @@ def keep_newer_fields(new: dict[str, Any], old: dict[str, Any] | None, full_upda
     old_spec, new_spec = old.get("spec") or {}, new.get("spec")
     if not isinstance(new_spec, dict):
         return []
-    return [{"op": "add", "path": f"/spec/{name}", "value": old_spec[name]}
-            for name in FIELDS_OLD_CLIENTS_DROP if name in old_spec and name not in new_spec]
+    return [
+        {"op": "add", "path": f"/spec/{name}", "value": old_spec[name]}
+        for name in FIELDS_OLD_CLIENTS_DROP
+        if name in old_spec and name not in new_spec
+    ]

@@ -46,8 +46,10 @@ class FieldError:
     @property
     def message(self) -> str:
         """Everything after the path, as `kubectl` shows it."""
-        if self.type in (ErrorType.INVALID, ErrorType.NOT_SUPPORTED, ErrorType.DUPLICATE) and \
-                self.value is not _NO_VALUE:
+        if (
+            self.type in (ErrorType.INVALID, ErrorType.NOT_SUPPORTED, ErrorType.DUPLICATE)
+            and self.value is not _NO_VALUE
+        ):
             value = render_value(self.value)
             return f"{self.type.value}: {value}: {self.detail}" if self.detail else f"{self.type.value}: {value}"
         if self.detail:

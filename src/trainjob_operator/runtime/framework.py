@@ -70,8 +70,13 @@ class ChildKind:
     def verbs(self) -> tuple[str, ...]:
         """The requests the shell makes for it: get (probes, read-through), create and patch (server-side apply,
         create once), list and watch (watched kinds), delete."""
-        return ("get", *(("list", "watch") if self.watch else ()), "create", "patch",
-                *(("delete",) if self.deleted else ()))
+        return (
+            "get",
+            *(("list", "watch") if self.watch else ()),
+            "create",
+            "patch",
+            *(("delete",) if self.deleted else ()),
+        )
 
 
 class OwnsKinds(Plugin):

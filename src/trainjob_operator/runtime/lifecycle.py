@@ -24,21 +24,26 @@ def parse_time(value: str) -> datetime:
 
 # --- run policy -------------------------------------------------------------------------------------------------
 
+
 def effective_run_policy(job: TrainJob, runtime_policy: RunPolicy | None) -> RunPolicy:
     """The runtime's `runPolicy` defaults with every field the TrainJob sets taking precedence."""
     base = runtime_policy or RunPolicy()
     spec = job.spec
     return RunPolicy(
-        active_deadline_seconds=spec.active_deadline_seconds if spec.active_deadline_seconds is not None
+        active_deadline_seconds=spec.active_deadline_seconds
+        if spec.active_deadline_seconds is not None
         else base.active_deadline_seconds,
-        ttl_seconds_after_finished=spec.ttl_seconds_after_finished if spec.ttl_seconds_after_finished is not None
+        ttl_seconds_after_finished=spec.ttl_seconds_after_finished
+        if spec.ttl_seconds_after_finished is not None
         else base.ttl_seconds_after_finished,
-        startup_deadline_seconds=spec.startup_deadline_seconds if spec.startup_deadline_seconds is not None
+        startup_deadline_seconds=spec.startup_deadline_seconds
+        if spec.startup_deadline_seconds is not None
         else base.startup_deadline_seconds,
     )
 
 
 # --- status.startTime / status.completionTime -------------------------------------------------------------------
+
 
 def start_time(job: TrainJob, status: TrainJobStatus, now: datetime) -> str | None:
     """JobSet's meaning: when the TrainJob last started running; none while it is suspended.
@@ -125,6 +130,7 @@ def startup_deadline(job: TrainJob, status: TrainJobStatus, policy: RunPolicy, n
 
 # --- pods that cannot start -------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class StuckPod:
     name: str
@@ -133,8 +139,9 @@ class StuckPod:
 
     def describe(self, deadline_seconds: int) -> str:
         detail = f": {self.message}" if self.message else ""
-        return (f"pod {self.name} did not start within the startup deadline of {deadline_seconds}s "
-                f"({self.reason}{detail})")
+        return (
+            f"pod {self.name} did not start within the startup deadline of {deadline_seconds}s ({self.reason}{detail})"
+        )
 
 
 def stuck_reason(pod: dict[str, Any]) -> StuckPod | None:
@@ -147,11 +154,17 @@ def stuck_reason(pod: dict[str, Any]) -> StuckPod | None:
         for container in status.get(key) or []:
             waiting = (container.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in IMAGE_PULL_REASONS:
-                return StuckPod(name, str(waiting["reason"]),
-                                f"container {container.get('name')}: {waiting.get('message', '')}".rstrip(": "))
+                return StuckPod(
+                    name,
+                    str(waiting["reason"]),
+                    f"container {container.get('name')}: {waiting.get('message', '')}".rstrip(": "),
+                )
     for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" \
-                and condition.get("reason") == "Unschedulable":
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
             return StuckPod(name, "Unschedulable", str(condition.get("message", "")))
     return None
 
@@ -176,6 +189,7 @@ def check_startup(pods: list[dict[str, Any]]) -> StartupCheck:
 
 
 # --- restarts that survive a re-created JobSet --------------------------------------------------------------------
+
 
 def restarts_before(jobset: dict[str, Any] | None) -> int:
     """Restarts the TrainJob had before this JobSet was created (recorded on the JobSet by the operator)."""
@@ -203,17 +217,28 @@ def remaining_restarts(max_restarts: int | None, spent: int) -> int | None:
 
 # --- resize while suspended ---------------------------------------------------------------------------------------
 
+
 def size_view(replicated_jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Just what `needs_rebuild` compares of a JobSet's `replicatedJobs` (what the operator's cache keeps)."""
     view = []
     for rjob in replicated_jobs:
         job_spec = ((rjob.get("template") or {}).get("spec")) or {}
         pod = ((job_spec.get("template") or {}).get("spec")) or {}
-        containers = [{"name": ct.get("name"), "resources": ct.get("resources") or {}}
-                      for ct in pod.get("containers") or []]
-        view.append({"name": rjob.get("name"), "template": {"spec": {
-            "parallelism": job_spec.get("parallelism"), "completions": job_spec.get("completions"),
-            "template": {"spec": {"containers": containers}}}}})
+        containers = [
+            {"name": ct.get("name"), "resources": ct.get("resources") or {}} for ct in pod.get("containers") or []
+        ]
+        view.append(
+            {
+                "name": rjob.get("name"),
+                "template": {
+                    "spec": {
+                        "parallelism": job_spec.get("parallelism"),
+                        "completions": job_spec.get("completions"),
+                        "template": {"spec": {"containers": containers}},
+                    }
+                },
+            }
+        )
     return view
 
 

@@ -22,10 +22,31 @@ def is_dns1123_subdomain(value: str) -> bool:
 
 # corev1.Container's JSON field order, for values printed the way Go serializes them.
 CONTAINER_FIELD_ORDER: Final = (
-    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources", "resizePolicy",
-    "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices", "livenessProbe", "readinessProbe",
-    "startupProbe", "lifecycle", "terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy",
-    "securityContext", "stdin", "stdinOnce", "tty",
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "restartPolicyRules",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
+    "stdin",
+    "stdinOnce",
+    "tty",
 )
 
 

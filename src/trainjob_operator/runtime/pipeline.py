@@ -82,16 +82,19 @@ class Framework:
         objects: list[tuple[Manifest, Mode]] = []
         try:
             for builder, modes in zip(self.builders, self._modes, strict=True):
-                objects += [(obj, modes.get((obj["apiVersion"], obj["kind"]), Mode.APPLY))
-                            for obj in builder.build(info, job, observed)]
+                objects += [
+                    (obj, modes.get((obj["apiVersion"], obj["kind"]), Mode.APPLY))
+                    for obj in builder.build(info, job, observed)
+                ]
         except (ValueError, ArithmeticError) as err:
             if isinstance(err, BuildError):
                 raise
             raise BuildError(str(err)) from err
         return objects
 
-    def validate(self, old: TrainJob | None, new: TrainJob, runtime: RuntimeSource,
-                 observed: Observed = NOTHING) -> Validation:
+    def validate(
+        self, old: TrainJob | None, new: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING
+    ) -> Validation:
         """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated."""
         try:
             info = new_runtime_info(new, runtime)
@@ -104,8 +107,9 @@ class Framework:
             result += validator.validate(info, old, new, observed)
         return result
 
-    def status(self, job: TrainJob, observed: Observed, now: datetime,
-               policy: RunPolicy | None = None) -> StatusOutcome:
+    def status(
+        self, job: TrainJob, observed: Observed, now: datetime, policy: RunPolicy | None = None
+    ) -> StatusOutcome:
         """PostExecution: the status plugin's view, then the Suspended condition, the timers of the effective run
         `policy` (None: the TrainJob's own fields only) and the lifecycle times."""
         if self.status_plugin is None:
@@ -115,8 +119,10 @@ class Framework:
     @cached_property
     def _modes(self) -> tuple[dict[tuple[str, str], Mode], ...]:
         """Per builder: how it writes each kind it declares."""
-        return tuple({(k.api_version, k.kind): k.mode for k in builder.kinds()} if isinstance(builder, OwnsKinds)
-                     else {} for builder in self.builders)
+        return tuple(
+            {(k.api_version, k.kind): k.mode for k in builder.kinds()} if isinstance(builder, OwnsKinds) else {}
+            for builder in self.builders
+        )
 
     @cached_property
     def _kinds(self) -> tuple[ChildKind, ...]:
@@ -145,7 +151,12 @@ def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
             merged[(k.api_version, k.kind)] = k
             continue
         merged[(k.api_version, k.kind)] = replace(
-            seen, probe=seen.probe or k.probe, watch=seen.watch or k.watch, deleted=seen.deleted or k.deleted,
-            optional=seen.optional and k.optional, cache_spec=seen.cache_spec or k.cache_spec,
-            purpose="; ".join(p for p in (seen.purpose, k.purpose) if p))
+            seen,
+            probe=seen.probe or k.probe,
+            watch=seen.watch or k.watch,
+            deleted=seen.deleted or k.deleted,
+            optional=seen.optional and k.optional,
+            cache_spec=seen.cache_spec or k.cache_spec,
+            purpose="; ".join(p for p in (seen.purpose, k.purpose) if p),
+        )
     return list(merged.values())

@@ -49,6 +49,7 @@ class Failure(Exception):
 
 # --- writes ---------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Apply:
     """Server-side apply (forced, the operator's field manager)."""
@@ -99,6 +100,7 @@ def describe_write(write: Write) -> str:
 
 # --- which pass ----------------------------------------------------------------------------------------------------
 
+
 class Stage(StrEnum):
     FINISHED = "finished"
     """Terminal means terminal: no child is (re)created or updated; the status still follows the JobSet."""
@@ -136,23 +138,34 @@ def unsupported(job: TrainJob, now: datetime) -> StatusOutcome:
     ref = job.spec.runtime_ref
     status = (job.status or TrainJobStatus()).model_copy(deep=True)
     conditions = list(status.conditions or [])
-    set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True",
-                                        reason=c.REASON_RUNTIME_NOT_SUPPORTED,
-                                        message=f"unsupported runtime: {ref.kind}.{ref.api_group}"), now)
+    set_condition(
+        conditions,
+        Condition(
+            type=c.CONDITION_FAILED,
+            status="True",
+            reason=c.REASON_RUNTIME_NOT_SUPPORTED,
+            message=f"unsupported runtime: {ref.kind}.{ref.api_group}",
+        ),
+        now,
+    )
     status.conditions = conditions
     return StatusOutcome(status)
 
 
 # --- the runtime snapshot ------------------------------------------------------------------------------------------
 
+
 def runtime_missing(job: TrainJob) -> Failure:
     ref = job.spec.runtime_ref
     if ref.kind == c.TRAINING_RUNTIME_KIND:
-        message = (f'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.{c.GROUP} "{ref.name}" '
-                   f"not found")
+        message = (
+            f'TrainingRuntime specified in TrainJob is not found: TrainingRuntime.{c.GROUP} "{ref.name}" not found'
+        )
     else:
-        message = (f"not found ClusterTrainingRuntime specified in TrainJob: ClusterTrainingRuntime.{c.GROUP} "
-                   f'"{ref.name}" not found')
+        message = (
+            f"not found ClusterTrainingRuntime specified in TrainJob: ClusterTrainingRuntime.{c.GROUP} "
+            f'"{ref.name}" not found'
+        )
     return Failure(c.REASON_RUNTIME_NOT_FOUND, message)
 
 
@@ -168,6 +181,7 @@ def snapshot_source(job: TrainJob, configmap: dict[str, Any] | None) -> RuntimeS
 
 
 # --- the children ---------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Children:
@@ -189,8 +203,11 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
     except Exception as err:  # pure code: a crash on this TrainJob's input is this TrainJob's failure
         raise Failure(c.REASON_BUILD_FAILED, describe(err)) from err
     probed = {(k.api_version, k.kind) for k in framework.kinds() if k.probe}
-    probes = tuple(ref for ref in (ref_of(obj) for obj, _ in built)
-                   if (ref.api_version, ref.kind) in probed and ref not in observed.existing)
+    probes = tuple(
+        ref
+        for ref in (ref_of(obj) for obj, _ in built)
+        if (ref.api_version, ref.kind) in probed and ref not in observed.existing
+    )
     writes: list[Write] = []
     for obj, mode in built:
         if obj["kind"] == c.JOBSET_KIND and observed.jobset is not None:
@@ -201,16 +218,26 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
                 # Resized while suspended: JobSet keeps replicatedJobs immutable, so the JobSet is deleted
                 # (foreground: its Jobs go first, so the new one's Jobs cannot collide with them) and built again at
                 # the new size once it is gone. Secrets and the snapshot stay.
-                writes.append(Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground",
-                                     meta.get("uid"), meta.get("resourceVersion")))
+                writes.append(
+                    Delete(
+                        c.JOBSET_API_VERSION,
+                        c.JOBSET_KIND,
+                        job.name,
+                        job.namespace,
+                        "Foreground",
+                        meta.get("uid"),
+                        meta.get("resourceVersion"),
+                    )
+                )
                 continue
         writes.append(Create(obj) if mode is Mode.CREATE_ONCE else Apply(obj))
     trainer = info.ancestor(c.ANCESTOR_TRAINER)
     return Children(tuple(writes), probes, trainer.count if trainer is not None else None)
 
 
-def rebuild_after_refusal(write: Write, status: int, message: str, observed: Observed,
-                          suspended: bool) -> Delete | Keep | None:
+def rebuild_after_refusal(
+    write: Write, status: int, message: str, observed: Observed, suspended: bool
+) -> Delete | Keep | None:
     """An apply the API server refused. A JobSet of an older shape (another controller's, or built before the v2.4
     env) that refuses the update as immutable and never ran is kept as it is while the TrainJob stays suspended, so
     a takeover re-creates nothing; on resume it is deleted (only the version read) and applied again, the delete to
@@ -223,8 +250,14 @@ def rebuild_after_refusal(write: Write, status: int, message: str, observed: Obs
         return Keep()
     meta = write.obj["metadata"]
     read = (observed.jobset or {}).get("metadata") or {}
-    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, meta["name"], meta.get("namespace"),
-                  uid=read.get("uid"), resource_version=read.get("resourceVersion"))
+    return Delete(
+        c.JOBSET_API_VERSION,
+        c.JOBSET_KIND,
+        meta["name"],
+        meta.get("namespace"),
+        uid=read.get("uid"),
+        resource_version=read.get("resourceVersion"),
+    )
 
 
 def write_failed(write: Write, message: str) -> Failure:
@@ -234,8 +267,10 @@ def write_failed(write: Write, message: str) -> Failure:
 
 # --- the status -----------------------------------------------------------------------------------------------------
 
-def status(framework: Framework, job: TrainJob, jobset: dict[str, Any] | None, now: datetime,
-           policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
+
+def status(
+    framework: Framework, job: TrainJob, jobset: dict[str, Any] | None, now: datetime, policy: RunPolicy
+) -> tuple[StatusOutcome, Failure | None]:
     """The status plugin's view and the lifecycle timers; if that fails on this TrainJob, the status keeps what it
     had and the failure is reported (BuildFailed)."""
     try:
@@ -243,11 +278,11 @@ def status(framework: Framework, job: TrainJob, jobset: dict[str, Any] | None, n
     except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
         current = job.status or TrainJobStatus()
         return StatusOutcome(current.model_copy(deep=True)), Failure(
-            c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}")
+            c.REASON_BUILD_FAILED, f"cannot compute the status: {describe(err)}"
+        )
 
 
-def after_startup_check(outcome: StatusOutcome, check: StartupCheck, policy: RunPolicy,
-                        now: datetime) -> StatusOutcome:
+def after_startup_check(outcome: StatusOutcome, check: StartupCheck, policy: RunPolicy, now: datetime) -> StatusOutcome:
     """The startup deadline passed and the pods were listed: a stuck pod fails the TrainJob (and its JobSet goes);
     otherwise come back to look again, unless every pod started."""
     if check.stuck is not None:
@@ -263,8 +298,9 @@ def pods_unreadable(outcome: StatusOutcome) -> StatusOutcome:
     return replace(outcome, requeue_after=min(wait, STARTUP_RECHECK_SECONDS) if wait else STARTUP_RECHECK_SECONDS)
 
 
-def final_status(job: TrainJob, outcome: StatusOutcome, failure: Failure | None, nodes: int | None,
-                 now: datetime) -> TrainJobStatus:
+def final_status(
+    job: TrainJob, outcome: StatusOutcome, failure: Failure | None, nodes: int | None, now: datetime
+) -> TrainJobStatus:
     """The status to write: ReconcileFailed for a failure (dropped without one), the state, the node count."""
     result = with_reconcile_error(outcome.status, (failure.reason, failure.message) if failure else None, now)
     result.state = trainjob_state(job, result)  # type: ignore[assignment]
@@ -281,8 +317,12 @@ def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | Non
     after = desired.to_wire()
     if before == after:
         return None
-    if not before and set(after) <= {"state", "nodes", "startTime", "restarts"} and \
-            after.get("state") == c.STATE_PENDING and not after.get("restarts"):
+    if (
+        not before
+        and set(after) <= {"state", "nodes", "startTime", "restarts"}
+        and after.get("state") == c.STATE_PENDING
+        and not after.get("restarts")
+    ):
         return None
     return {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
@@ -297,14 +337,26 @@ def event(job: TrainJob, failure: Failure, last_message: str | None, now: dateti
         note = note[:EVENT_MESSAGE_LIMIT] + " ..."
     stamp = rfc3339(now)
     return {
-        "apiVersion": "v1", "kind": "Event",
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-        "involvedObject": {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": job.name,
-                           "namespace": job.namespace, "uid": job.metadata.uid},
-        "reason": c.EVENT_RESOURCES_CREATION_FAILED, "message": note, "type": "Warning",
-        "action": "Reconciling", "reportingComponent": "trainer-trainjob-controller",
-        "reportingInstance": "trainjob-operator", "source": {"component": "trainer-trainjob-controller"},
-        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+        "involvedObject": {
+            "apiVersion": c.API_VERSION,
+            "kind": c.TRAINJOB_KIND,
+            "name": job.name,
+            "namespace": job.namespace,
+            "uid": job.metadata.uid,
+        },
+        "reason": c.EVENT_RESOURCES_CREATION_FAILED,
+        "message": note,
+        "type": "Warning",
+        "action": "Reconciling",
+        "reportingComponent": "trainer-trainjob-controller",
+        "reportingInstance": "trainjob-operator",
+        "source": {"component": "trainer-trainjob-controller"},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
     }
 
 

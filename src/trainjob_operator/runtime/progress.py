@@ -45,6 +45,7 @@ def bearer_token(header: str | None) -> str | None:
 
 # --- answers --------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Answer:
     code: int
@@ -53,8 +54,18 @@ class Answer:
 
 def failure(code: int, reason: str, message: str) -> Answer:
     """A `metav1.Status` failure, as upstream's server writes it."""
-    return Answer(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                         "message": message, "reason": reason, "code": code})
+    return Answer(
+        code,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        },
+    )
 
 
 FORBIDDEN = failure(403, "Forbidden", "Forbidden")
@@ -72,6 +83,7 @@ def invalid(message: str) -> Answer:
 
 
 # --- the request body -----------------------------------------------------------------------------------------
+
 
 class PayloadError(ValueError):
     pass
@@ -120,8 +132,12 @@ def parse_update(raw: bytes) -> dict[str, Any] | None:
         for i, metric in enumerate(metrics):
             if not isinstance(metric, dict):
                 raise PayloadError(f"trainerStatus.metrics[{i}]: must be an object")
-            items.append({"name": _str(metric.get("name", ""), f"trainerStatus.metrics[{i}].name"),
-                          "value": _str(metric.get("value", ""), f"trainerStatus.metrics[{i}].value")})
+            items.append(
+                {
+                    "name": _str(metric.get("name", ""), f"trainerStatus.metrics[{i}].name"),
+                    "value": _str(metric.get("value", ""), f"trainerStatus.metrics[{i}].value"),
+                }
+            )
         out["metrics"] = items
     if status.get("lastUpdatedTime") is not None:
         out["lastUpdatedTime"] = _rfc3339(_str(status["lastUpdatedTime"], "trainerStatus.lastUpdatedTime"))
@@ -142,11 +158,16 @@ def _rfc3339(text: str) -> str:
 def status_apply(namespace: str, name: str, trainer_status: dict[str, Any]) -> dict[str, Any]:
     """The server-side apply body for the status subresource (field manager `trainer-status`): the manager owns
     `trainerStatus` and nothing else, so the controller's conditions are never touched."""
-    return {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "metadata": {"name": name, "namespace": namespace},
-            "status": {"trainerStatus": trainer_status}}
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": c.TRAINJOB_KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "status": {"trainerStatus": trainer_status},
+    }
 
 
 # --- who may write ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -163,7 +184,7 @@ class Caller:
         """(namespace, name) of a ServiceAccount user, else None."""
         if not self.username.startswith(SERVICE_ACCOUNT_PREFIX):
             return None
-        namespace, _, name = self.username[len(SERVICE_ACCOUNT_PREFIX):].partition(":")
+        namespace, _, name = self.username[len(SERVICE_ACCOUNT_PREFIX) :].partition(":")
         return (namespace, name) if namespace and name else None
 
 
@@ -177,14 +198,21 @@ def caller_of(review: dict[str, Any]) -> Caller:
         values = extra.get(key) or []
         return str(values[0]) if values else None
 
-    return Caller(authenticated=bool(status.get("authenticated")), username=str(user.get("username") or ""),
-                  audiences=tuple(status.get("audiences") or ()), pod_name=first(EXTRA_POD_NAME),
-                  pod_uid=first(EXTRA_POD_UID))
+    return Caller(
+        authenticated=bool(status.get("authenticated")),
+        username=str(user.get("username") or ""),
+        audiences=tuple(status.get("audiences") or ()),
+        pod_name=first(EXTRA_POD_NAME),
+        pod_uid=first(EXTRA_POD_UID),
+    )
 
 
 def token_review(token: str, audience: str) -> dict[str, Any]:
-    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
-            "spec": {"token": token, "audiences": [audience]}}
+    return {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token, "audiences": [audience]},
+    }
 
 
 @dataclass(frozen=True)
@@ -194,8 +222,14 @@ class Verdict:
     """For the operator's log, never for the caller (who only learns "Forbidden")."""
 
 
-def authorize(caller: Caller, namespace: str, name: str, pod: dict[str, Any] | None,
-              jobset: dict[str, Any] | None, trainjob_uid: str | None) -> Verdict:
+def authorize(
+    caller: Caller,
+    namespace: str,
+    name: str,
+    pod: dict[str, Any] | None,
+    jobset: dict[str, Any] | None,
+    trainjob_uid: str | None,
+) -> Verdict:
     """May this caller write the progress of TrainJob namespace/name?
 
     Beyond upstream (which checks signature, expiry, audience and namespace only): the token must be bound to a
@@ -221,12 +255,14 @@ def authorize(caller: Caller, namespace: str, name: str, pod: dict[str, Any] | N
     if jobset is None or trainjob_uid is None:
         return Verdict(False, "the TrainJob has no JobSet")
     owners = (jobset.get("metadata") or {}).get("ownerReferences") or []
-    if not any(o.get("controller") and o.get("kind") == c.TRAINJOB_KIND and o.get("uid") == trainjob_uid
-               for o in owners):
+    if not any(
+        o.get("controller") and o.get("kind") == c.TRAINJOB_KIND and o.get("uid") == trainjob_uid for o in owners
+    ):
         return Verdict(False, "the JobSet is not controlled by this TrainJob")
     labels = meta.get("labels") or {}
-    if labels.get(c.JOBSET_NAME_LABEL) != name or labels.get(c.JOBSET_UID_LABEL) != \
-            (jobset.get("metadata") or {}).get("uid"):
+    if labels.get(c.JOBSET_NAME_LABEL) != name or labels.get(c.JOBSET_UID_LABEL) != (jobset.get("metadata") or {}).get(
+        "uid"
+    ):
         return Verdict(False, f"the token's pod {caller.pod_name} is not a pod of this TrainJob")
     return Verdict(True, "ok")
 
@@ -247,6 +283,7 @@ def token_expiry(token: str) -> float | None:
 
 
 # --- per-TrainJob rate limits ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Bucket:

@@ -36,8 +36,9 @@ LIMIT: Final = Decimal(10) ** 30
 
 
 def _bad(value: object) -> QuantityError:
-    return QuantityError(f"quantities must match the regular expression "
-                         f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {value!r}")
+    return QuantityError(
+        f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {value!r}"
+    )
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
@@ -53,7 +54,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
             break
     else:
         match = _NUMBER.match(text)
-        if match is None or (match.end() < len(text) and not _EXPONENT.fullmatch(text[match.end():])):
+        if match is None or (match.end() < len(text) and not _EXPONENT.fullmatch(text[match.end() :])):
             raise _bad(value)
         number, multiplier = text, Decimal(1)
     try:

@@ -12,8 +12,13 @@ from .info import RuntimeSource
 from .manifests import owned_metadata
 
 SNAPSHOT_KEY = "runtime"
-SNAPSHOT_KIND = ChildKind("v1", "ConfigMap", "configmaps", Mode.CREATE_ONCE,
-                          purpose="runtime snapshot ConfigMaps (created once, read back when the runtime is gone)")
+SNAPSHOT_KIND = ChildKind(
+    "v1",
+    "ConfigMap",
+    "configmaps",
+    Mode.CREATE_ONCE,
+    purpose="runtime snapshot ConfigMaps (created once, read back when the runtime is gone)",
+)
 """The one child the core writes itself (not a plugin): listed first among the kinds."""
 
 

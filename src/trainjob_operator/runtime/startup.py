@@ -11,13 +11,18 @@ from .pipeline import Framework
 
 JOBSET_VERSION = "v0.12.0"
 TRAINER_CRDS_FIX = "install them: `kubectl apply --server-side -f crds/` (in this repository)"
-JOBSET_FIX = (f"install JobSet {JOBSET_VERSION}: `kubectl apply --server-side -f "
-              f"https://github.com/kubernetes-sigs/jobset/releases/download/{JOBSET_VERSION}/manifests.yaml`")
-RBAC_FIX = ("grant it the rules of charts/trainjob-operator/templates/rbac.yaml (what `helm install` binds to the "
-            "operator's ServiceAccount), or pass a --context/--kubeconfig whose user may")
+JOBSET_FIX = (
+    f"install JobSet {JOBSET_VERSION}: `kubectl apply --server-side -f "
+    f"https://github.com/kubernetes-sigs/jobset/releases/download/{JOBSET_VERSION}/manifests.yaml`"
+)
+RBAC_FIX = (
+    "grant it the rules of charts/trainjob-operator/templates/rbac.yaml (what `helm install` binds to the "
+    "operator's ServiceAccount), or pass a --context/--kubeconfig whose user may"
+)
 
 
 # --- what the operator needs --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Api:
@@ -95,13 +100,17 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
     scopes: Sequence[str | None] = plan.namespaces or (None,)
     needs: list[Need] = []
     for ns in scopes:
-        needs += [Need(verb, c.GROUP, plural, ns) for plural in ("trainjobs", "trainingruntimes")
-                  for verb in ("get", "list", "watch")]
+        needs += [
+            Need(verb, c.GROUP, plural, ns)
+            for plural in ("trainjobs", "trainingruntimes")
+            for verb in ("get", "list", "watch")
+        ]
         needs.append(Need("patch", c.GROUP, "trainjobs/status", ns))
         # The child kinds, from the plugin registry (optional kinds, such as PodGroups that only gang-scheduling
         # runtimes make, are worth a warning, not a refusal to start).
-        needs += [Need(verb, kind.group, kind.plural, ns, required=not kind.optional)
-                  for kind in kinds for verb in kind.verbs]
+        needs += [
+            Need(verb, kind.group, kind.plural, ns, required=not kind.optional) for kind in kinds for verb in kind.verbs
+        ]
         needs.append(Need("create", "", "events", ns))
         # Only with the OwnerReferencesPermissionEnforcement admission plugin: a warning.
         needs.append(Need("update", c.GROUP, "trainjobs/finalizers", ns, required=False))
@@ -113,24 +122,36 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
     needs += [Need(verb, c.GROUP, "clustertrainingruntimes") for verb in ("get", "list", "watch")]
     ons = plan.operator_namespace
     if plan.webhooks:
-        for plural, name in zip(("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
-                                plan.webhook_configurations, strict=True):
-            needs += [Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
-                      for verb in ("get", "create", "patch")]
+        for plural, name in zip(
+            ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
+            plan.webhook_configurations,
+            strict=True,
+        ):
+            needs += [
+                Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
+                for verb in ("get", "create", "patch")
+            ]
         # The Volcano plugin's check that a TrainJob's PriorityClass exists: skipped (a warning) without it.
         needs.append(Need("list", "scheduling.k8s.io", "priorityclasses", None, fix=NO_WEBHOOKS, required=False))
     if plan.webhooks or plan.status_server:
-        fix = NO_WEBHOOKS if not plan.status_server else \
-            (NO_STATUS_SERVER if not plan.webhooks else "or run with --no-webhooks --no-status-server")
-        needs += [Need("get", "", "secrets", ons, plan.cert_secret_name, fix),
-                  Need("create", "", "secrets", ons, None, fix),
-                  Need("update", "", "secrets", ons, plan.cert_secret_name, fix)]
+        fix = (
+            NO_WEBHOOKS
+            if not plan.status_server
+            else (NO_STATUS_SERVER if not plan.webhooks else "or run with --no-webhooks --no-status-server")
+        )
+        needs += [
+            Need("get", "", "secrets", ons, plan.cert_secret_name, fix),
+            Need("create", "", "secrets", ons, None, fix),
+            Need("update", "", "secrets", ons, plan.cert_secret_name, fix),
+        ]
     if plan.status_server:
         needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_STATUS_SERVER))
     if plan.leader_election:
-        needs += [Need("create", "coordination.k8s.io", "leases", ons, None, NO_LEADER_ELECTION),
-                  Need("get", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
-                  Need("update", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION)]
+        needs += [
+            Need("create", "coordination.k8s.io", "leases", ons, None, NO_LEADER_ELECTION),
+            Need("get", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
+            Need("update", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
+        ]
     return list(dict.fromkeys(needs))  # in order, without repeats
 
 
@@ -184,22 +205,30 @@ def decide(plan: Plan, facts: Facts) -> Decision:
     if plan.needs_namespace and facts.namespace == "missing":
         if not facts.can_create_namespace:
             ns = plan.operator_namespace
-            return Decision(fatal=f"operator namespace {ns} does not exist and {facts.user} may not create it: "
-                                  f"`kubectl create namespace {ns}`, or pass --operator-namespace <an existing "
-                                  f"namespace>")
+            return Decision(
+                fatal=f"operator namespace {ns} does not exist and {facts.user} may not create it: "
+                f"`kubectl create namespace {ns}`, or pass --operator-namespace <an existing "
+                f"namespace>"
+            )
         create = True
     required = [need for need in facts.denied if need.required]
     if required:
         first = required[0]
-        also = f" (and {len(required) - 1} more: {_names([n.describe() for n in required[1:]])})" \
-            if len(required) > 1 else ""
+        also = (
+            f" (and {len(required) - 1} more: {_names([n.describe() for n in required[1:]])})"
+            if len(required) > 1
+            else ""
+        )
         hint = ""
         if facts.namespace == "unknown" and first.namespace == plan.operator_namespace:
             hint = f" (does namespace {plan.operator_namespace} exist?)"
         fix = RBAC_FIX + (f", {first.fix}" if first.fix else "")
         return Decision(fatal=f"RBAC: {facts.user} may not {first.describe()}{hint}{also}; {fix}")
-    warnings = tuple(f"RBAC: {facts.user} may not {need.describe()}; runtimes or clusters that need it will fail"
-                     for need in facts.denied if not need.required)
+    warnings = tuple(
+        f"RBAC: {facts.user} may not {need.describe()}; runtimes or clusters that need it will fail"
+        for need in facts.denied
+        if not need.required
+    )
     return Decision(create_namespace=create, warnings=warnings)
 
 
@@ -216,19 +245,25 @@ def backoff(attempt: int, base: float = 0.5, cap: float = 5.0) -> float:
 
 
 def unreachable(server: str, source: str, error: str, waited: float) -> str:
-    return (f"cannot reach the API server {server} ({source}) after {waited:.0f} s: {error}; is the cluster up and "
-            f"is this the right --kubeconfig/--context? (`kubectl cluster-info` tries the same)")
+    return (
+        f"cannot reach the API server {server} ({source}) after {waited:.0f} s: {error}; is the cluster up and "
+        f"is this the right --kubeconfig/--context? (`kubectl cluster-info` tries the same)"
+    )
 
 
 def unauthorized(server: str, source: str, status: int, message: str) -> str:
     what = "rejected the credentials" if status == 401 else "refused the request"
-    return (f"the API server {server} {what} of {source} ({status}: {message}); refresh or fix the user's credentials "
-            f"in the kubeconfig, or pass another --context")
+    return (
+        f"the API server {server} {what} of {source} ({status}: {message}); refresh or fix the user's credentials "
+        f"in the kubeconfig, or pass another --context"
+    )
 
 
 def untrusted(server: str, source: str, error: str) -> str:
-    return (f"TLS to {server} ({source}) failed: {error}; set the cluster's certificate-authority(-data) in the "
-            f"kubeconfig (insecure-skip-tls-verify: true only for throw-away clusters)")
+    return (
+        f"TLS to {server} ({source}) failed: {error}; set the cluster's certificate-authority(-data) in the "
+        f"kubeconfig (insecure-skip-tls-verify: true only for throw-away clusters)"
+    )
 
 
 # --- the API server reaches the webhooks ---------------------------------------------------------------------------
@@ -252,12 +287,15 @@ def webhook_probe(status: int, message: str) -> WebhookProbe:
 
 
 def webhooks_unreachable(url: str, detail: str) -> str:
-    return (f"the API server cannot call the operator's webhooks at {url} ({detail}); set webhook.host and "
-            f"webhook.url_host in --config to an address of this machine the API server reaches, or run with "
-            f"--no-webhooks")
+    return (
+        f"the API server cannot call the operator's webhooks at {url} ({detail}); set webhook.host and "
+        f"webhook.url_host in --config to an address of this machine the API server reaches, or run with "
+        f"--no-webhooks"
+    )
 
 
 # --- readiness ----------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Readiness:
@@ -294,6 +332,7 @@ def readiness(state: Readiness) -> tuple[bool, str]:
 
 # --- caches synced ------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class CacheSync:
     """When kopf's initial listing of a resource has reached our caches (as controller-runtime's WaitForCacheSync).
@@ -318,5 +357,10 @@ class CacheSync:
             self.live.add(resource)
 
     def pending(self) -> tuple[str, ...]:
-        return tuple(sorted(r for r in {*self.resources, *self.expected} if r not in self.live and
-                            (r not in self.expected or self.listed.get(r, 0) < self.expected[r])))
+        return tuple(
+            sorted(
+                r
+                for r in {*self.resources, *self.expected}
+                if r not in self.live and (r not in self.expected or self.listed.get(r, 0) < self.expected[r])
+            )
+        )

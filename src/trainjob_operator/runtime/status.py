@@ -29,8 +29,13 @@ def suspended_condition(job: TrainJob, status: TrainJobStatus, now: datetime) ->
     condition and the kubeflow SDK 0.5.0 can report it Running (SDK#803; docs/compatibility.md D18)."""
     conditions = list(status.conditions or [])
     if job.spec.suspend:
-        set_condition(conditions, Condition(type=c.CONDITION_SUSPENDED, status="True", reason=c.REASON_SUSPENDED,
-                                            message=c.MESSAGE_SUSPENDED), now)
+        set_condition(
+            conditions,
+            Condition(
+                type=c.CONDITION_SUSPENDED, status="True", reason=c.REASON_SUSPENDED, message=c.MESSAGE_SUSPENDED
+            ),
+            now,
+        )
     else:
         conditions = [cond for cond in conditions if cond.type != c.CONDITION_SUSPENDED]
     status.conditions = conditions or None
@@ -38,8 +43,13 @@ def suspended_condition(job: TrainJob, status: TrainJobStatus, now: datetime) ->
 
 def _fail(status: TrainJobStatus, reason: str, message: str, now: datetime) -> None:
     conditions = list(status.conditions or [])
-    set_condition(conditions, Condition(type=c.CONDITION_FAILED, status="True", reason=reason, message=message,
-                                        last_transition_time=rfc3339(now)), now)
+    set_condition(
+        conditions,
+        Condition(
+            type=c.CONDITION_FAILED, status="True", reason=reason, message=message, last_transition_time=rfc3339(now)
+        ),
+        now,
+    )
     status.conditions = conditions
 
 
@@ -48,8 +58,9 @@ def _soonest(*waits: float | None) -> float | None:
     return min(pending) if pending else None
 
 
-def desired_status(job: TrainJob, computed: TrainJobStatus, now: datetime,
-                   policy: RunPolicy | None = None) -> StatusOutcome:
+def desired_status(
+    job: TrainJob, computed: TrainJobStatus, now: datetime, policy: RunPolicy | None = None
+) -> StatusOutcome:
     """startTime, the Suspended condition, the status computed by the status plugin, the active deadline, then
     completionTime, the TTL and the startup deadline. `policy` is the effective run policy (the TrainJob's fields
     over the runtime's defaults); None means the TrainJob's own fields only."""
@@ -64,13 +75,18 @@ def desired_status(job: TrainJob, computed: TrainJobStatus, now: datetime,
     startup = lifecycle.startup_deadline(job, status, effective, now)
     status.completion_time = lifecycle.completion_time(status, now)
     ttl = lifecycle.ttl(status, effective, now)
-    return StatusOutcome(status, delete_jobset=delete_jobset,
-                         requeue_after=_soonest(deadline.requeue_after, startup.requeue_after, ttl.requeue_after),
-                         delete_trainjob=ttl.expired, check_startup=startup.expired)
+    return StatusOutcome(
+        status,
+        delete_jobset=delete_jobset,
+        requeue_after=_soonest(deadline.requeue_after, startup.requeue_after, ttl.requeue_after),
+        delete_trainjob=ttl.expired,
+        check_startup=startup.expired,
+    )
 
 
-def startup_failed(status: TrainJobStatus, stuck: lifecycle.StuckPod, deadline_seconds: int,
-                   now: datetime) -> TrainJobStatus:
+def startup_failed(
+    status: TrainJobStatus, stuck: lifecycle.StuckPod, deadline_seconds: int, now: datetime
+) -> TrainJobStatus:
     """The TrainJob failed because `stuck` could not start within the startup deadline."""
     failed = status.model_copy(deep=True)
     _fail(failed, c.REASON_STARTUP_DEADLINE_EXCEEDED, stuck.describe(deadline_seconds), now)
@@ -99,8 +115,14 @@ def with_reconcile_error(status: TrainJobStatus, error: tuple[str, str] | None, 
     conditions = [cond for cond in status.conditions or [] if cond.type != c.CONDITION_RECONCILE_FAILED]
     if error is not None:
         previous = find(status.conditions, c.CONDITION_RECONCILE_FAILED)
-        conditions.append(Condition(type=c.CONDITION_RECONCILE_FAILED, status="True", reason=error[0],
-                                    message=error[1],
-                                    last_transition_time=previous.last_transition_time if previous else rfc3339(now)))
+        conditions.append(
+            Condition(
+                type=c.CONDITION_RECONCILE_FAILED,
+                status="True",
+                reason=error[0],
+                message=error[1],
+                last_transition_time=previous.last_transition_time if previous else rfc3339(now),
+            )
+        )
     status.conditions = conditions or None
     return status

@@ -108,8 +108,9 @@ def _plain(value: Any, depth: int = 0) -> Any:
             raise YamlError(f"the integer {str(value)[:20]}... does not fit in 64 bits")
         return value
     if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value.utcoffset() in (None, dt.timedelta(0)) \
-            else value.isoformat()
+        return (
+            value.strftime("%Y-%m-%dT%H:%M:%SZ") if value.utcoffset() in (None, dt.timedelta(0)) else value.isoformat()
+        )
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, bytes):

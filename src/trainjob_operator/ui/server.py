@@ -47,8 +47,9 @@ class Cache:
         while True:
             try:
                 listed = await self.client.request("GET", self.path)
-                fresh = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-                         for o in listed.get("items") or []}
+                fresh = {
+                    (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in listed.get("items") or []
+                }
                 for key in set(self.items) - set(fresh):
                     self.changed("DELETED", self.items.pop(key))
                 for key, obj in fresh.items():
@@ -143,8 +144,8 @@ class UI:
         pods, events, snapshot = await asyncio.gather(
             read("pods", self.client.list("v1", "Pod", namespace, f"{c.JOBSET_NAME_LABEL}={name}"), []),
             read("events", self.client.list("v1", "Event", namespace), []),
-            read("runtime snapshot", self.client.get("v1", "ConfigMap", f"{name}-runtime-snapshot", namespace),
-                 None))
+            read("runtime snapshot", self.client.get("v1", "ConfigMap", f"{name}-runtime-snapshot", namespace), None),
+        )
         row = view.trainjob_row(trainjob, jobset)
         self.history.record(row)
         pod_rows = view.pods_of(pods)
@@ -253,10 +254,15 @@ class UI:
                 except (TimeoutError, ApiError, OSError, ValueError):
                     await asyncio.sleep(3)
 
-        tasks = [asyncio.create_task(forward()),
-                 asyncio.create_task(watch(f"/api/v1/namespaces/{namespace}/pods",
-                                           {"labelSelector": f"{c.JOBSET_NAME_LABEL}={name}"}, "pods")),
-                 asyncio.create_task(watch(f"/api/v1/namespaces/{namespace}/events", {}, "events"))]
+        tasks = [
+            asyncio.create_task(forward()),
+            asyncio.create_task(
+                watch(
+                    f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"{c.JOBSET_NAME_LABEL}={name}"}, "pods"
+                )
+            ),
+            asyncio.create_task(watch(f"/api/v1/namespaces/{namespace}/events", {}, "events")),
+        ]
 
         async def messages() -> AsyncIterator[dict[str, Any]]:
             try:
@@ -338,8 +344,7 @@ async def serve(args: argparse.Namespace) -> None:
         site = web.TCPSite(runner, args.address, args.port)
         await site.start()
         url = f"http://{'127.0.0.1' if args.address in ('0.0.0.0', '::') else args.address}:{args.port}/"
-        print(f"trainjob-operator ui: serving {url} (read-only, as {connection.server}); Ctrl-C stops it",
-              flush=True)
+        print(f"trainjob-operator ui: serving {url} (read-only, as {connection.server}); Ctrl-C stops it", flush=True)
         if args.open:
             webbrowser.open(url)
         try:
@@ -350,15 +355,19 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trainjob-operator ui",
-                                description="a read-only web UI over TrainJobs, with your kubeconfig")
+    p = argparse.ArgumentParser(
+        prog="trainjob-operator ui", description="a read-only web UI over TrainJobs, with your kubeconfig"
+    )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
     p.add_argument("-n", "--namespace", help="only this namespace (default: all you may list)")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default: the loopback only)")
     p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--any-host", action="store_true",
-                   help="accept any Host header (behind kubectl port-forward or a proxy with its own name)")
+    p.add_argument(
+        "--any-host",
+        action="store_true",
+        help="accept any Host header (behind kubectl port-forward or a proxy with its own name)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in a browser")
     return p
 

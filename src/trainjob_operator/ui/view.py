@@ -84,7 +84,9 @@ def event_row(event: dict[str, Any]) -> dict[str, Any]:
         "message": event.get("message", ""),
         "object": f"{involved.get('kind', '')}/{involved.get('name', '')}",
         "count": event.get("count") or 1,
-        "time": event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+        "time": event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
         or _meta(event).get("creationTimestamp"),
     }
 
@@ -98,8 +100,9 @@ def events_of(events: list[dict[str, Any]], trainjob: str, pods: list[str]) -> l
         kind, name = involved.get("kind"), involved.get("name") or ""
         if kind == "Secret":
             continue
-        if name in names or (kind in ("JobSet", "Job", "PodGroup") and (name == trainjob
-                                                                          or name.startswith(trainjob + "-"))):
+        if name in names or (
+            kind in ("JobSet", "Job", "PodGroup") and (name == trainjob or name.startswith(trainjob + "-"))
+        ):
             kept.append(event_row(event))
     return sorted(kept, key=lambda r: r["time"] or "")
 
@@ -149,10 +152,13 @@ class History:
         if series and series[-1]["time"] == row["lastUpdated"]:
             return False
         values = {m.get("name"): numeric(m.get("value")) for m in row.get("metrics") or []}
-        point = {"time": row["lastUpdated"], "progress": row.get("progress"),
-                 "metrics": {k: v for k, v in values.items() if k and v is not None}}
+        point = {
+            "time": row["lastUpdated"],
+            "progress": row.get("progress"),
+            "metrics": {k: v for k, v in values.items() if k and v is not None},
+        }
         series.append(point)
-        del series[:-self.limit]
+        del series[: -self.limit]
         return True
 
     def of(self, uid: str) -> list[dict[str, Any]]:

@@ -22,8 +22,11 @@ def pod_hosts(info: RuntimeInfo, job: TrainJob, pod_set: PodSet) -> list[str]:
     """The stable DNS name of every pod of `pod_set`, in (job index, completion index) order: JobSet names pod
     `<jobset>-<replicated job>-<job index>-<pod index>` under the `<subdomain>` headless Service (default: its name)."""
     subdomain = info.subdomain or job.name
-    return [f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain}"
-            for replica in range(pod_set.replicas) for pod in range(pod_set.count)]
+    return [
+        f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain}"
+        for replica in range(pod_set.replicas)
+        for pod in range(pod_set.count)
+    ]
 
 
 def decision_resources(info: RuntimeInfo, job: TrainJob) -> ResourceRequirements | None:

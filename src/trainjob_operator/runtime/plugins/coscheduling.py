@@ -26,17 +26,27 @@ class CoScheduling(EnforcePodGroupPolicy, ComponentBuilder, OwnsKinds):
         if policy is None or (exists and not job.spec.suspend):
             return []
         timeout = policy.schedule_timeout_seconds if policy.schedule_timeout_seconds is not None else 60
-        return [{
-            "apiVersion": c.COSCHEDULING_API_VERSION,
-            "kind": c.POD_GROUP_KIND,
-            "metadata": owned_metadata(job, job.name),
-            "spec": {
-                "minMember": min_member(info),
-                "minResources": min_resources(info),
-                "scheduleTimeoutSeconds": timeout,
-            },
-        }]
+        return [
+            {
+                "apiVersion": c.COSCHEDULING_API_VERSION,
+                "kind": c.POD_GROUP_KIND,
+                "metadata": owned_metadata(job, job.name),
+                "spec": {
+                    "minMember": min_member(info),
+                    "minResources": min_resources(info),
+                    "scheduleTimeoutSeconds": timeout,
+                },
+            }
+        ]
 
     def kinds(self) -> list[ChildKind]:
-        return [ChildKind(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "podgroups", probe=True, optional=True,
-                          purpose="scheduler-plugins PodGroups (gang scheduling)")]
+        return [
+            ChildKind(
+                c.COSCHEDULING_API_VERSION,
+                c.POD_GROUP_KIND,
+                "podgroups",
+                probe=True,
+                optional=True,
+                purpose="scheduler-plugins PodGroups (gang scheduling)",
+            )
+        ]

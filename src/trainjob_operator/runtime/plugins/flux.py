@@ -122,23 +122,27 @@ class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
         if policy is None:
             return []
         settings = broker_settings(info, job)
-        objects: list[Manifest] = [{
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": owned_metadata(job, entrypoint_name(job)),
-            "data": {
-                ENTRYPOINT_KEY: entrypoint_script(info, job, policy),
-                INIT_KEY: init_script(job, settings),
-            },
-        }]
+        objects: list[Manifest] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": owned_metadata(job, entrypoint_name(job)),
+                "data": {
+                    ENTRYPOINT_KEY: entrypoint_script(info, job, policy),
+                    INIT_KEY: init_script(job, settings),
+                },
+            }
+        ]
         if not observed.exists("v1", "Secret", curve_secret_name(job)):
             cert = curve_certificate(job.name, job.metadata.uid or "")
-            objects.append({
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": owned_metadata(job, curve_secret_name(job)),
-                "data": {CURVE_KEY: base64.b64encode(cert.encode()).decode()},
-            })
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": owned_metadata(job, curve_secret_name(job)),
+                    "data": {CURVE_KEY: base64.b64encode(cert.encode()).decode()},
+                }
+            )
         return objects
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
@@ -147,34 +151,47 @@ class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
             return Validation()
         errors: list[FieldError] = []
         trainer = new.spec.trainer
-        per_node = trainer.num_proc_per_node if trainer is not None and trainer.num_proc_per_node is not None \
+        per_node = (
+            trainer.num_proc_per_node
+            if trainer is not None and trainer.num_proc_per_node is not None
             else policy.num_proc_per_node
+        )
         if per_node is not None and per_node < 1:
-            errors.append(invalid("spec.trainer.numProcPerNode", per_node,
-                                  "must be greater than or equal to 1 for Flux TrainJob"))
+            errors.append(
+                invalid("spec.trainer.numProcPerNode", per_node, "must be greater than or equal to 1 for Flux TrainJob")
+            )
         node = info.pod_set(c.NODE)
         for init in (node.pod_spec.init_containers or []) if node is not None else []:
             if init.name == INSTALLER_CONTAINER:
-                errors.append(invalid("spec.trainer.initContainers", init.name,
-                                      f"InitContainer '{INSTALLER_CONTAINER}' is reserved"))
+                errors.append(
+                    invalid(
+                        "spec.trainer.initContainers", init.name, f"InitContainer '{INSTALLER_CONTAINER}' is reserved"
+                    )
+                )
         return Validation(tuple(errors))
 
     def kinds(self) -> list[ChildKind]:
-        return [ChildKind("v1", "ConfigMap", "configmaps", purpose="Flux entrypoint ConfigMaps"),
-                ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="Flux CURVE certificate Secrets "
-                                                                                 "(created once)")]
+        return [
+            ChildKind("v1", "ConfigMap", "configmaps", purpose="Flux entrypoint ConfigMaps"),
+            ChildKind(
+                "v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="Flux CURVE certificate Secrets (created once)"
+            ),
+        ]
 
 
 def volumes(job: TrainJob) -> list[Volume]:
     """The five volumes of the `node` PodSet, in upstream's order."""
     config_map = entrypoint_name(job)
-    return [Volume.model_validate(v) for v in (
-        {"name": SOFTWARE_VOLUME, "emptyDir": {}},
-        {"name": INSTALL_VOLUME, "emptyDir": {}},
-        {"name": config_map, "configMap": {"name": config_map, "defaultMode": CONFIG_MAP_MODE}},
-        {"name": MEMORY_VOLUME, "emptyDir": {"medium": "Memory"}},
-        {"name": CURVE_VOLUME, "secret": {"secretName": curve_secret_name(job), "defaultMode": CURVE_MODE}},
-    )]
+    return [
+        Volume.model_validate(v)
+        for v in (
+            {"name": SOFTWARE_VOLUME, "emptyDir": {}},
+            {"name": INSTALL_VOLUME, "emptyDir": {}},
+            {"name": config_map, "configMap": {"name": config_map, "defaultMode": CONFIG_MAP_MODE}},
+            {"name": MEMORY_VOLUME, "emptyDir": {"medium": "Memory"}},
+            {"name": CURVE_VOLUME, "secret": {"secretName": curve_secret_name(job), "defaultMode": CURVE_MODE}},
+        )
+    ]
 
 
 def _trainer_or_fail(job: TrainJob) -> None:
@@ -238,8 +255,11 @@ def resource_spec_and_flags(info: RuntimeInfo, job: TrainJob, policy: FluxMLPoli
     """`flux R encode` arguments for one node and the `flux run` flags: -N nodes, -n tasks, -g GPUs per task."""
     nodes = num_nodes(job)
     trainer = job.spec.trainer
-    tasks = trainer.num_proc_per_node if trainer is not None and trainer.num_proc_per_node is not None \
+    tasks = (
+        trainer.num_proc_per_node
+        if trainer is not None and trainer.num_proc_per_node is not None
         else policy.num_proc_per_node
+    )
     if tasks is None:
         raise BuildError("spec.mlPolicy.flux.numProcPerNode is required")
     spec = f"--cores={index_range(tasks)}"
@@ -254,31 +274,33 @@ def resource_spec_and_flags(info: RuntimeInfo, job: TrainJob, policy: FluxMLPoli
 def broker_config(job: TrainJob, settings: Mapping[str, str]) -> str:
     """The broker's TOML: bootstrap over TCP with the CURVE certificate, the R file, archive, queue policy."""
     fqdn = f"{job.name}.{job.namespace}.svc.cluster.local"
-    return "\n".join([
-        "[access]",
-        "allow-guest-user = true",
-        "allow-root-owner = true",
-        "",
-        "[resource]",
-        f'path = "{INSTALL_PATH}/config/etc/flux/system/R"',
-        "",
-        "[bootstrap]",
-        f'curve_cert = "{INSTALL_PATH}/config/etc/curve/{CURVE_KEY}"',
-        f"default_port = {BROKER_PORT}",
-        f'default_bind = "tcp://{settings[SETTING_NETWORK_DEVICE]}:%p"',
-        f'default_connect = "tcp://%h.{fqdn}:%p"',
-        "hosts = [",
-        f'{{ host="{host_list(job)}"}},',
-        "]",
-        "",
-        "[archive]",
-        f'dbpath = "{INSTALL_PATH}/config/var/lib/flux/job-archive.sqlite"',
-        'period = "1m"',
-        'busytimeout = "50s"',
-        "",
-        "[sched-fluxion-qmanager]",
-        f'queue-policy = "{settings[SETTING_QUEUE_POLICY]}"',
-    ])
+    return "\n".join(
+        [
+            "[access]",
+            "allow-guest-user = true",
+            "allow-root-owner = true",
+            "",
+            "[resource]",
+            f'path = "{INSTALL_PATH}/config/etc/flux/system/R"',
+            "",
+            "[bootstrap]",
+            f'curve_cert = "{INSTALL_PATH}/config/etc/curve/{CURVE_KEY}"',
+            f"default_port = {BROKER_PORT}",
+            f'default_bind = "tcp://{settings[SETTING_NETWORK_DEVICE]}:%p"',
+            f'default_connect = "tcp://%h.{fqdn}:%p"',
+            "hosts = [",
+            f'{{ host="{host_list(job)}"}},',
+            "]",
+            "",
+            "[archive]",
+            f'dbpath = "{INSTALL_PATH}/config/var/lib/flux/job-archive.sqlite"',
+            'period = "1m"',
+            'busytimeout = "50s"',
+            "",
+            "[sched-fluxion-qmanager]",
+            f'queue-policy = "{settings[SETTING_QUEUE_POLICY]}"',
+        ]
+    )
 
 
 INIT_SCRIPT: Final = """\
@@ -382,15 +404,22 @@ touch "$base/flux-operator-complete.txt"
 
 
 def init_script(job: TrainJob, settings: Mapping[str, str]) -> str:
-    return INIT_SCRIPT.format(view_root=VIEW_ROOT, hosts=host_list(job), install_path=INSTALL_PATH,
-                              broker=broker_config(job, settings))
+    return INIT_SCRIPT.format(
+        view_root=VIEW_ROOT, hosts=host_list(job), install_path=INSTALL_PATH, broker=broker_config(job, settings)
+    )
 
 
 def entrypoint_script(info: RuntimeInfo, job: TrainJob, policy: FluxMLPolicySource) -> str:
     spec, flags = resource_spec_and_flags(info, job, policy)
-    return ENTRYPOINT_SCRIPT.format(install_path=INSTALL_PATH, lead_host=lead_host(job), flags=flags,
-                                    software_path=SOFTWARE_PATH, curve_key=CURVE_KEY, curve_path=CURVE_PATH,
-                                    resource_spec=spec)
+    return ENTRYPOINT_SCRIPT.format(
+        install_path=INSTALL_PATH,
+        lead_host=lead_host(job),
+        flags=flags,
+        software_path=SOFTWARE_PATH,
+        curve_key=CURVE_KEY,
+        curve_path=CURVE_PATH,
+        resource_spec=spec,
+    )
 
 
 def z85(data: bytes) -> str:
@@ -399,7 +428,7 @@ def z85(data: bytes) -> str:
         raise ValueError("Z85 needs a multiple of 4 bytes")
     out: list[str] = []
     for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i:i + 4], "big")
+        value = int.from_bytes(data[i : i + 4], "big")
         out.extend(Z85_ALPHABET[value // 85**k % 85] for k in (4, 3, 2, 1, 0))
     return "".join(out)
 

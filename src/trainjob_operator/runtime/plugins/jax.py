@@ -26,9 +26,14 @@ class JAX(EnforceMLPolicy):
         if trainer is None or node is None or job.spec.trainer is None:
             return
         upsert_env(node, job.spec.trainer.env or [])
-        upsert_env(node, [
-            EnvVar(name=c.JAX_ENV_NUM_PROCESSES, value=str(trainer.count)),
-            completion_index_env(c.JAX_ENV_PROCESS_ID),
-            EnvVar(name=c.JAX_ENV_COORDINATOR_ADDRESS, value=f"{first_pod_address(job)}:{c.CONTAINER_TRAINER_PORT}"),
-        ])
+        upsert_env(
+            node,
+            [
+                EnvVar(name=c.JAX_ENV_NUM_PROCESSES, value=str(trainer.count)),
+                completion_index_env(c.JAX_ENV_PROCESS_ID),
+                EnvVar(
+                    name=c.JAX_ENV_COORDINATOR_ADDRESS, value=f"{first_pod_address(job)}:{c.CONTAINER_TRAINER_PORT}"
+                ),
+            ],
+        )
         upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))

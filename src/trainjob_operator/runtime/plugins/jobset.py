@@ -37,16 +37,29 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Own
         return [jobset]
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
-        return Validation(tuple(_validate_initializers(info, new) + _validate_patches(info, old, new, observed)
-                                + _validate_resize(old, new, observed)))
+        return Validation(
+            tuple(
+                _validate_initializers(info, new)
+                + _validate_patches(info, old, new, observed)
+                + _validate_resize(old, new, observed)
+            )
+        )
 
     def status(self, job: TrainJob, observed: Observed, now: datetime) -> TrainJobStatus:
         return jobset_status(job, observed.jobset, now)
 
     def kinds(self) -> list[ChildKind]:
-        return [ChildKind(c.JOBSET_API_VERSION, c.JOBSET_KIND, "jobsets", watch=True, deleted=True,
-                          cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs"),
-                          purpose="the JobSet: server-side applied, watched, deleted on deadlines and rebuilds")]
+        return [
+            ChildKind(
+                c.JOBSET_API_VERSION,
+                c.JOBSET_KIND,
+                "jobsets",
+                watch=True,
+                deleted=True,
+                cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs"),
+                purpose="the JobSet: server-side applied, watched, deleted on deadlines and rebuilds",
+            )
+        ]
 
 
 def rebuildable(jobset: dict[str, Any] | None) -> bool:
@@ -65,8 +78,9 @@ def rebuildable(jobset: dict[str, Any] | None) -> bool:
     for job in status.get("replicatedJobsStatus") or []:
         if any(job.get(key) for key in ("active", "ready", "succeeded", "failed")):
             return False
-    return not any(cond.get("type") == "Suspended" and cond.get("status") == "False"
-                   for cond in status.get("conditions") or [])
+    return not any(
+        cond.get("type") == "Suspended" and cond.get("status") == "False" for cond in status.get("conditions") or []
+    )
 
 
 def _initializer_env(container_env: list[EnvVar] | None, source: InitializerSource) -> list[EnvVar]:
@@ -172,19 +186,23 @@ def _validate_initializers(info: RuntimeInfo, job: TrainJob) -> list[FieldError]
             continue
         pod_set = info.pod_set(name)
         if pod_set is None:
-            errors.append(invalid("spec.runtimeRef", ref,
-                                  f"must have {name} job when trainJob is configured with input {config}"))
+            errors.append(
+                invalid("spec.runtimeRef", ref, f"must have {name} job when trainJob is configured with input {config}")
+            )
             continue
         if pod_set.container(name, include_init=True) is None:
-            errors.append(invalid("spec.runtimeRef", ref,
-                                  f"must have container with name - {name} in the {name} job"))
+            errors.append(invalid("spec.runtimeRef", ref, f"must have container with name - {name} in the {name} job"))
             continue
         # Upstream finds the container among init containers too, but looks for the mount on regular ones only.
         container = pod_set.container(name)
         if container is None or not any(m.name == c.INITIALIZER_VOLUME for m in container.volume_mounts or []):
-            errors.append(invalid("spec.runtimeRef", ref,
-                                  f"must have volumeMount with name - {c.INITIALIZER_VOLUME} in container "
-                                  f"{name} of the {name} job"))
+            errors.append(
+                invalid(
+                    "spec.runtimeRef",
+                    ref,
+                    f"must have volumeMount with name - {c.INITIALIZER_VOLUME} in container {name} of the {name} job",
+                )
+            )
     return errors
 
 
@@ -213,15 +231,22 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
     errors: list[FieldError] = []
     if old is not None and _patch_without_time(old) != _patch_without_time(new):
         if not old.spec.suspend and not new.spec.suspend:
-            errors.append(forbidden("spec.runtimePatches",
-                                    "RuntimePatches can only be modified when the TrainJob is suspended before or "
-                                    "after the update"))
+            errors.append(
+                forbidden(
+                    "spec.runtimePatches",
+                    "RuntimePatches can only be modified when the TrainJob is suspended before or after the update",
+                )
+            )
         elif observed.jobset is not None:
             for status in (observed.jobset.get("status") or {}).get("replicatedJobsStatus") or []:
                 if status.get("active", 0) > 0:
-                    errors.append(forbidden("spec.runtimePatches",
-                                            f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob "
-                                            f"{status.get('name')} is still active"))
+                    errors.append(
+                        forbidden(
+                            "spec.runtimePatches",
+                            f"RuntimePatches cannot be modified when the JobSet's ReplicatedJob "
+                            f"{status.get('name')} is still active",
+                        )
+                    )
     runtime_jobs = {rj.name: rj for rj in info.runtime.spec.template.spec.replicated_jobs}
     patches = new.spec.runtime_patches or []
     every_patch = [p.to_wire() for p in patches]
@@ -238,10 +263,14 @@ def _validate_patches(info: RuntimeInfo, old: TrainJob | None, new: TrainJob, ob
                 bad("must not have replicated job that doesn't exist in the runtime job template")
                 continue
             pod = runtime_job.template.spec.template.spec
-            names = ({ct.name for ct in pod.containers} | {ct.name for ct in pod.init_containers or []}) \
-                if pod else set()
-            pod_patch = rjob.template.spec.template.spec if rjob.template and rjob.template.spec and \
-                rjob.template.spec.template else None
+            names = (
+                ({ct.name for ct in pod.containers} | {ct.name for ct in pod.init_containers or []}) if pod else set()
+            )
+            pod_patch = (
+                rjob.template.spec.template.spec
+                if rjob.template and rjob.template.spec and rjob.template.spec.template
+                else None
+            )
             if pod_patch is None:
                 continue
             for container in pod_patch.init_containers or []:
@@ -265,8 +294,11 @@ def _validate_resize(old: TrainJob | None, new: TrainJob, observed: Observed) ->
     for path in lifecycle.resize_fields_changed(old, new):
         for status in ((observed.jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []:
             if status.get("active", 0) > 0:
-                errors.append(forbidden(path, f"cannot be changed while the JobSet's ReplicatedJob "
-                                              f"{status.get('name')} is still active"))
+                errors.append(
+                    forbidden(
+                        path, f"cannot be changed while the JobSet's ReplicatedJob {status.get('name')} is still active"
+                    )
+                )
     return errors
 
 
@@ -280,17 +312,29 @@ def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -
     for condition in (jobset.get("status") or {}).get("conditions") or []:
         if condition.get("status") != "True":
             continue
-        renamed = {c.JOBSET_CONDITION_COMPLETED: c.CONDITION_COMPLETE,
-                   c.JOBSET_CONDITION_FAILED: c.CONDITION_FAILED}.get(condition.get("type", ""))
+        renamed = {
+            c.JOBSET_CONDITION_COMPLETED: c.CONDITION_COMPLETE,
+            c.JOBSET_CONDITION_FAILED: c.CONDITION_FAILED,
+        }.get(condition.get("type", ""))
         if renamed is None:
             continue
         set_condition(conditions, Condition.model_validate({**condition, "type": renamed}), now)
     status.conditions = conditions or None
     status.restarts = lifecycle.total_restarts(status.restarts, jobset)
     replicated = (jobset.get("status") or {}).get("replicatedJobsStatus")
-    status.jobs_status = [
-        JobStatus(name=r["name"], ready=r.get("ready", 0), succeeded=r.get("succeeded", 0),
-                  failed=r.get("failed", 0), active=r.get("active", 0), suspended=r.get("suspended", 0))
-        for r in replicated
-    ] if replicated else None
+    status.jobs_status = (
+        [
+            JobStatus(
+                name=r["name"],
+                ready=r.get("ready", 0),
+                succeeded=r.get("succeeded", 0),
+                failed=r.get("failed", 0),
+                active=r.get("active", 0),
+                suspended=r.get("suspended", 0),
+            )
+            for r in replicated
+        ]
+        if replicated
+        else None
+    )
     return status

@@ -51,25 +51,29 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
         num_nodes = job.spec.trainer.num_nodes if job.spec.trainer is not None else None
         if num_nodes is not None and node_set is not None:
             node_set.count = max(num_nodes - 1, 1) if policy.run_launcher_as_node else num_nodes
-        secret_volume = Volume.model_validate({
-            "name": c.MPI_SSH_AUTH_VOLUME,
-            "secret": {
-                "secretName": ssh_secret_name(job),
-                "defaultMode": 0o400,
-                "items": [
-                    {"key": c.MPI_SSH_PRIVATE_KEY, "path": "id_rsa", "mode": 0o640},
-                    {"key": c.MPI_SSH_PUBLIC_KEY, "path": "id_rsa.pub", "mode": 0o644},
-                    {"key": c.MPI_SSH_PUBLIC_KEY, "path": "authorized_keys", "mode": 0o644},
-                ],
-            },
-        })
-        hostfile_volume = Volume.model_validate({
-            "name": c.MPI_HOSTFILE_VOLUME,
-            "configMap": {
-                "name": hostfile_name(job),
-                "items": [{"key": c.MPI_HOSTFILE_NAME, "path": c.MPI_HOSTFILE_NAME, "mode": 0o444}],
-            },
-        })
+        secret_volume = Volume.model_validate(
+            {
+                "name": c.MPI_SSH_AUTH_VOLUME,
+                "secret": {
+                    "secretName": ssh_secret_name(job),
+                    "defaultMode": 0o400,
+                    "items": [
+                        {"key": c.MPI_SSH_PRIVATE_KEY, "path": "id_rsa", "mode": 0o640},
+                        {"key": c.MPI_SSH_PUBLIC_KEY, "path": "id_rsa.pub", "mode": 0o644},
+                        {"key": c.MPI_SSH_PUBLIC_KEY, "path": "authorized_keys", "mode": 0o644},
+                    ],
+                },
+            }
+        )
+        hostfile_volume = Volume.model_validate(
+            {
+                "name": c.MPI_HOSTFILE_VOLUME,
+                "configMap": {
+                    "name": hostfile_name(job),
+                    "items": [{"key": c.MPI_HOSTFILE_NAME, "path": c.MPI_HOSTFILE_NAME, "mode": 0o444}],
+                },
+            }
+        )
         ssh_mount = VolumeMount(name=c.MPI_SSH_AUTH_VOLUME, mount_path=policy.ssh_auth_mount_path or "/root/.ssh")
         image = job.spec.trainer.image if job.spec.trainer is not None else None
         for pod_set in (info.pod_set(c.NODE), info.pod_set(c.LAUNCHER)):
@@ -96,23 +100,27 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
         objects: list[Manifest] = []
         if not observed.exists("v1", "Secret", ssh_secret_name(job)):
             key = observed.ssh_key or generate_ssh_key()
-            objects.append({
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": owned_metadata(job, ssh_secret_name(job)),
+                    "type": "kubernetes.io/ssh-auth",
+                    "immutable": True,
+                    "data": {
+                        c.MPI_SSH_PRIVATE_KEY: base64.b64encode(key.private_pem).decode(),
+                        c.MPI_SSH_PUBLIC_KEY: base64.b64encode(key.public_openssh).decode(),
+                    },
+                }
+            )
+        objects.append(
+            {
                 "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": owned_metadata(job, ssh_secret_name(job)),
-                "type": "kubernetes.io/ssh-auth",
-                "immutable": True,
-                "data": {
-                    c.MPI_SSH_PRIVATE_KEY: base64.b64encode(key.private_pem).decode(),
-                    c.MPI_SSH_PUBLIC_KEY: base64.b64encode(key.public_openssh).decode(),
-                },
-            })
-        objects.append({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": owned_metadata(job, hostfile_name(job)),
-            "data": {c.MPI_HOSTFILE_NAME: hostfile(info, job, policy)},
-        })
+                "kind": "ConfigMap",
+                "metadata": owned_metadata(job, hostfile_name(job)),
+                "data": {c.MPI_HOSTFILE_NAME: hostfile(info, job, policy)},
+            }
+        )
         return objects
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
@@ -121,21 +129,35 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
         if policy is None or trainer is None:
             return Validation()
         errors: list[FieldError] = []
-        if (trainer.num_nodes or 0) >= 2 and policy.run_launcher_as_node and (
-            info.pod_set(c.LAUNCHER) is None or info.pod_set(c.NODE) is None
+        if (
+            (trainer.num_nodes or 0) >= 2
+            and policy.run_launcher_as_node
+            and (info.pod_set(c.LAUNCHER) is None or info.pod_set(c.NODE) is None)
         ):
-            errors.append(invalid("spec.trainer.numNodes", trainer.num_nodes,
-                                  "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not "
-                                  "have either launcher and node"))
+            errors.append(
+                invalid(
+                    "spec.trainer.numNodes",
+                    trainer.num_nodes,
+                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not "
+                    "have either launcher and node",
+                )
+            )
         reserved = sorted({e.name for e in trainer.env or []} & c.OMPI_RESERVED_ENVS)
         if reserved:
-            errors.append(invalid("spec.trainer.env", [e.to_wire() for e in trainer.env or []],
-                                  f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]"))
+            errors.append(
+                invalid(
+                    "spec.trainer.env",
+                    [e.to_wire() for e in trainer.env or []],
+                    f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+                )
+            )
         return Validation(tuple(errors))
 
     def kinds(self) -> list[ChildKind]:
-        return [ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="MPI SSH key Secrets (created once)"),
-                ChildKind("v1", "ConfigMap", "configmaps", purpose="MPI hostfile ConfigMaps")]
+        return [
+            ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="MPI SSH key Secrets (created once)"),
+            ChildKind("v1", "ConfigMap", "configmaps", purpose="MPI hostfile ConfigMaps"),
+        ]
 
 
 def launcher_env(slots_per_node: str) -> list[EnvVar]:

@@ -22,6 +22,5 @@ def min_resources(info: RuntimeInfo) -> dict[str, Any]:
         for name, value in pod_requests(pod_set.job.template.spec.template.spec).items():
             total[name] = total.get(name, Decimal(0)) + value * pod_set.count
     return {
-        name: format_quantity(value, binary=name.startswith(BINARY_RESOURCES))
-        for name, value in sorted(total.items())
+        name: format_quantity(value, binary=name.startswith(BINARY_RESOURCES)) for name, value in sorted(total.items())
     }

@@ -55,17 +55,22 @@ class TensorFlow(EnforceMLPolicy, CustomValidation):
         workers = [f"{host}:{c.CONTAINER_TRAINER_PORT}" for host in pod_hosts(info, job, trainer)]
         # Dependent env only sees variables defined earlier: drop any earlier copies, then the index, then the config.
         node.env = [e for e in node.env or [] if e.name not in c.TF_RESERVED_ENVS]
-        upsert_env(node, [
-            completion_index_env(c.TF_ENV_TASK_INDEX),
-            EnvVar(name=c.TF_ENV_CONFIG, value=tf_config(workers, f"$({c.TF_ENV_TASK_INDEX})")),
-        ])
+        upsert_env(
+            node,
+            [
+                completion_index_env(c.TF_ENV_TASK_INDEX),
+                EnvVar(name=c.TF_ENV_CONFIG, value=tf_config(workers, f"$({c.TF_ENV_TASK_INDEX})")),
+            ],
+        )
         upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
         if not is_tensorflow(info) or new.spec.trainer is None:
             return Validation()
-        return Validation(tuple(
-            forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the TensorFlow runtime")
-            for i, env in enumerate(new.spec.trainer.env or [])
-            if env.name in c.TF_RESERVED_ENVS
-        ))
+        return Validation(
+            tuple(
+                forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the TensorFlow runtime")
+                for i, env in enumerate(new.spec.trainer.env or [])
+                if env.name in c.TF_RESERVED_ENVS
+            )
+        )

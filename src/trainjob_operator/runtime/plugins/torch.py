@@ -73,15 +73,21 @@ class Torch(EnforceMLPolicy, CustomValidation):
             pod_set = info.pod_set(target.job_name)
             for name in target.container_names:
                 if pod_set is None or pod_set.container(name, include_init=True) is None:
-                    errors.append(invalid("spec.runtimeRef", target.to_wire(),
-                                          envinjection_missing(target.job_name, name)))
+                    errors.append(
+                        invalid("spec.runtimeRef", target.to_wire(), envinjection_missing(target.job_name, name))
+                    )
         trainer = new.spec.trainer
         if trainer is None:
             return Validation(tuple(errors))
         reserved = sorted({e.name for e in trainer.env or []} & c.TORCH_RESERVED_ENVS)
         if reserved:
-            errors.append(invalid("spec.trainer.env", [e.to_wire() for e in trainer.env or []],
-                                  f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]"))
+            errors.append(
+                invalid(
+                    "spec.trainer.env",
+                    [e.to_wire() for e in trainer.env or []],
+                    f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+                )
+            )
         if torchtune.is_torchtune(trainer.command):
             errors += _validate_torchtune(info, new)
         return Validation(tuple(errors))
@@ -95,8 +101,13 @@ def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
     model = torchtune.model_of(job.spec.runtime_ref.name)
     args = list(trainer.args or [])
     if model not in c.TORCHTUNE_SUPPORTED_MODELS:
-        errors.append(invalid("spec.runtimeRef.name", job.spec.runtime_ref.name,
-                              f"must have a supported pretrained model, invalid model configured: {model}"))
+        errors.append(
+            invalid(
+                "spec.runtimeRef.name",
+                job.spec.runtime_ref.name,
+                f"must have a supported pretrained model, invalid model configured: {model}",
+            )
+        )
     num_nodes = trainer.num_nodes
     if num_nodes is not None and num_nodes > 1 and model != "llama3_3/70B":
         errors.append(invalid("spec.trainer.numNodes", num_nodes, f"must be 1 for {model} model"))
@@ -106,17 +117,29 @@ def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
     gpus = gpu_count(decision_resources(info, job))
     _, config = torchtune.recipe_and_config(nodes, num_proc, gpus, args)
     if "qlora" in config and model.startswith("qwen2_5"):
-        errors.append(invalid("spec.runtimeRef.name", job.spec.runtime_ref.name,
-                              f"QLoRA is not supported for {model} model"))
+        errors.append(
+            invalid("spec.runtimeRef.name", job.spec.runtime_ref.name, f"QLoRA is not supported for {model} model")
+        )
     if config == "_qlora" and model in ("llama3_2/1B", "llama3_2/3B"):
-        errors.append(invalid("spec.trainer.numProcPerNode", num_proc,
-                              f"must be auto or 1 for {model} model when using QLoRA"))
+        errors.append(
+            invalid("spec.trainer.numProcPerNode", num_proc, f"must be auto or 1 for {model} model when using QLoRA")
+        )
         resources = trainer.resources_per_node.to_wire() if trainer.resources_per_node is not None else None
-        errors.append(invalid("spec.trainer.resourcesPerNode", resources,
-                              f"must have gpu resource with value 1 for {model} model when using QLoRA"))
+        errors.append(
+            invalid(
+                "spec.trainer.resourcesPerNode",
+                resources,
+                f"must have gpu resource with value 1 for {model} model when using QLoRA",
+            )
+        )
     if num_nodes is not None and num_nodes > 1 and (torchtune.uses_lora(args) or torchtune.uses_qlora(args)):
-        errors.append(invalid("spec.trainer.numNodes", num_nodes,
-                              "LoRA fine-tuning is not supported for multi-node training in TorchTune"))
+        errors.append(
+            invalid(
+                "spec.trainer.numNodes",
+                num_nodes,
+                "LoRA fine-tuning is not supported for multi-node training in TorchTune",
+            )
+        )
     for i, arg in enumerate(args):
         key = torchtune.config_key(arg)
         if key in c.TORCHTUNE_IMMUTABLE_CONFIGS:

@@ -66,8 +66,9 @@ def rewrite_command(
     args = list(trainer.args or []) if trainer is not None else []
     distributed = num_nodes > 1 or (isinstance(num_proc, int) and num_proc > 1) or (num_proc == "auto" and gpus > 1)
     if distributed:
-        command.append(RDZV_TEMPLATE.format(address=f"{job.name}-{c.NODE}-0-0.{job.name}",
-                                            port=c.CONTAINER_TRAINER_PORT))
+        command.append(
+            RDZV_TEMPLATE.format(address=f"{job.name}-{c.NODE}-0-0.{job.name}", port=c.CONTAINER_TRAINER_PORT)
+        )
     recipe, suffix = recipe_and_config(num_nodes, num_proc, gpus, args)
     command += [recipe, "--config", model_of(job.spec.runtime_ref.name) + suffix]
     command += [a for a in runtime_command or [] if config_key(a) in c.TORCHTUNE_IMMUTABLE_CONFIGS]

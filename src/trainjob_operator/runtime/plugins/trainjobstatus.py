@@ -29,16 +29,28 @@ def status_env(job: TrainJob, base_url: str) -> list[EnvVar]:
 
 
 def token_volume(job: TrainJob) -> Volume:
-    return Volume.model_validate({
-        "name": c.STATUS_TOKEN_VOLUME,
-        "projected": {"sources": [
-            {"serviceAccountToken": {"audience": token_audience(job.namespace, job.name),
-                                     "expirationSeconds": c.STATUS_TOKEN_EXPIRY_SECONDS,
-                                     "path": c.STATUS_TOKEN_FILE}},
-            {"configMap": {"name": tls_config_name(job),
-                           "items": [{"key": c.STATUS_CA_KEY, "path": c.STATUS_CA_KEY}]}},
-        ]},
-    })
+    return Volume.model_validate(
+        {
+            "name": c.STATUS_TOKEN_VOLUME,
+            "projected": {
+                "sources": [
+                    {
+                        "serviceAccountToken": {
+                            "audience": token_audience(job.namespace, job.name),
+                            "expirationSeconds": c.STATUS_TOKEN_EXPIRY_SECONDS,
+                            "path": c.STATUS_TOKEN_FILE,
+                        }
+                    },
+                    {
+                        "configMap": {
+                            "name": tls_config_name(job),
+                            "items": [{"key": c.STATUS_CA_KEY, "path": c.STATUS_CA_KEY}],
+                        }
+                    },
+                ]
+            },
+        }
+    )
 
 
 class TrainJobStatus(EnforcePodSpec, ComponentBuilder):
@@ -63,5 +75,11 @@ class TrainJobStatus(EnforcePodSpec, ComponentBuilder):
             return []
         if not server.ca_pem:
             raise BuildError("failed to find status server ca.crt in tls secret")
-        return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": owned_metadata(job, tls_config_name(job)),
-                 "data": {c.STATUS_CA_KEY: server.ca_pem}}]
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": owned_metadata(job, tls_config_name(job)),
+                "data": {c.STATUS_CA_KEY: server.ca_pem},
+            }
+        ]

@@ -46,12 +46,14 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKin
             spec["priorityClassName"] = priority
         if policy.network_topology is not None:
             spec["networkTopology"] = policy.network_topology.to_wire()
-        return [{
-            "apiVersion": c.VOLCANO_API_VERSION,
-            "kind": c.POD_GROUP_KIND,
-            "metadata": owned_metadata(job, job.name),
-            "spec": spec,
-        }]
+        return [
+            {
+                "apiVersion": c.VOLCANO_API_VERSION,
+                "kind": c.POD_GROUP_KIND,
+                "metadata": owned_metadata(job, job.name),
+                "spec": spec,
+            }
+        ]
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
         if info.pod_group_policy is None or info.pod_group_policy.volcano is None:
@@ -59,8 +61,13 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKin
         errors: list[FieldError] = []
         queue = info.annotations.get(c.VOLCANO_QUEUE_NAME_ANNOTATION)
         if queue is not None and queue == "":
-            errors.append(invalid(f"spec.annotations[{c.VOLCANO_QUEUE_NAME_ANNOTATION}]", queue,
-                                  "Volcano queue name must not be empty"))
+            errors.append(
+                invalid(
+                    f"spec.annotations[{c.VOLCANO_QUEUE_NAME_ANNOTATION}]",
+                    queue,
+                    "Volcano queue name must not be empty",
+                )
+            )
         if observed.priority_classes is not None:
             for pod_set in info.pod_sets:
                 name = pod_set.pod_spec.priority_class_name
@@ -69,11 +76,24 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKin
                 if not name:
                     continue
                 if name not in observed.priority_classes:
-                    errors.append(invalid("spec.templateSpec.priorityClassName", name,
-                                          f'PriorityClass "{name}" doesn\'t exist: '
-                                          f'priorityclasses.scheduling.k8s.io "{name}" not found'))
+                    errors.append(
+                        invalid(
+                            "spec.templateSpec.priorityClassName",
+                            name,
+                            f'PriorityClass "{name}" doesn\'t exist: '
+                            f'priorityclasses.scheduling.k8s.io "{name}" not found',
+                        )
+                    )
         return Validation(tuple(errors))
 
     def kinds(self) -> list[ChildKind]:
-        return [ChildKind(c.VOLCANO_API_VERSION, c.POD_GROUP_KIND, "podgroups", probe=True, optional=True,
-                          purpose="Volcano PodGroups (gang scheduling)")]
+        return [
+            ChildKind(
+                c.VOLCANO_API_VERSION,
+                c.POD_GROUP_KIND,
+                "podgroups",
+                probe=True,
+                optional=True,
+                purpose="Volcano PodGroups (gang scheduling)",
+            )
+        ]

@@ -27,19 +27,24 @@ class XGBoost(EnforceMLPolicy, CustomValidation):
             return
         workers = trainer.count * max(gpu_count(decision_resources(info, job)), 1)
         upsert_env(node, job.spec.trainer.env or [])
-        upsert_env(node, [
-            EnvVar(name=c.XGBOOST_ENV_TRACKER_URI, value=first_pod_address(job)),
-            EnvVar(name=c.XGBOOST_ENV_TRACKER_PORT, value=str(c.CONTAINER_TRAINER_PORT)),
-            completion_index_env(c.XGBOOST_ENV_TASK_ID),
-            EnvVar(name=c.XGBOOST_ENV_NUM_WORKER, value=str(workers)),
-        ])
+        upsert_env(
+            node,
+            [
+                EnvVar(name=c.XGBOOST_ENV_TRACKER_URI, value=first_pod_address(job)),
+                EnvVar(name=c.XGBOOST_ENV_TRACKER_PORT, value=str(c.CONTAINER_TRAINER_PORT)),
+                completion_index_env(c.XGBOOST_ENV_TASK_ID),
+                EnvVar(name=c.XGBOOST_ENV_NUM_WORKER, value=str(workers)),
+            ],
+        )
         upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
         if info.ml_policy is None or info.ml_policy.xgboost is None or new.spec.trainer is None:
             return Validation()
-        return Validation(tuple(
-            forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the XGBoost runtime")
-            for i, env in enumerate(new.spec.trainer.env or [])
-            if env.name in c.XGBOOST_RESERVED_ENVS
-        ))
+        return Validation(
+            tuple(
+                forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the XGBoost runtime")
+                for i, env in enumerate(new.spec.trainer.env or [])
+                if env.name in c.XGBOOST_RESERVED_ENVS
+            )
+        )
