@@ -386,14 +386,20 @@ def webhook_cert_values(api: Api, namespace: str, name: str = "trainjob-operator
 ORPHAN_KINDS = (("jobset.x-k8s.io/v1alpha2", "JobSet"), ("v1", "Secret"), ("v1", "ConfigMap"))
 
 
-def children_left(api: Api, namespace: str) -> int:
-    left = 0
+def children_left(api: Api, namespace: str, show: bool = False) -> int:
+    left: list[str] = []
     for api_version, kind in ORPHAN_KINDS:
         for obj in api.list(api_version, kind, namespace):
-            owners = obj["metadata"].get("ownerReferences") or []
+            meta = obj["metadata"]
+            owners = meta.get("ownerReferences") or []
             if any(o.get("kind") in (c.TRAINJOB_KIND, c.JOBSET_KIND) for o in owners):
-                left += 1
-    return left
+                left.append(
+                    f"{kind}/{meta['name']} (created {meta.get('creationTimestamp')}, "
+                    f"deleting {bool(meta.get('deletionTimestamp'))}, finalizers {meta.get('finalizers')})"
+                )
+    if show and left:
+        print("children left:", *left, sep="\n  ")
+    return len(left)
 
 
 # --- a local load balancer ------------------------------------------------------------------------------------

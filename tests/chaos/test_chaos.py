@@ -177,7 +177,7 @@ def delete_all_and_count_orphans(kube: Kube, api: Api, namespace: str, timeout: 
     while left and time.monotonic() < deadline:
         time.sleep(1)
         left = children_left(api, namespace)
-    return left
+    return children_left(api, namespace, show=True) if left else 0
 
 
 def needles_for(tracker: Tracker, api: Api) -> set[str]:

@@ -18,7 +18,7 @@ from aiohttp import web
 from .. import certs
 from ..api import constants as c
 from ..config import Webhook
-from ..k8s.client import ApiError, Client
+from ..k8s.client import ApiError, Client, is_transient
 from ..logs import Aggregator, error_fields, get
 from ..metrics import Metrics
 from ..runtime import startup
@@ -104,7 +104,12 @@ class AdmissionServer:
             verdict = await handler(inner)
         except Exception as err:  # never let one bad object take the webhook down: refuse it, naming the cause
             if self.failures.admit(f"{request.path} {type(err).__name__}") is not None:
-                log.error("webhook failed on an object; refused", path=request.path, exc_info=err, **error_fields(err))
+                if is_transient(err):  # the API server failed, not our code: no traceback (docs/reliability.md)
+                    log.warning("webhook could not read what it needs; refused", path=request.path, **error_fields(err))
+                else:
+                    log.error(
+                        "webhook failed on an object; refused", path=request.path, exc_info=err, **error_fields(err)
+                    )
             verdict = Verdict(allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400)
         self.metrics.webhook_seconds.labels(
             webhook=request.path.strip("/"), allowed=str(verdict.allowed).lower()

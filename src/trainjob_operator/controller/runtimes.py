@@ -1,16 +1,33 @@
 """The one runtime lookup the reconciler and the admission webhooks share: cache first, then the API."""
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
-from ..k8s.client import Client
+from ..k8s.client import Client, is_transient
 from ..runtime.info import RuntimeSource
 from .store import Store
 
 PARSED_LIMIT = 1024
 """Parsed runtime versions kept; past it the memo starts over."""
+READ_ATTEMPTS = (0.2, 0.5, 1.0)
+"""Pauses between reads of a runtime the API server failed to answer (5xx, 429, a cut connection): about 2 s in
+all, well inside the webhook's 10 s timeout, so a blip does not refuse a TrainJob (found by tests/chaos/
+test_hostile.py)."""
+
+
+async def _read(call: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[str, Any] | None:
+    for pause in READ_ATTEMPTS:
+        try:
+            return await call()
+        except Exception as err:
+            if not is_transient(err):
+                raise
+        await asyncio.sleep(pause)
+    return await call()
 
 
 @dataclass
@@ -25,14 +42,14 @@ class RuntimeResolver:
         if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
             raw = self.store.cluster_runtimes.get(("", name))
             if raw is None:
-                raw = await self.client.get(c.API_VERSION, kind, name)
+                raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name))
                 if raw is not None:
                     self.store.cluster_runtimes.put(raw)
             model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
         else:
             raw = self.store.runtimes.get((namespace, name))
             if raw is None:
-                raw = await self.client.get(c.API_VERSION, kind, name, namespace)
+                raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name, namespace))
                 if raw is not None:
                     self.store.runtimes.put(raw)
             model = TrainingRuntime

@@ -1,0 +1,60 @@
+"""The runtime lookup the reconciler and the webhooks share (controller/runtimes.py): a blip of the API server on a
+cache miss is read again, so an admission is not refused for it; what is not a blip is raised at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from builders import RuntimeBuilder
+from trainjob_operator.controller import runtimes
+from trainjob_operator.controller.runtimes import RuntimeResolver
+from trainjob_operator.controller.store import Store
+from trainjob_operator.k8s.client import ApiError
+
+RUNTIME = RuntimeBuilder.make().raw()
+
+
+class FlakyClient:
+    def __init__(self, failures: list[BaseException]) -> None:
+        self.failures = failures
+        self.gets = 0
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.gets += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return RUNTIME
+
+
+@pytest.fixture(autouse=True)
+def no_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtimes, "READ_ATTEMPTS", (0.0, 0.0, 0.0))
+
+
+def lookup(client: FlakyClient) -> Any:
+    resolver = RuntimeResolver(client, Store())  # type: ignore[arg-type]
+    kind, name = RUNTIME["kind"], RUNTIME["metadata"]["name"]
+    return asyncio.run(resolver.lookup(kind, RUNTIME["metadata"].get("namespace") or "default", name))
+
+
+def test_a_500_then_a_cut_connection_are_read_again_and_the_runtime_is_found() -> None:
+    client = FlakyClient([ApiError(500, "InternalError", "injected", {}), ConnectionResetError("reset")])
+    assert lookup(client) is not None
+    assert client.gets == 3
+
+
+def test_a_refusal_that_is_not_a_blip_is_raised_at_once() -> None:
+    client = FlakyClient([ApiError(403, "Forbidden", "no", {})])
+    with pytest.raises(ApiError):
+        lookup(client)
+    assert client.gets == 1
+
+
+def test_an_api_server_that_keeps_failing_is_raised_after_four_reads() -> None:
+    client = FlakyClient([ApiError(503, "ServiceUnavailable", "down", {}) for _ in range(10)])
+    with pytest.raises(ApiError):
+        lookup(client)
+    assert client.gets == 4
