@@ -204,7 +204,7 @@ class Reconciler:
         return plan.after_startup_check(outcome, check, policy, now)
 
     async def _runtime_for(self, job: TrainJob) -> RuntimeSource:
-        """The snapshot in force; created from the live runtime on the first build (v2.3 §5.4).
+        """The snapshot in force; created from the live runtime on the first build (docs/upstream-behaviour.md, "When objects are re-applied").
 
         The snapshot is created with a plain create (one request): a conflict means it exists, and only then is it
         read and checked. A runtime deleted after the snapshot was taken does not matter.

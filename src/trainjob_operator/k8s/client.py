@@ -1,6 +1,6 @@
 """A small async Kubernetes client: the few verbs the operator uses, with client-side QPS/burst limits.
 
-Server-side apply always uses one field manager and force (spec §5.1); status uses a JSON merge patch.
+Server-side apply always uses one field manager and force (docs/upstream-behaviour.md, "Objects, names and server-side apply"); status uses a JSON merge patch.
 """
 
 import asyncio
