@@ -535,7 +535,7 @@ def test_what_a_retry_after_is_about(method: str, path: str, body: Any, want: st
     assert retry_key(method, path, body) == want
 
 
-def test_after_a_429_with_retry_after_the_next_request_for_that_object_waits() -> None:
+def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits() -> None:
     """Before: a reconcile a watch event triggered, or the leader elector's next renewal, asked again at once (the
     hostile-network scenario counted 110 requests before the Retry-After the API server asked for)."""
     import ssl
@@ -552,7 +552,7 @@ def test_after_a_429_with_retry_after_the_next_request_for_that_object_waits() -
         async def send(method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
             sent.append((path, time.monotonic()))
             if len(sent) == 1:
-                raise ApiError(429, "TooManyRequests", "slow down", {}, retry_after=0.4)
+                raise ApiError(503, "ServiceUnavailable", "slow down", {}, retry_after=0.4)
             return {}
 
         client._send = send  # type: ignore[method-assign]
@@ -568,6 +568,38 @@ def test_after_a_429_with_retry_after_the_next_request_for_that_object_waits() -
     (first, t0), (_, _), (third, t2) = sent
     assert first.startswith("/apis/g/v1/namespaces/n/trainjobs/a") and third.startswith(first.removesuffix("/status"))
     assert t2 - t0 >= 0.39
+
+
+def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> None:
+    """API Priority and Fairness refused: the client waits as long as the server asked, then the same request goes
+    again (a 503 goes back to the caller, above)."""
+    import ssl
+    import time
+
+    from trainjob_operator.k8s.client import Client
+    from trainjob_operator.k8s.config import Connection
+
+    sent: list[tuple[str, float]] = []
+
+    async def scenario() -> dict[str, Any]:
+        client = Client(Connection(server="https://k", ssl_context=ssl.create_default_context()), qps=0, burst=0)
+
+        async def send(method: str, path: str, data: str | None, content_type: str) -> dict[str, Any]:
+            sent.append((path, time.monotonic()))
+            if len(sent) == 1:
+                raise ApiError(429, "TooManyRequests", "slow down", {}, retry_after=0.4)
+            return {"ok": True}
+
+        client._send = send  # type: ignore[method-assign]
+        try:
+            return await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", body={})
+        finally:
+            await client.close()
+
+    assert asyncio.run(scenario()) == {"ok": True}
+    (first, t0), (again, t1) = sent
+    assert first == again
+    assert t1 - t0 >= 0.39
 
 
 # --- kopf's watch streams survive the API server's answers (found by the hostile network, issue 17) --------------
