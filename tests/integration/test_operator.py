@@ -84,6 +84,20 @@ def writes(operator: OperatorProcess) -> float:
     )
 
 
+def alone(kube: Kube, namespace: str) -> None:
+    """Wait until the namespaces of earlier tests are gone, so that the operator's write counter counts only ours.
+
+    The operator is shared by the session: a TTL or a deadline firing in an earlier test's namespace while it
+    terminates would otherwise be counted here (CI once saw 6 writes for this test's 3)."""
+    owned = "trainjob-operator.test/owned=true"
+
+    def others() -> list[str]:
+        names = kube.run("get", "namespace", "-l", owned, "-o", "name").stdout.split()
+        return [n for n in names if n != f"namespace/{namespace}"]
+
+    eventually(lambda: not others(), "the namespaces of earlier tests deleted", timeout=120)
+
+
 def settle(operator: OperatorProcess, kube: Kube, namespace: str, name: str) -> None:
     """Wait until the operator has reconciled `name` once more (a sync point instead of a sleep)."""
     before = reconciles(operator)
@@ -382,6 +396,7 @@ def test_never_suspended_trainjob_takes_at_most_three_writes_to_its_jobset(
 ) -> None:
     # The JobSet is managed by nobody, so its status never changes and the count settles.
     kube.apply(runtime(namespace, jobset_fields={"managedBy": "example.com/nobody"}))
+    alone(kube, namespace)
     before = writes(operator)
     kube.apply(trainjob(namespace, "counted", trainer={"numNodes": 2}))
     eventually(lambda: kube.get("jobset", "counted", namespace), "the JobSet")
