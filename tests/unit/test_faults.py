@@ -570,6 +570,46 @@ def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits() -
     assert t2 - t0 >= 0.39
 
 
+def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_meanwhile() -> None:
+    """Before: a request slept until the first Retry-After for its object and was then sent, although a request in
+    flight alongside had meanwhile been told to wait longer (the full-size hostile network counted requests sooner
+    than the API server asked)."""
+    import ssl
+    import time
+
+    from trainjob_operator.k8s.client import Client
+    from trainjob_operator.k8s.config import Connection
+
+    sent: dict[str, float] = {}
+    path = "/apis/g/v1/namespaces/n/trainjobs/a"
+
+    async def scenario() -> None:
+        client = Client(Connection(server="https://k", ssl_context=ssl.create_default_context()), qps=0, burst=0)
+        start = time.monotonic()
+
+        async def send(method: str, url: str, data: str | None, content_type: str) -> dict[str, Any]:
+            if method == "GET":  # in flight while the PATCH is refused, then told to wait longer
+                await asyncio.sleep(0.1)
+                raise ApiError(503, "ServiceUnavailable", "slow down", {}, retry_after=0.5)
+            if method == "PATCH":
+                raise ApiError(503, "ServiceUnavailable", "slow down", {}, retry_after=0.2)
+            sent[method] = time.monotonic() - start
+            return {}
+
+        client._send = send  # type: ignore[method-assign]
+        in_flight = asyncio.create_task(client.request("GET", path))
+        await asyncio.sleep(0.02)
+        with pytest.raises(ApiError):
+            await client.request("PATCH", path, body={})
+        await client.request("DELETE", path)
+        with pytest.raises(ApiError):
+            await in_flight
+        await client.close()
+
+    asyncio.run(scenario())
+    assert sent["DELETE"] >= 0.59, sent
+
+
 def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> None:
     """API Priority and Fairness refused: the client waits as long as the server asked, then the same request goes
     again (a 503 goes back to the caller, above)."""

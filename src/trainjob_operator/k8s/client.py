@@ -57,6 +57,8 @@ def is_transient(err: BaseException) -> bool:
 
 RETRY_AFTER_CAP = 60.0
 """Longest wait a Retry-After imposes on the next request for the same object."""
+RETRY_AFTER_PASSES = 8
+"""Pauses one request makes for its object's Retry-After before it is sent anyway."""
 
 
 def retry_key(method: str, path: str, body: Any = None) -> str:
@@ -314,7 +316,9 @@ class Client:
             return await self._send(method, path, data, content_type)
         except ApiError as err:
             if err.retry_after and err.status in (429, 503):
-                self._not_before[target] = time.monotonic() + min(err.retry_after, RETRY_AFTER_CAP)
+                # max: a request in flight alongside may have been told to wait longer for the same object
+                until = time.monotonic() + min(err.retry_after, RETRY_AFTER_CAP)
+                self._not_before[target] = max(until, self._not_before.get(target, 0.0))
             if err.status != 401 or not self.connection.refreshable:
                 raise
         await self.refresh(min_age=1.0)  # a rotated token file, an exec token revoked early: once more
@@ -323,17 +327,20 @@ class Client:
     async def _honour_retry_after(self, target: str) -> None:
         """The API server asked to wait before asking again about this object (429/503 with Retry-After): whoever
         asks next (a reconcile a watch event triggered, the leader elector's next renewal) waits that long."""
-        when = self._not_before.get(target)
-        if when is None:
-            return
-        wait = when - time.monotonic()
-        if wait <= 0:
-            del self._not_before[target]
-            return
         if len(self._not_before) > 4096:  # bounded: drop what has expired
             now = time.monotonic()
             self._not_before = {k: v for k, v in self._not_before.items() if v > now}
-        await asyncio.sleep(wait)
+        # Looked up again after each pause: a request in flight while this one waited may have been told to wait
+        # longer. Bounded: each pass needs another Retry-After from the server, each capped at RETRY_AFTER_CAP.
+        for _ in range(RETRY_AFTER_PASSES):
+            when = self._not_before.get(target)
+            if when is None:
+                return
+            wait = when - time.monotonic()
+            if wait <= 0:
+                self._not_before.pop(target, None)
+                return
+            await asyncio.sleep(wait)
 
     def _refresh_if_expiring(self, now: dt.datetime) -> None:
         """Shortly before the credentials expire, resolve them again in the background: requests go on with the
