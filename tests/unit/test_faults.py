@@ -22,7 +22,7 @@ from trainjob_operator import logs
 from trainjob_operator.api.trainjob import TrainJobStatus
 from trainjob_operator.controller.leader import LeaderElector
 from trainjob_operator.controller.reconciler import NotLeading, Reconciler
-from trainjob_operator.k8s.client import ApiError, _retry_after, is_transient
+from trainjob_operator.k8s.client import ApiError, is_transient, parse_retry_after
 from trainjob_operator.runtime import yamltext
 from trainjob_operator.runtime.errors import invalid, render_value
 from trainjob_operator.runtime.lifecycle import Timer, active_deadline, effective_run_policy
@@ -293,7 +293,7 @@ def test_transient_errors(err: BaseException, transient: bool) -> None:
     ("header", "seconds"), [("3", 3.0), ("0.5", 0.5), (None, None), ("soon", None), ("-4", 0.0), ("99999", 600.0)]
 )
 def test_retry_after_header(header: str | None, seconds: float | None) -> None:
-    assert _retry_after(header) == seconds
+    assert parse_retry_after(header) == seconds
 
 
 # --- crash signatures of hostile input ------------------------------------------------------------------------
@@ -645,12 +645,17 @@ def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> Non
 # --- kopf's watch streams survive the API server's answers (found by the hostile network, issue 17) --------------
 
 
-def _kopf_error(status: int) -> Exception:
+def _kopf_error(status: int, retry_after: bool = False) -> Exception:
+    """As kopf raises it; a 5xx with Retry-After as `retry_after_on_server_errors` raises it (kopf's 429 class)."""
     from kopf._cogs.clients import errors as kopf_errors
 
     cls = kopf_errors.APIServerError if status >= 500 else kopf_errors.APIClientError
+    if retry_after:
+        cls = kopf_errors.APITooManyRequestsError
     return cls(
-        {"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"}, status=status, headers={}
+        {"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"},
+        status=status,
+        headers={"Retry-After": "1"} if retry_after else {},
     )
 
 
@@ -660,6 +665,7 @@ def _kopf_error(status: int) -> Exception:
         pytest.param(_kopf_error(410), True, id="410 Gone as the watch request's status: list again"),
         pytest.param(_kopf_error(503), True, id="a 5xx past kopf's retries: list again"),
         pytest.param(_kopf_error(429), True, id="429 past kopf's retries: list again"),
+        pytest.param(_kopf_error(503, retry_after=True), True, id="a 503 with Retry-After past kopf's retries"),
         pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
         pytest.param(TimeoutError(), True, id="a timeout: list again"),
         pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
@@ -687,6 +693,83 @@ def test_a_failed_watch_stream_lists_again_instead_of_ending_the_operator(error:
                 asyncio.run(consume())
     finally:
         main.WATCH_RESTART_PAUSE = pause
+
+
+def test_kopf_waits_out_a_503s_retry_after_as_it_does_a_429s() -> None:
+    """Before: kopf's request loop honoured Retry-After only on 429 and listed again 1 s (its first error backoff)
+    after a 503 that asked for 2-3 s: the full-size hostile network counted 2 requests sooner than asked."""
+    import logging
+    import time
+
+    import kopf
+    from aiohttp import web
+    from kopf._cogs.clients import api, auth
+    from kopf._cogs.structs import credentials
+
+    from trainjob_operator.controller import main
+
+    main.harden_kopf_watches()
+    arrived: list[float] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        arrived.append(time.monotonic())
+        if len(arrived) == 1:
+            status = {"kind": "Status", "code": 503, "message": "slow down", "details": {"retryAfterSeconds": 1}}
+            return web.json_response(status, status=503, headers={"Retry-After": "1"})
+        return web.json_response({"kind": "TrainJobList", "items": []})
+
+    async def scenario() -> None:
+        app = web.Application()
+        app.router.add_get("/apis/g/v1/trainjobs", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        context = auth.APIContext(credentials.ConnectionInfo(server=f"http://127.0.0.1:{port}"))
+        settings = kopf.OperatorSettings()
+        settings.networking.enforce_retry_after = True
+        try:
+            response = await api.request(
+                "GET",
+                "/apis/g/v1/trainjobs",
+                settings=settings,
+                backoffs=[0.05, 0.05],
+                context=context,
+                logger=logging.getLogger("test"),
+            )
+            assert response.status == 200
+        finally:
+            await context.session.close()
+            await runner.cleanup()
+
+    asyncio.run(scenario())
+    assert len(arrived) == 2 and arrived[1] - arrived[0] >= 0.95, arrived
+
+
+@pytest.mark.parametrize(
+    ("answer", "raised", "status"),
+    [
+        pytest.param((503, {"Retry-After": "2"}), "APITooManyRequestsError", 503, id="a 503 with Retry-After"),
+        pytest.param((500, {"Retry-After": "1"}), "APITooManyRequestsError", 500, id="a 500 with Retry-After"),
+        pytest.param((503, {}), "APIServerError", 503, id="a 503 without Retry-After: kopf's own backoff"),
+        pytest.param((404, {"Retry-After": "2"}), "APINotFoundError", 404, id="a 404: as kopf raised it"),
+    ],
+)
+def test_which_kopf_errors_wait_out_a_retry_after(answer: tuple[int, dict[str, str]], raised: str, status: int) -> None:
+    from kopf._cogs.clients import errors as kopf_errors
+
+    from trainjob_operator.controller import main
+
+    code, headers = answer
+
+    async def original(response: Any) -> None:
+        cls = kopf_errors.APIServerError if code >= 500 else kopf_errors.APINotFoundError
+        raise cls({"kind": "Status", "code": code, "message": "m"}, status=code, headers=headers)
+
+    with pytest.raises(kopf_errors.APIError) as caught:
+        asyncio.run(main.retry_after_on_server_errors(original)(None))
+    assert (type(caught.value).__name__, caught.value.status, caught.value.message) == (raised, status, "m")
 
 
 def test_the_hardened_watch_is_what_kopf_runs() -> None:

@@ -20,7 +20,7 @@ from ..api import constants as c
 from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
-from ..k8s.client import ApiError, Client, is_transient, retry_after
+from ..k8s.client import RETRY_AFTER_CAP, ApiError, Client, is_transient, parse_retry_after, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.framework import ChildKind
@@ -336,25 +336,56 @@ def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
             async for event in original(*args, **kwargs):
                 yield event
         except (kopf_errors.APIServerError, kopf_errors.APIClientError, aiohttp.ClientError, TimeoutError) as err:
-            status = getattr(err, "status", None)
-            if isinstance(err, kopf_errors.APIClientError) and status not in (403, 410, 429):
+            status = getattr(err, "status", None) or 0
+            if isinstance(err, kopf_errors.APIClientError) and status < 500 and status not in (403, 410, 429):
                 raise
             log.warning(
                 "watch stream failed; listing again", resource=str(kwargs.get("resource", "")), **logs.error_fields(err)
             )
-            await asyncio.sleep(WATCH_RESTART_PAUSE)
+            await asyncio.sleep(max(WATCH_RESTART_PAUSE, kopf_retry_after(err)))
 
     return watch
 
 
+def kopf_retry_after(err: BaseException) -> float:
+    """The seconds a kopf API error's `Retry-After` asks for (0 without one)."""
+    headers = getattr(err, "headers", None) or {}
+    return min(parse_retry_after(headers.get("Retry-After")) or 0.0, RETRY_AFTER_CAP)
+
+
+def retry_after_on_server_errors(original: Callable[..., Any]) -> Callable[..., Any]:
+    """kopf's `check_response`, made to raise a 5xx that carries `Retry-After` as kopf's 429 error class.
+
+    kopf's request loop honours Retry-After only for 429 (`APITooManyRequestsError`) and retries any 5xx after its
+    own `error_backoffs` (1 s first); client-go waits as asked for any 5xx too (`checkWait` in rest/request.go). The
+    full-size hostile network caught kopf listing again 1 s after a 503 that asked for 2-3 s (issue 17). The status
+    stays the server's, so `resilient_watch` still treats it as the server's failure."""
+    from kopf._cogs.clients import errors as kopf_errors
+
+    async def check_response(response: Any) -> None:
+        try:
+            await original(response)
+        except kopf_errors.APIServerError as err:
+            if not kopf_retry_after(err):
+                raise
+            payload = getattr(err, "_payload", None)  # kopf keeps the Status as it was answered
+            raise kopf_errors.APITooManyRequestsError(payload, status=err.status, headers=err.headers) from err
+
+    return check_response
+
+
 def harden_kopf_watches() -> None:
-    """Install `resilient_watch` into kopf (once)."""
-    from kopf._cogs.clients import watching
+    """Install `resilient_watch` and `retry_after_on_server_errors` into kopf (once)."""
+    from kopf._cogs.clients import errors, watching
 
     if not getattr(watching.continuous_watch, "resilient", False):
         hardened = resilient_watch(watching.continuous_watch)
         hardened.resilient = True  # type: ignore[attr-defined]
         watching.continuous_watch = hardened
+    if not getattr(errors.check_response, "retry_after_on_5xx", False):
+        checked = retry_after_on_server_errors(errors.check_response)
+        checked.retry_after_on_5xx = True  # type: ignore[attr-defined]
+        errors.check_response = checked
 
 
 def registry_for(manager: Manager) -> kopf.OperatorRegistry:

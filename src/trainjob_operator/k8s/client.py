@@ -79,7 +79,7 @@ def retry_after(err: BaseException) -> float | None:
     return err.retry_after if isinstance(err, ApiError) else None
 
 
-def _retry_after(header: str | None) -> float | None:
+def parse_retry_after(header: str | None) -> float | None:
     try:
         return min(max(float(header), 0.0), 600.0) if header else None
     except ValueError:
@@ -370,7 +370,7 @@ class Client:
                     payload.get("reason", response.reason or ""),
                     payload.get("message", raw[:500].decode(errors="replace")),
                     payload,
-                    _retry_after(response.headers.get("Retry-After")),
+                    parse_retry_after(response.headers.get("Retry-After")),
                 )
             return payload
 
