@@ -668,6 +668,14 @@ def _kopf_error(status: int, retry_after: bool = False) -> Exception:
         pytest.param(_kopf_error(503, retry_after=True), True, id="a 503 with Retry-After past kopf's retries"),
         pytest.param(aiohttp.ServerDisconnectedError(), True, id="a connection error past kopf's retries: list again"),
         pytest.param(TimeoutError(), True, id="a timeout: list again"),
+        pytest.param(
+            json.JSONDecodeError("Expecting value", "", 0), True, id="a stream cut mid-line (not JSON): list again"
+        ),
+        pytest.param(
+            UnicodeDecodeError("utf-8", b"\xe2\x82", 0, 2, "unexpected end of data"),
+            True,
+            id="a stream cut inside a character: list again",
+        ),
         pytest.param(_kopf_error(404), False, id="404 (the CRD is gone): still fatal"),
         pytest.param(ValueError("bug"), False, id="a bug: still fatal"),
     ],

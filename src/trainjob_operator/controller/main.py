@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -326,8 +327,9 @@ WATCH_RESTART_PAUSE = 1.0
 def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
     """kopf's `continuous_watch` (one listing and its watch requests), made to survive what the API server or the
     network does to it: kopf restarts on a 410 Gone ERROR event, but a 410 answered as the HTTP status of the watch
-    request, or a 5xx, connection error or timeout that outlasts kopf's own retries, escaped its watcher and ended
-    the whole operator (found by the hostile-network scenario, issue 17). Those end this stream quietly instead:
+    request, or a 5xx, connection error or timeout that outlasts kopf's own retries, or a stream cut mid-line (kopf
+    decodes the rest as a last line), escaped its watcher and ended the whole operator (found by the hostile-network
+    scenario, issue 17). Those end this stream quietly instead:
     kopf's `infinite_watch` lists again and watches on (after a pause). Anything else still propagates."""
     from kopf._cogs.clients import errors as kopf_errors
 
@@ -335,7 +337,14 @@ def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             async for event in original(*args, **kwargs):
                 yield event
-        except (kopf_errors.APIServerError, kopf_errors.APIClientError, aiohttp.ClientError, TimeoutError) as err:
+        except (
+            kopf_errors.APIServerError,
+            kopf_errors.APIClientError,
+            aiohttp.ClientError,
+            TimeoutError,
+            json.JSONDecodeError,  # a stream cut mid-line: kopf decodes what is left as a last line
+            UnicodeDecodeError,  # the same, cut inside a character
+        ) as err:
             status = getattr(err, "status", None) or 0
             if isinstance(err, kopf_errors.APIClientError) and status < 500 and status not in (403, 410, 429):
                 raise
