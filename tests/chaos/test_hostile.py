@@ -58,7 +58,7 @@ def test_hostile_network(exclusive: None, kube: Kube, kubeconfig: str, namespace
 
         done, jobsets = converged(api, namespace, want)
         deadline = time.monotonic() + size(180, 600)
-        while done != want and time.monotonic() < deadline:
+        while done != want and time.monotonic() < deadline and proc.poll() is None:  # a dead operator: report now
             time.sleep(1)
             done, jobsets = converged(api, namespace, want)
         converge_s = time.monotonic() - healed
