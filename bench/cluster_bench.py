@@ -59,14 +59,11 @@ class Settings:
     concurrency: int | None = None
     pinned: bool = False
     """The contender pinned to one core (taskset) beside a busy neighbour on that core."""
-    event_loop: str | None = None
-    """Ours only: the event loop (config `event_loop`); None is the default (uvloop)."""
 
 
 DEFAULTS = Settings("defaults")
 EQUAL = Settings("equal (qps 100, burst 200, 5 workers)", qps=100, burst=200, concurrency=5)
 PINNED = Settings("defaults, one core shared with a busy neighbour", pinned=True)
-ASYNCIO = Settings("defaults on asyncio's own event loop (ours; upstream as defaults)", event_loop="asyncio")
 CEILING_CONCURRENCY = (16, 64, 256)
 
 
@@ -144,8 +141,6 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
         config["client"] = {"qps": settings.qps, "burst": settings.burst}
     if settings.concurrency is not None:
         config["concurrency"] = settings.concurrency
-    if settings.event_loop is not None:
-        config["event_loop"] = settings.event_loop
     path = logs / f"ours-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(json.dumps(config))
     proc = subprocess.Popen(
@@ -498,7 +493,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SETTINGS = {"defaults": DEFAULTS, "equal": EQUAL, "pinned": PINNED, "asyncio": ASYNCIO}
+SETTINGS = {"defaults": DEFAULTS, "equal": EQUAL, "pinned": PINNED}
 
 
 def load_average() -> str:
@@ -550,8 +545,7 @@ def main() -> int:
     parser.add_argument(
         "--settings",
         default="defaults,equal,pinned",
-        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy neighbour), "
-        "asyncio (ours on asyncio's own event loop)",
+        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy neighbour)",
     )
     parser.add_argument(
         "--ceiling-concurrency",

@@ -85,9 +85,6 @@ class OperatorConfig(_Section):
     """TrainJobs reconciled at once."""
     log_format: Literal["json", "console"] = "json"
     log_level: str = "INFO"
-    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
-    """uvloop (libuv) spends less CPU per request than asyncio's own loop (docs/performance.md); "asyncio" where
-    uvloop is unavailable or suspected."""
     client: ClientConnection = Field(default_factory=ClientConnection)
     webhook: Webhook = Field(default_factory=Webhook)
     status_server: StatusServer = Field(default_factory=StatusServer)

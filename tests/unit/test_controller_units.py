@@ -388,18 +388,3 @@ def test_the_status_server_url_trainer_pods_get(
 
     cfg = config_module.StatusServer.model_validate(status_server)
     assert base_url(cfg, webhook_service, webhook_url_host, "ops") == want
-
-
-@pytest.mark.parametrize(
-    ("argv", "factory"),
-    [
-        pytest.param([], "uvloop", id="by default, uvloop"),
-        pytest.param(["--event-loop", "asyncio"], None, id="asked for asyncio's own loop: none made here"),
-    ],
-)
-def test_the_event_loop_the_operator_runs_on(argv: list[str], factory: str | None) -> None:
-    from trainjob_operator.controller import main
-
-    cfg = main.settings_from(main.parser().parse_args(argv))
-    made = main.loop_factory(cfg.event_loop)
-    assert (made.__module__.split(".")[0] if made else None) == factory

@@ -656,7 +656,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--qps", type=float)
     p.add_argument("--burst", type=int)
     p.add_argument("--concurrency", type=int)
-    p.add_argument("--event-loop", choices=("uvloop", "asyncio"), help="the asyncio event loop implementation")
     p.add_argument("--operator-namespace", default=os.environ.get("POD_NAMESPACE"))
     return p
 
@@ -687,23 +686,9 @@ def settings_from(args: argparse.Namespace) -> OperatorConfig:
         cfg.client.burst = args.burst
     if args.concurrency is not None:
         cfg.concurrency = args.concurrency
-    if args.event_loop:
-        cfg.event_loop = args.event_loop
     if args.operator_namespace:
         cfg.operator_namespace = args.operator_namespace
     return OperatorConfig.model_validate(cfg.model_dump())
-
-
-def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The event loop `event_loop` names; asyncio's own (None) when uvloop cannot be imported, said in the log."""
-    if name != "uvloop":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        log.warning("uvloop is not installed: running on asyncio's own event loop", setting="event_loop")
-        return None
-    return uvloop.new_event_loop
 
 
 def run(argv: Sequence[str]) -> int:
@@ -714,8 +699,7 @@ def run(argv: Sequence[str]) -> int:
         return _exit(str(err), 2)
     logs.configure(cfg.log_format, cfg.log_level)
     try:
-        with asyncio.Runner(loop_factory=loop_factory(cfg.event_loop)) as runner:
-            return runner.run(serve(cfg, args.kubeconfig, args.context))
+        return asyncio.run(serve(cfg, args.kubeconfig, args.context))
     except k8s_config.ConfigError as err:
         return _exit(str(err), 2)
     except StartupError as err:
