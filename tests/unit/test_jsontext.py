@@ -121,3 +121,40 @@ def test_compact_keeps_no_more_memory_than_its_text() -> None:
         tracemalloc.stop()
     assert used < 2000 * 200, f"{used / 2000:.0f} bytes per ~35-byte text"
     assert jsontext.loads(kept[0]) == {"metadata": {"name": "job-0"}}
+
+
+def _floats(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_floats(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_floats(v) for v in value)
+    return False
+
+
+@pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed")
+@given(json_values.filter(lambda v: not isinstance(v, int) or -(2**63) <= v < 2**64))
+@settings(max_examples=400, deadline=None)
+def test_every_float_token_is_found_in_orjsons_text(value: Any) -> None:
+    """The shortcut that skips the exact check must never miss a float (their spellings may differ)."""
+    try:
+        data = jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2)
+    except TypeError:  # an integer beyond 64 bits somewhere inside: the exact path, whatever the scan says
+        return
+    if _floats(value):
+        assert jsontext._has_float(data) or b"null" in data
+
+
+@pytest.mark.parametrize(
+    "value, has_float",
+    [
+        pytest.param({"image": "pytorch:2.13.0-cuda13.0", "n": 3}, False, id="versions inside strings are no floats"),
+        pytest.param({"a": [1, 2, 3]}, False, id="integers are no floats"),
+        pytest.param({"a": [1, [2.5]]}, True, id="a float as a nested array element"),
+        pytest.param({"a": -1e-7}, True, id="a negative float in exponent form"),
+        pytest.param(1.5, True, id="a float alone"),
+    ],
+)
+def test_float_tokens_are_told_from_digits_in_strings(value: Any, has_float: bool) -> None:
+    assert jsontext._has_float(jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2)) is has_float
