@@ -159,3 +159,58 @@ def test_every_float_token_is_found_in_orjsons_text(value: Any) -> None:
 )
 def test_float_tokens_are_told_from_digits_in_strings(value: Any, has_float: bool) -> None:
     assert jsontext._has_float(jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2)) is has_float
+
+
+# Strings that exercise libyaml's choices: indicators, `: ` and ` #`, quotes, leading and trailing spaces, words that
+# resolve to other types (3, true, null, 1.5, 2001-12-14), line breaks (literal blocks, chomping), non-ASCII, and
+# lengths past the 80-column width (folding at spaces).
+tricky_text = st.one_of(
+    st.text(alphabet=st.sampled_from(list("ab -:#'\"\n?,[]{}&*!|>%@`.0123 \tyé")), max_size=12),
+    st.sampled_from(["3", "true", "null", "~", "1.5", "2001-12-14", "0x1F", "---", "...", "-", "? x", "", " a", "a "]),
+    st.builds(lambda word, n: " ".join([word] * n), st.sampled_from(["lorem", "x", "it's", "a: b"]), st.integers(1, 40)),
+    st.text(alphabet="xy", min_size=70, max_size=140),
+)
+# Keys with a line break or over 128 characters are complex keys (`? `), which the direct writer leaves to PyYAML:
+# most keys here are neither.
+_simple_keys = tricky_text.map(lambda s: s.replace("\n", "n")[:100])
+tricky_keys = st.one_of(_simple_keys, _simple_keys, _simple_keys, _simple_keys, _simple_keys, tricky_text)
+json_like_docs = st.dictionaries(
+    tricky_keys,
+    st.recursive(
+        st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | tricky_text,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky_keys, inner, max_size=4),
+        max_leaves=25,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@given(st.lists(json_like_docs, min_size=1, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_yaml_direct_writer_is_byte_for_byte_pyyamls(objects: list[Any]) -> None:
+    """The direct writer (no PyYAML representer, serializer or resolver on the way) writes what PyYAML writes."""
+    reference = yamldump.dump_all(objects, fast=False)
+    out: list[str] = []
+    writer = yamldump._Writer()
+    try:
+        for obj in objects:
+            writer.document(obj, out)
+    except yamldump._Unsupported:
+        pass
+    else:
+        assert "".join(out) == reference
+    assert yamldump.dump_all(objects) == reference
+
+
+def test_yaml_direct_writer_writes_the_rendered_objects_itself() -> None:
+    """The CLI's objects (literal blocks, quoted numbers, nested sequences) need no fallback to PyYAML."""
+    objects = [
+        {"data": {"runtime": "a: 1\nb:\n- x\n"}, "env": [{"name": "EPOCHS", "value": "3"}], "empty": {}, "l": []},
+        {"spec": {"command": ["/bin/bash", "-c", "echo 'torchrun would start here'"], "n": [[1, 2], {"k": None}]}},
+    ]
+    out: list[str] = []
+    writer = yamldump._Writer()
+    for obj in objects:
+        writer.document(obj, out)
+    assert "".join(out) == yamldump.dump_all(objects, fast=False)

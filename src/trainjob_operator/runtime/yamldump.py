@@ -85,7 +85,168 @@ class FastDumper(PlainDumper):
         return tag
 
 
+class _Unsupported(Exception):
+    """Something the direct writer does not write (floats, tuples, shared objects, complex keys...): PyYAML's way."""
+
+
+_PLAIN_FIRST_NEVER = frozenset("#,[]{}&*!|>'\"%@` ")
+_STR_TAG_RESOLVER = yaml.resolver.Resolver()
+_WIDTH = 80
+"""libyaml's preferred line width: plain and quoted scalars are folded at a space past it."""
+
+
+class _Writer:
+    """YAML text of JSON-like documents as `FastDumper` (libyaml's emitter, block style, indent 2, width 80) writes
+    it, written directly. A scalar that can be written as it is (a plain string that resolves to a string, short
+    enough not to be folded; an integer, a boolean, null) is written here; any other (quoted, folded, literal
+    blocks) is written by libyaml once, at the same column and indent, and its text remembered. Anything else raises
+    _Unsupported."""
+
+    def __init__(self) -> None:
+        self._plain: dict[str, bool] = {}
+        self._probed: dict[tuple[str, int, int], str] = {}
+        self._keys: dict[str, str] = {}
+        self._seen: set[int] = set()
+
+    def document(self, obj: Any, out: list[str]) -> None:
+        if type(obj) is not dict or not obj:
+            raise _Unsupported
+        self._seen = set()
+        out.append("---\n")
+        self._mapping(obj, 0, out, True)
+
+    def _can_be_plain(self, value: str) -> bool:
+        """Whether libyaml writes `value` plain (unquoted, unfolded up to the width): printable ASCII, no indicator
+        where libyaml's analysis sees one, no leading or trailing space, and read back as a string."""
+        found = self._plain.get(value)
+        if found is None:
+            found = bool(
+                value
+                and value.isascii()
+                and value.isprintable()
+                and value[0] not in _PLAIN_FIRST_NEVER
+                and not (value[0] in "?:-" and (len(value) == 1 or value[1] == " "))
+                and not value.startswith(("---", "..."))
+                and ": " not in value
+                and " #" not in value
+                and not value.endswith((":", " "))
+                and _STR_TAG_RESOLVER.resolve(ScalarNode, value, (True, False)) == _STR
+            )
+            self._plain[value] = found
+        return found
+
+    def _key(self, key: Any) -> str:
+        if type(key) is not str:
+            raise _Unsupported
+        if len(key) <= 128 and self._can_be_plain(key):
+            return key
+        text = self._keys.get(key)
+        if text is None:
+            probe = yaml.dump({key: None}, Dumper=PlainDumper, sort_keys=False)
+            if probe.startswith("?") or not probe.endswith(": null\n"):
+                raise _Unsupported
+            text = self._keys[key] = probe[: -len(": null\n")]
+        return text
+
+    def _scalar(self, value: Any, column: int, indent: int) -> str:
+        """The text after a `key:` or `-` indicator for a scalar starting at `column` (after the space) whose
+        continuation lines are at `indent`, ending with a line break."""
+        kind = type(value)
+        if kind is str:
+            if self._can_be_plain(value) and (" " not in value or column + len(value) <= _WIDTH):
+                return f" {value}\n"
+            return self._probe(value, column, indent)
+        if kind is bool:
+            return " true\n" if value else " false\n"
+        if kind is int:
+            return f" {value}\n"
+        if value is None:
+            return " null\n"
+        raise _Unsupported
+
+    def _probe(self, value: str, column: int, indent: int) -> str:
+        """libyaml's text for `value` at that column and indent: the same scalar dumped in a document that places
+        it there (mappings nested to the indent, a key as long as the gap, or a sequence item)."""
+        key = (value, column, indent)
+        text = self._probed.get(key)
+        if text is None:
+            depth = (indent - 2) // 2
+            prefix = "".join(" " * (2 * i) + "a:\n" for i in range(depth))
+            gap = column - indent
+            doc: Any = {"k" * gap: value} if gap > 0 else {"a": [value]}
+            prefix += " " * (indent - 2) + (f"{'k' * gap}:" if gap > 0 else "a:\n" + " " * (indent - 2) + "-")
+            for _ in range(depth):
+                doc = {"a": doc}
+            probe = yaml.dump(doc, Dumper=PlainDumper, sort_keys=False)
+            if not probe.startswith(prefix) or "\n..." in probe or not probe.endswith("\n"):
+                raise _Unsupported
+            text = self._probed[key] = probe[len(prefix) :]
+        return text
+
+    def _container(self, value: Any) -> None:
+        ident = id(value)
+        if ident in self._seen:  # the same object twice: PyYAML writes an anchor and an alias
+            raise _Unsupported
+        self._seen.add(ident)
+
+    def _mapping(self, obj: dict[Any, Any], indent: int, out: list[str], first_padded: bool) -> None:
+        self._container(obj)
+        pad = " " * indent
+        first = True
+        for k, v in obj.items():
+            key = self._key(k)
+            out.append(f"{pad}{key}:" if first_padded or not first else f"{key}:")
+            first = False
+            self._value(v, indent + len(key) + 2, indent + 2, indent, out)
+
+    def _value(self, v: Any, column: int, indent: int, seq_indent: int, out: list[str]) -> None:
+        """A mapping's value: scalar at `column`, nested mapping at `indent`, sequence items at `seq_indent`."""
+        kind = type(v)
+        if kind is dict:
+            if v:
+                out.append("\n")
+                self._mapping(v, indent, out, True)
+            else:
+                self._container(v)
+                out.append(" {}\n")
+        elif kind is list:
+            if v:
+                out.append("\n")
+                self._sequence(v, seq_indent, out, True)
+            else:
+                self._container(v)
+                out.append(" []\n")
+        else:
+            out.append(self._scalar(v, column, indent))
+
+    def _sequence(self, items: list[Any], indent: int, out: list[str], first_padded: bool) -> None:
+        self._container(items)
+        pad = " " * indent
+        first = True
+        for item in items:
+            out.append(f"{pad}-" if first_padded or not first else "-")
+            first = False
+            kind = type(item)
+            if kind is dict and item:
+                out.append(" ")
+                self._mapping(item, indent + 2, out, False)
+            elif kind is list and item:
+                out.append(" ")
+                self._sequence(item, indent + 2, out, False)
+            else:
+                self._value(item, indent + 2, indent + 2, indent + 2, out)
+
+
 def dump_all(objects: list[Any], fast: bool = True) -> str:
     """Every object as one document of a YAML stream, each starting with `---`."""
+    if fast and not FastDumper.yaml_path_resolvers and LIBYAML:
+        writer, out = _Writer(), []
+        try:
+            for obj in objects:
+                writer.document(obj, out)
+        except (_Unsupported, RecursionError):
+            pass
+        else:
+            return "".join(out)
     dumper = FastDumper if fast and not FastDumper.yaml_path_resolvers else PlainDumper
     return yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True)
