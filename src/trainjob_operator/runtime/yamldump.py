@@ -136,16 +136,20 @@ class _Writer:
         return found
 
     def _key(self, key: Any) -> str:
-        if type(key) is not str:
-            raise _Unsupported
-        if len(key) <= 128 and self._can_be_plain(key):
-            return key
-        text = self._keys.get(key)
+        """A mapping key's text: a simple key (libyaml writes a key of over 128 characters or with a line break as a
+        complex `? ` key, which raises)."""
+        text = self._keys.get(key) if type(key) is str else None
         if text is None:
-            probe = yaml.dump({key: None}, Dumper=PlainDumper, sort_keys=False)
-            if probe.startswith("?") or not probe.endswith(": null\n"):
+            if type(key) is not str:
                 raise _Unsupported
-            text = self._keys[key] = probe[: -len(": null\n")]
+            if len(key) <= 128 and self._can_be_plain(key):
+                text = key
+            else:
+                probe = yaml.dump({key: None}, Dumper=PlainDumper, sort_keys=False)
+                if probe.startswith("?") or not probe.endswith(": null\n"):
+                    raise _Unsupported
+                text = probe[: -len(": null\n")]
+            self._keys[key] = text
         return text
 
     def _scalar(self, value: Any, column: int, indent: int) -> str:
@@ -153,7 +157,10 @@ class _Writer:
         continuation lines are at `indent`, ending with a line break."""
         kind = type(value)
         if kind is str:
-            if self._can_be_plain(value) and (" " not in value or column + len(value) <= _WIDTH):
+            plain = self._plain.get(value)
+            if plain is None:
+                plain = self._can_be_plain(value)
+            if plain and (column + len(value) <= _WIDTH or " " not in value):
                 return f" {value}\n"
             return self._probe(value, column, indent)
         if kind is bool:
@@ -183,58 +190,77 @@ class _Writer:
             text = self._probed[key] = probe[len(prefix) :]
         return text
 
-    def _container(self, value: Any) -> None:
+    def _mapping(self, obj: dict[Any, Any], indent: int, out: list[str], first_padded: bool) -> None:
+        seen, ident = self._seen, id(obj)
+        if ident in seen:  # the same object twice: PyYAML writes an anchor and an alias
+            raise _Unsupported
+        seen.add(ident)
+        append, keys, scalar = out.append, self._keys, self._scalar
+        pad = " " * indent
+        inner = indent + 2
+        first = not first_padded
+        for k, v in obj.items():
+            key = keys.get(k) if type(k) is str else None
+            if key is None:
+                key = self._key(k)
+            if first:
+                append(f"{key}:")
+                first = False
+            else:
+                append(f"{pad}{key}:")
+            kind = type(v)
+            if kind is dict:
+                if v:
+                    append("\n")
+                    self._mapping(v, inner, out, True)
+                else:
+                    self._empty(v, " {}\n", out)
+            elif kind is list:
+                if v:
+                    append("\n")
+                    self._sequence(v, indent, out, True)
+                else:
+                    self._empty(v, " []\n", out)
+            else:
+                append(scalar(v, indent + len(key) + 2, inner))
+
+    def _empty(self, value: Any, text: str, out: list[str]) -> None:
         ident = id(value)
-        if ident in self._seen:  # the same object twice: PyYAML writes an anchor and an alias
+        if ident in self._seen:
             raise _Unsupported
         self._seen.add(ident)
-
-    def _mapping(self, obj: dict[Any, Any], indent: int, out: list[str], first_padded: bool) -> None:
-        self._container(obj)
-        pad = " " * indent
-        first = True
-        for k, v in obj.items():
-            key = self._key(k)
-            out.append(f"{pad}{key}:" if first_padded or not first else f"{key}:")
-            first = False
-            self._value(v, indent + len(key) + 2, indent + 2, indent, out)
-
-    def _value(self, v: Any, column: int, indent: int, seq_indent: int, out: list[str]) -> None:
-        """A mapping's value: scalar at `column`, nested mapping at `indent`, sequence items at `seq_indent`."""
-        kind = type(v)
-        if kind is dict:
-            if v:
-                out.append("\n")
-                self._mapping(v, indent, out, True)
-            else:
-                self._container(v)
-                out.append(" {}\n")
-        elif kind is list:
-            if v:
-                out.append("\n")
-                self._sequence(v, seq_indent, out, True)
-            else:
-                self._container(v)
-                out.append(" []\n")
-        else:
-            out.append(self._scalar(v, column, indent))
+        out.append(text)
 
     def _sequence(self, items: list[Any], indent: int, out: list[str], first_padded: bool) -> None:
-        self._container(items)
-        pad = " " * indent
-        first = True
+        seen, ident = self._seen, id(items)
+        if ident in seen:
+            raise _Unsupported
+        seen.add(ident)
+        append, scalar = out.append, self._scalar
+        dash = " " * indent + "-"
+        inner = indent + 2
+        first = not first_padded
         for item in items:
-            out.append(f"{pad}-" if first_padded or not first else "-")
-            first = False
-            kind = type(item)
-            if kind is dict and item:
-                out.append(" ")
-                self._mapping(item, indent + 2, out, False)
-            elif kind is list and item:
-                out.append(" ")
-                self._sequence(item, indent + 2, out, False)
+            if first:
+                append("-")
+                first = False
             else:
-                self._value(item, indent + 2, indent + 2, indent + 2, out)
+                append(dash)
+            kind = type(item)
+            if kind is dict:
+                if item:
+                    append(" ")
+                    self._mapping(item, inner, out, False)
+                else:
+                    self._empty(item, " {}\n", out)
+            elif kind is list:
+                if item:
+                    append(" ")
+                    self._sequence(item, inner, out, False)
+                else:
+                    self._empty(item, " []\n", out)
+            else:
+                append(scalar(item, inner, inner))
 
 
 def dump_all(objects: list[Any], fast: bool = True) -> str:
