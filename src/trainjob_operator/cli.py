@@ -11,6 +11,7 @@ pruned as the API server prunes them, with a `Warning: unknown field` line each 
 """
 
 import argparse
+import gc
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -444,6 +445,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(run_ui(argv[1:]))
     args = parser().parse_args(argv)
+    # A batch whose memory the input bounds: the cyclic collector would only walk the ever-growing heap of documents
+    # and objects over and over (7% of `render`'s CPU for 2,000 TrainJobs); reference counting frees the rest.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _offline(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _offline(args: argparse.Namespace) -> int:
+    """`render`, `validate` and `convert`."""
     if args.command == "convert":
         try:
             dump(convert_files(args.filename, sys.stderr), args.output, sys.stdout)
