@@ -167,7 +167,9 @@ def test_float_tokens_are_told_from_digits_in_strings(value: Any, has_float: boo
 tricky_text = st.one_of(
     st.text(alphabet=st.sampled_from(list("ab -:#'\"\n?,[]{}&*!|>%@`.0123 \tyé")), max_size=12),
     st.sampled_from(["3", "true", "null", "~", "1.5", "2001-12-14", "0x1F", "---", "...", "-", "? x", "", " a", "a "]),
-    st.builds(lambda word, n: " ".join([word] * n), st.sampled_from(["lorem", "x", "it's", "a: b"]), st.integers(1, 40)),
+    st.builds(
+        lambda word, n: " ".join([word] * n), st.sampled_from(["lorem", "x", "it's", "a: b"]), st.integers(1, 40)
+    ),
     st.text(alphabet="xy", min_size=70, max_size=140),
 )
 # Keys with a line break or over 128 characters are complex keys (`? `), which the direct writer leaves to PyYAML:

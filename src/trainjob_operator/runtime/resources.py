@@ -16,8 +16,8 @@ def merge_resources(base: ResourceRequirements | None, overlay: ResourceRequirem
             update={
                 "limits": dict(overlay.limits) if overlay.limits is not None else None,
                 "requests": dict(overlay.requests) if overlay.requests is not None else None,
-                "claims": copy.deepcopy(overlay.claims),
-                **copy.deepcopy(overlay.__pydantic_extra__ or {}),
+                "claims": copy.deepcopy(overlay.claims) if overlay.claims else overlay.claims,
+                **(copy.deepcopy(overlay.__pydantic_extra__) if overlay.__pydantic_extra__ else {}),
             }
         )
     limits = {**(base.limits or {}), **(overlay.limits or {})} or None

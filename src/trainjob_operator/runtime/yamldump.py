@@ -90,7 +90,7 @@ class _Unsupported(Exception):
 
 
 _PLAIN_FIRST_NEVER = frozenset("#,[]{}&*!|>'\"%@` ")
-_STR_TAG_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG_RESOLVER: Any = yaml.resolver.Resolver()
 _WIDTH = 80
 """libyaml's preferred line width: plain and quoted scalars are folded at a space past it."""
 
@@ -266,7 +266,7 @@ class _Writer:
 def dump_all(objects: list[Any], fast: bool = True) -> str:
     """Every object as one document of a YAML stream, each starting with `---`."""
     if fast and not FastDumper.yaml_path_resolvers and LIBYAML:
-        writer, out = _Writer(), []
+        writer, out = _Writer(), list[str]()
         try:
             for obj in objects:
                 writer.document(obj, out)
