@@ -216,3 +216,33 @@ def test_yaml_direct_writer_writes_the_rendered_objects_itself() -> None:
     for obj in objects:
         writer.document(obj, out)
     assert "".join(out) == yamldump.dump_all(objects, fast=False)
+
+
+RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
+
+
+@pytest.mark.parametrize("runtime", sorted(p.name for p in RUNTIMES.glob("*.yaml")))
+def test_render_from_the_admission_runtime_info_is_render_from_a_fresh_one(runtime: str, tmp_path: Path) -> None:
+    """The CLI builds each TrainJob from the runtime info its admission checks read (made once): the objects are
+    exactly those built from a runtime info made anew, for every shipped runtime."""
+    name = yamldump.yaml.safe_load((RUNTIMES / runtime).read_text())["metadata"]["name"]
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "".join(
+            f"---\napiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: job-{i}\n"
+            f"  namespace: ns\nspec:\n  runtimeRef:\n    name: {name}\n  trainer:\n    numNodes: 1\n"
+            f"    resourcesPerNode:\n      limits:\n        nvidia.com/gpu: {i + 1}\n"
+            for i in range(2)
+        )
+    )
+    framework = Framework.from_registry()
+    inputs = cli.read_inputs([str(jobs)], [str(RUNTIMES / runtime)])
+    once = cli.check(inputs, framework)
+    assert once.jobs and len(once.infos) == len(once.jobs) and all(info is not None for info in once.infos)
+    fresh = cli.check(inputs, framework)
+    fresh.infos = []
+    reused, anew = cli.render(once, framework, io.StringIO()), cli.render(fresh, framework, io.StringIO())
+    secrets = [i for i, obj in enumerate(anew) if obj.get("kind") == "Secret"]  # SSH keys are new on every build
+    for i in secrets:
+        reused[i]["data"] = anew[i]["data"] = None
+    assert reused == anew
