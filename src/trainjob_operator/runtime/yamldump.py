@@ -1,10 +1,13 @@
-"""YAML text of JSON-like objects (`render`, `convert`): libyaml's emitter, PyYAML's representer without its overhead.
+"""YAML text of JSON-like objects (`render`, `convert`): libyaml's emitter's text, mostly written directly.
 
 `dump_all` writes what `yaml.dump_all(objects, Dumper=CSafeDumper, sort_keys=False, explicit_start=True)` writes
-with multi-line strings as literal blocks, byte for byte (tests/unit/test_jsontext.py compares both). Two things
-make it several times faster: the plain types (dict, list, str, int, bool, None) are represented without PyYAML's
-type dispatch, and the tag resolution libyaml asks for twice per scalar is remembered per value. Shared sub-objects
-still become anchors and aliases, as PyYAML makes them; every other type goes through PyYAML's own code.
+with multi-line strings as literal blocks, byte for byte (tests/unit/test_jsontext.py compares both). `_Writer` writes
+the usual case itself: block mappings and sequences, and the scalars libyaml would write plain; each other scalar
+(quoted, folded at 80 columns, literal blocks) is written by libyaml once at the same column and indent and its text
+remembered, so a stream of similar objects costs a few libyaml calls. What `_Writer` does not write (floats, shared
+objects that become anchors and aliases, complex keys, other types) sends the whole stream through `FastDumper`:
+PyYAML's dumper with the plain types represented without its type dispatch and the tag resolution remembered per
+value.
 """
 
 from typing import Any
