@@ -277,13 +277,14 @@ def _check(inputs: Inputs, framework: Framework) -> Checked:
 
 def reusable_info(job: TrainJob, runtime: RuntimeSource | None) -> RuntimeInfo | None:
     """The TrainJob's runtime info before the build phase, made once for both the admission checks and `render`
-    (validators only read it), or None to leave both to make their own: when it cannot be made (the checks report
-    why) or when a replicated job has no pod spec (a validator asking for it would add an empty one)."""
+    (validators only read it), or None to leave both to make their own: when it cannot be made (the checks make it
+    again and report why, or raise, as before) or when a replicated job has no pod spec (a validator asking for it
+    would add an empty one)."""
     if runtime is None:
         return None
     try:
         info = new_runtime_info(job, runtime)
-    except (BuildError, ValueError):
+    except Exception:  # the checks make it again and report (or raise) exactly as they always did
         return None
     if any(pod_set.job.template.spec.template.spec is None for pod_set in info.pod_sets):
         return None
