@@ -121,3 +121,128 @@ def test_compact_keeps_no_more_memory_than_its_text() -> None:
         tracemalloc.stop()
     assert used < 2000 * 200, f"{used / 2000:.0f} bytes per ~35-byte text"
     assert jsontext.loads(kept[0]) == {"metadata": {"name": "job-0"}}
+
+
+def _floats(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_floats(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_floats(v) for v in value)
+    return False
+
+
+@pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed")
+@given(json_values.filter(lambda v: not isinstance(v, int) or -(2**63) <= v < 2**64))
+@settings(max_examples=400, deadline=None)
+def test_every_float_token_is_found_in_orjsons_text(value: Any) -> None:
+    """The shortcut that skips the exact check must never miss a float (their spellings may differ)."""
+    try:
+        data = jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2)
+    except TypeError:  # an integer beyond 64 bits somewhere inside: the exact path, whatever the scan says
+        return
+    if _floats(value):
+        assert jsontext._has_float(data) or b"null" in data
+
+
+@pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed")
+@pytest.mark.parametrize(
+    "value, has_float",
+    [
+        pytest.param({"image": "pytorch:2.13.0-cuda13.0", "n": 3}, False, id="versions inside strings are no floats"),
+        pytest.param({"a": [1, 2, 3]}, False, id="integers are no floats"),
+        pytest.param({"a": [1, [2.5]]}, True, id="a float as a nested array element"),
+        pytest.param({"a": -1e-7}, True, id="a negative float in exponent form"),
+        pytest.param(1.5, True, id="a float alone"),
+    ],
+)
+def test_float_tokens_are_told_from_digits_in_strings(value: Any, has_float: bool) -> None:
+    assert jsontext._has_float(jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2)) is has_float
+
+
+# Strings that exercise libyaml's choices: indicators, `: ` and ` #`, quotes, leading and trailing spaces, words that
+# resolve to other types (3, true, null, 1.5, 2001-12-14), line breaks (literal blocks, chomping), non-ASCII, and
+# lengths past the 80-column width (folding at spaces).
+tricky_text = st.one_of(
+    st.text(alphabet=st.sampled_from(list("ab -:#'\"\n?,[]{}&*!|>%@`.0123 \tyé")), max_size=12),
+    st.sampled_from(["3", "true", "null", "~", "1.5", "2001-12-14", "0x1F", "---", "...", "-", "? x", "", " a", "a "]),
+    st.builds(
+        lambda word, n: " ".join([word] * n), st.sampled_from(["lorem", "x", "it's", "a: b"]), st.integers(1, 40)
+    ),
+    st.text(alphabet="xy", min_size=70, max_size=140),
+)
+# Keys with a line break or over 128 characters are complex keys (`? `), which the direct writer leaves to PyYAML:
+# most keys here are neither.
+_simple_keys = tricky_text.map(lambda s: s.replace("\n", "n")[:100])
+tricky_keys = st.one_of(_simple_keys, _simple_keys, _simple_keys, _simple_keys, _simple_keys, tricky_text)
+json_like_docs = st.dictionaries(
+    tricky_keys,
+    st.recursive(
+        st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | tricky_text,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky_keys, inner, max_size=4),
+        max_leaves=25,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@given(st.lists(json_like_docs, min_size=1, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_yaml_direct_writer_is_byte_for_byte_pyyamls(objects: list[Any]) -> None:
+    """The direct writer (no PyYAML representer, serializer or resolver on the way) writes what PyYAML writes."""
+    reference = yamldump.dump_all(objects, fast=False)
+    out: list[str] = []
+    writer = yamldump._Writer()
+    try:
+        for obj in objects:
+            writer.document(obj, out)
+    except yamldump._Unsupported:
+        pass
+    else:
+        assert "".join(out) == reference
+    assert yamldump.dump_all(objects) == reference
+
+
+def test_yaml_direct_writer_writes_the_rendered_objects_itself() -> None:
+    """The CLI's objects (literal blocks, quoted numbers, nested sequences) need no fallback to PyYAML."""
+    objects = [
+        {"data": {"runtime": "a: 1\nb:\n- x\n"}, "env": [{"name": "EPOCHS", "value": "3"}], "empty": {}, "l": []},
+        {"spec": {"command": ["/bin/bash", "-c", "echo 'torchrun would start here'"], "n": [[1, 2], {"k": None}]}},
+    ]
+    out: list[str] = []
+    writer = yamldump._Writer()
+    for obj in objects:
+        writer.document(obj, out)
+    assert "".join(out) == yamldump.dump_all(objects, fast=False)
+
+
+RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
+
+
+@pytest.mark.parametrize("runtime", sorted(p.name for p in RUNTIMES.glob("*.yaml")))
+def test_render_from_the_admission_runtime_info_is_render_from_a_fresh_one(runtime: str, tmp_path: Path) -> None:
+    """The CLI builds each TrainJob from the runtime info its admission checks read (made once): the objects are
+    exactly those built from a runtime info made anew, for every shipped runtime."""
+    name = yamldump.yaml.safe_load((RUNTIMES / runtime).read_text())["metadata"]["name"]
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(
+        "".join(
+            f"---\napiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n  name: job-{i}\n"
+            f"  namespace: ns\nspec:\n  runtimeRef:\n    name: {name}\n  trainer:\n    numNodes: 1\n"
+            f"    resourcesPerNode:\n      limits:\n        nvidia.com/gpu: {i + 1}\n"
+            for i in range(2)
+        )
+    )
+    framework = Framework.from_registry()
+    inputs = cli.read_inputs([str(jobs)], [str(RUNTIMES / runtime)])
+    once = cli.check(inputs, framework)
+    assert once.jobs and len(once.infos) == len(once.jobs) and all(info is not None for info in once.infos)
+    fresh = cli.check(inputs, framework)
+    fresh.infos = []
+    reused, anew = cli.render(once, framework, io.StringIO()), cli.render(fresh, framework, io.StringIO())
+    secrets = [i for i, obj in enumerate(anew) if obj.get("kind") == "Secret"]  # SSH keys are new on every build
+    for i in secrets:
+        reused[i]["data"] = anew[i]["data"] = None
+    assert reused == anew

@@ -56,10 +56,15 @@ class Framework:
             owners=tuple(p for p in plugins if isinstance(p, OwnsKinds)),
         )
 
-    def runtime_info(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> RuntimeInfo:
-        """Build phase, in this order: runtime patches and resources → ML policy → pod group policy → pod spec."""
+    def runtime_info(
+        self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING, info: RuntimeInfo | None = None
+    ) -> RuntimeInfo:
+        """Build phase, in this order: runtime patches and resources → ML policy → pod group policy → pod spec.
+        `info`: `new_runtime_info(job, runtime)` when the caller made it already (for `validate`, whose validators
+        only read it); it is enforced in place."""
         try:
-            info = new_runtime_info(job, runtime)
+            if info is None:
+                info = new_runtime_info(job, runtime)
             for ml in self.ml_policies:
                 ml.enforce_ml_policy(info, job)
             for pod_group in self.pod_group_policies:
@@ -72,9 +77,11 @@ class Framework:
             raise BuildError(str(err)) from err
         return info
 
-    def desired_objects(self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING) -> list[Manifest]:
-        """Every object to write for `job`, in write order. Raises BuildError."""
-        return [obj for obj, _ in self.build(self.runtime_info(job, runtime, observed), job, observed)]
+    def desired_objects(
+        self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING, info: RuntimeInfo | None = None
+    ) -> list[Manifest]:
+        """Every object to write for `job`, in write order (`info` as for `runtime_info`). Raises BuildError."""
+        return [obj for obj, _ in self.build(self.runtime_info(job, runtime, observed, info), job, observed)]
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[tuple[Manifest, Mode]]:
         """The builders' objects, each with how it is written (its builder's declaration of the kind; a kind it
@@ -93,15 +100,23 @@ class Framework:
         return objects
 
     def validate(
-        self, old: TrainJob | None, new: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING
+        self,
+        old: TrainJob | None,
+        new: TrainJob,
+        runtime: RuntimeSource,
+        observed: Observed = NOTHING,
+        info: RuntimeInfo | None = None,
     ) -> Validation:
-        """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated."""
-        try:
-            info = new_runtime_info(new, runtime)
-        except (BuildError, ValueError) as err:
-            from .errors import invalid
+        """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated.
+        Validators read the info and never change it, so a caller may hand over `new_runtime_info(new, runtime)` as
+        `info` and build from it afterwards (the offline CLI makes it once per TrainJob)."""
+        if info is None:
+            try:
+                info = new_runtime_info(new, runtime)
+            except (BuildError, ValueError) as err:
+                from .errors import invalid
 
-            return Validation((invalid("spec.runtimePatches", None, str(err)),))
+                return Validation((invalid("spec.runtimePatches", None, str(err)),))
         result = Validation()
         for validator in self.validators:
             result += validator.validate(info, old, new, observed)

@@ -6,7 +6,6 @@ offline CLI reads files, so it prunes them itself with the same schema (the gene
 `openAPIV3Schema`) and reports the paths, in `kubectl`'s words.
 """
 
-import copy
 from typing import Any
 
 Schema = dict[str, Any]
@@ -16,18 +15,21 @@ _ROOT_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 
 def prune(obj: dict[str, Any], schema: Schema) -> tuple[dict[str, Any], list[str]]:
-    """A pruned copy of `obj` and the paths of the removed fields (`spec.template.spec.replicatedJobs[0].x`)."""
+    """`obj` without the fields the schema does not know, and the paths of the removed fields
+    (`spec.template.spec.replicatedJobs[0].x`). `obj` is not modified: the result is a new mapping that shares with
+    `obj` every value pruning leaves as it is (copied on write: only the mappings and lists on the way to a removed
+    field are new)."""
     pruned: list[str] = []
-    result = copy.deepcopy(obj)
+    result = dict(obj)
     properties = schema.get("properties") or {}
-    for key in list(result):
+    for key, value in obj.items():
         if key in _ROOT_FIELDS:
             continue
         if key not in properties:
             pruned.append(key)
             del result[key]
             continue
-        _prune_value(result[key], properties[key], key, pruned)
+        result[key] = _pruned(value, properties[key], key, pruned)
     return result, pruned
 
 
@@ -36,25 +38,44 @@ def unknown_field_warning(path: str) -> str:
     return f'unknown field "{path}"'
 
 
-def _prune_value(value: Any, schema: Schema, path: str, pruned: list[str]) -> None:
+def _pruned(value: Any, schema: Schema, path: str, pruned: list[str]) -> Any:
+    """`value` itself when nothing under it is unknown, else a copy of the mappings and lists that change."""
     if schema.get("x-kubernetes-preserve-unknown-fields"):
-        return
-    if isinstance(value, dict):
+        return value
+    if type(value) is dict or isinstance(value, dict):
         properties = schema.get("properties")
         additional = schema.get("additionalProperties")
         if properties is None and isinstance(additional, dict):
-            for key, item in value.items():
-                _prune_value(item, additional, f"{path}.{key}", pruned)
-            return
-        if schema.get("type") != "object":
-            return  # a scalar or int-or-string where an object was given: a type error, not pruning
-        properties = properties or {}
-        for key in list(value):
-            if key not in properties:
+            properties, fixed = None, additional
+        elif schema.get("type") != "object":
+            return value  # a scalar or int-or-string where an object was given: a type error, not pruning
+        else:
+            properties, fixed = properties or {}, None
+        out = value
+        for key, item in value.items():
+            item_schema = fixed if properties is None else properties.get(key)
+            if item_schema is None:
                 pruned.append(f"{path}.{key}")
-                del value[key]
-            else:
-                _prune_value(value[key], properties[key], f"{path}.{key}", pruned)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+                if out is value:
+                    out = dict(value)
+                del out[key]
+                continue
+            if type(item) is dict or type(item) is list or isinstance(item, dict | list):
+                new = _pruned(item, item_schema, f"{path}.{key}", pruned)
+                if new is not item:
+                    if out is value:
+                        out = dict(value)
+                    out[key] = new
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items_schema = schema["items"]
+        changed: list[Any] | None = None
         for index, item in enumerate(value):
-            _prune_value(item, schema["items"], f"{path}[{index}]", pruned)
+            if isinstance(item, dict | list):
+                new = _pruned(item, items_schema, f"{path}[{index}]", pruned)
+                if new is not item:
+                    if changed is None:
+                        changed = list(value)
+                    changed[index] = new
+        return value if changed is None else changed
+    return value

@@ -3,6 +3,7 @@
 import math
 import re
 from decimal import Decimal
+from functools import lru_cache
 from typing import Final
 
 _SUFFIXES: Final = {
@@ -43,6 +44,17 @@ def _bad(value: object) -> QuantityError:
 
 def parse_quantity(value: str | int | float) -> Decimal:
     """The numeric value of a quantity; raises QuantityError naming the bad text (never another error)."""
+    if type(value) is str or type(value) is int:  # the common, hashable kinds: remembered (a Decimal is immutable)
+        return _parse_remembered(value)
+    return _parse(value)
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _parse_remembered(value: str | int) -> Decimal:
+    return _parse(value)
+
+
+def _parse(value: object) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _bad(value)
     if isinstance(value, float) and not math.isfinite(value):

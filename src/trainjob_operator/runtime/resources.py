@@ -1,5 +1,6 @@
 """Resource arithmetic the plugins share: merges, GPU/CPU detection and effective pod requests."""
 
+import copy
 import math
 from decimal import Decimal
 
@@ -10,7 +11,15 @@ from .quantity import parse_quantity
 def merge_resources(base: ResourceRequirements | None, overlay: ResourceRequirements) -> ResourceRequirements:
     """Strategic merge of ResourceRequirements: limits and requests per key (overlay wins), claims by name."""
     if base is None:
-        return overlay.model_copy(deep=True)
+        # a copy that shares nothing mutable with the TrainJob's (a deep copy, without copy.deepcopy's walk)
+        return overlay.model_copy(
+            update={
+                "limits": dict(overlay.limits) if overlay.limits is not None else None,
+                "requests": dict(overlay.requests) if overlay.requests is not None else None,
+                "claims": copy.deepcopy(overlay.claims) if overlay.claims else overlay.claims,
+                **(copy.deepcopy(overlay.__pydantic_extra__) if overlay.__pydantic_extra__ else {}),
+            }
+        )
     limits = {**(base.limits or {}), **(overlay.limits or {})} or None
     requests = {**(base.requests or {}), **(overlay.requests or {})} or None
     claims = list(base.claims or [])

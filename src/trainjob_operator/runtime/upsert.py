@@ -5,17 +5,20 @@ from collections.abc import Iterable
 from ..api.core import Container, ContainerPort, EnvVar, PodSpec, Volume, VolumeMount
 
 
-def upsert_env(container: Container, env: Iterable[EnvVar]) -> None:
-    """Env by name: an existing entry is replaced in place, a new one appended."""
+def upsert_env(container: Container, env: Iterable[EnvVar], fresh: bool = False) -> None:
+    """Env by name: an existing entry is replaced in place, a new one appended. Each entry is copied (the container
+    never shares an object with a TrainJob or another container) unless the caller says the entries are `fresh`:
+    made for this container alone."""
     current = container.env if container.env is not None else []
     index = {e.name: i for i, e in enumerate(current)}
     for var in env:
+        entry = var if fresh else var.model_copy()
         at = index.get(var.name)
         if at is None:
             index[var.name] = len(current)
-            current.append(var.model_copy())
+            current.append(entry)
         else:
-            current[at] = var.model_copy()
+            current[at] = entry
     container.env = current
 
 

@@ -23,9 +23,28 @@ MAX_NODES: Final = 500_000
 MAX_BYTES: Final = 32 * 1024 * 1024
 
 try:
-    _Loader: Any = yaml.CSafeLoader
+    _Base: Any = yaml.CSafeLoader
 except AttributeError:  # PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader (libyaml's when built) with the implicit tag of each scalar remembered per value: libyaml's
+    composer asks PyYAML's resolver (Python regular expressions) once per scalar, and a stream of similar objects
+    repeats its scalars. Per loader, so a stream's memo goes with it."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._resolved: dict[tuple[str, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        key = (value, implicit)
+        tag = self._resolved.get(key)
+        if tag is None:
+            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+        return tag
 
 
 class YamlError(ValueError):
@@ -146,7 +165,10 @@ def load_all(text: str) -> list[Any]:
 
 
 _TAG = "tag:yaml.org,2002:"
-_STR, _MAP, _SEQ, _NULL = _TAG + "str", _TAG + "map", _TAG + "seq", _TAG + "null"
+_STR, _MAP, _SEQ, _NULL, _INT, _BOOL = (_TAG + t for t in ("str", "map", "seq", "null", "int", "bool"))
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
+"""Integers PyYAML reads as `int()` does (no `_`, no base prefix, no leading 0 (octal), no `:`), and within int64."""
+_BOOLS: Final = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
 
 
 def _load_direct(text: str) -> list[Any]:
@@ -180,6 +202,10 @@ def _construct(loader: Any, node: Any) -> Any:
         return [_construct(loader, item) for item in node.value]
     if tag == _NULL and type(node) is yaml.ScalarNode:
         return None
+    if tag == _INT and type(node) is yaml.ScalarNode and _DECIMAL.fullmatch(node.value):
+        return int(node.value)
+    if tag == _BOOL and type(node) is yaml.ScalarNode and node.value.lower() in _BOOLS:
+        return _BOOLS[node.value.lower()]
     return _plain(loader.construct_object(node, deep=True))
 
 

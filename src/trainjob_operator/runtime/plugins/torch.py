@@ -51,9 +51,9 @@ class Torch(EnforceMLPolicy, CustomValidation):
             upsert_env(node, trainer_spec.env or [])
             if torchtune.is_torchtune(trainer_spec.command):
                 info.trainer_command = torchtune.rewrite_command(job, num_nodes, num_proc, gpus, node.command)
-                upsert_env(node, pet)
+                upsert_env(node, pet, fresh=True)
             else:
-                upsert_env(node, pet + master)
+                upsert_env(node, pet + master, fresh=True)  # made here; injection targets get copies
             upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
         injection = info.ml_policy.torch.env_injection
         for target in (injection.targets or []) if injection is not None else []:

@@ -8,7 +8,7 @@ from ...api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ...api.trainjob import TrainJob
 from .. import names
 from ..errors import FieldError, Validation, invalid, plain
-from ..info import RuntimeSource
+from ..info import RuntimeInfo, RuntimeSource
 from ..observed import NOTHING, Observed
 from ..pipeline import Framework
 from .cel import replicated_job_name_errors
@@ -18,10 +18,15 @@ RuntimeLookup = Callable[[str, str, str], RuntimeSource | None]
 
 
 def admit_trainjob(
-    framework: Framework, old: TrainJob | None, new: TrainJob, lookup: RuntimeLookup, observed: Observed = NOTHING
+    framework: Framework,
+    old: TrainJob | None,
+    new: TrainJob,
+    lookup: RuntimeLookup,
+    observed: Observed = NOTHING,
+    info: RuntimeInfo | None = None,
 ) -> Validation:
     """The TrainJob validating webhook (docs/upstream-behaviour.md#webhooks): runtime kind and existence,
-    deprecation, plugin checks."""
+    deprecation, plugin checks (`info`: as for `Framework.validate`, made from the runtime `lookup` finds)."""
     ref = new.spec.runtime_ref
     if ref.api_group != c.GROUP or ref.kind not in c.RUNTIME_KINDS:
         return Validation((plain(f"unsupported runtime: {ref.kind}.{ref.api_group}"),))
@@ -46,7 +51,7 @@ def admit_trainjob(
             f"future release of Kubeflow Trainer. See runtime deprecation policy: "
             f"{c.RUNTIME_DEPRECATION_POLICY_URL}",
         )
-    return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed)
+    return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed, info)
 
 
 def run_policy_errors(runtime: TrainingRuntime | ClusterTrainingRuntime) -> list[FieldError]:
