@@ -124,7 +124,8 @@ chaos: $(STAMP) tools ## full-size fault runs (kills, API server restart, hostil
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status), medians of 3
+bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@$(PY) bench/cluster_bench.py
 
 bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5

@@ -2,7 +2,9 @@
 operator and (when built) upstream Kubeflow Trainer v2.3, alternating runs, medians, side by side.
 
   python bench/cluster_bench.py --smoke            # N = 50, ours only, one run: keeps the harness alive in CI
-  python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each
+  python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each,
+                                                   # then Kueue admission at N = 1000 on a cluster with Kueue
+  python bench/cluster_bench.py --kueue-only --kueue-sizes 100   # only the Kueue admission section
 
 The JobSet controller is stopped for the runs so JobSets stay inert: the numbers are the operators' own.
 Results: bench/results/cluster-<stamp>.json and .md, printed as tables.
@@ -134,6 +136,8 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
         "log_format": "json",
         "log_level": "WARNING",
         "health": {"port": port},
+        # on (the default) but on a port of its own: another operator on the machine may hold the default 10443
+        "status_server": {"port": free_port()},
         "webhook": {"enabled": False},
         "leader_election": {"enabled": False},
     }
@@ -221,7 +225,14 @@ def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float
     return totals
 
 
-def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0, concurrency: int = 64) -> dict[str, Any]:
+def loadgen(
+    info: cluster.ClusterInfo,
+    mode: str,
+    namespace: str,
+    n: int = 0,
+    concurrency: int = 64,
+    extra: tuple[str, ...] = (),
+) -> dict[str, Any]:
     out = subprocess.run(
         [
             sys.executable,
@@ -235,6 +246,7 @@ def loadgen(info: cluster.ClusterInfo, mode: str, namespace: str, n: int = 0, co
             str(n),
             "--concurrency",
             str(concurrency),
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -262,10 +274,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], n: int) -> dict[str, float]:
-    """The operator's requests per TrainJob by verb and resource; the load generator's own TrainJob creates are
-    removed."""
-    resources = {"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"}
+OPERATOR_RESOURCES = frozenset({"jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs"})
+
+
+def per_trainjob(
+    before: dict[tuple[str, str], float],
+    after: dict[tuple[str, str], float],
+    n: int,
+    resources: frozenset[str] = OPERATOR_RESOURCES,
+) -> dict[str, float]:
+    """The requests per TrainJob by verb and resource (the operator's, and Kueue's too on a cluster with Kueue);
+    the load generator's own TrainJob creates are removed."""
     verbs: dict[str, float] = {}
     for (verb, resource), value in after.items():
         if resource in resources and verb not in ("WATCH", "LIST"):
@@ -385,13 +404,78 @@ def best_concurrency(info: cluster.ClusterInfo, n: int) -> int:
     return min(times, key=lambda k: times[k])
 
 
+KUEUE_WAVE_MAX = 200
+
+
+def kueue_wave(n: int, wave: int | None) -> int:
+    """TrainJobs admitted per wave: five waves, of at most 200, unless told."""
+    return wave or max(1, min(KUEUE_WAVE_MAX, n // 5))
+
+
+def kueue_run(info: cluster.ClusterInfo, contender: Contender, n: int, wave: int, logs: Path) -> dict[str, Any]:
+    """Kueue admission (defaults): `n` queued TrainJobs, admitted `wave` at a time by raising the ClusterQueue's
+    quota; per TrainJob, Kueue's unsuspend of it to its JobSet unsuspended (see loadgen.py kueue)."""
+    ns = namespace(info, f"kueue-{contender.name}")
+    process = contender.start(info, DEFAULTS, logs)
+    try:
+        before = apiserver_requests(info)
+        result = loadgen(info, "kueue", ns, n, extra=("--wave", str(wave), "--operator-pid", str(process.proc.pid)))
+        after = apiserver_requests(info)
+        lat = result["latencies"]
+        return {
+            "n": n,
+            "wave": wave,
+            "unsuspended": result["unsuspended"],
+            "p50_ms": percentile(lat, 50) * 1000,
+            "p95_ms": percentile(lat, 95) * 1000,
+            "p99_ms": percentile(lat, 99) * 1000,
+            "max_ms": max(lat) * 1000 if lat else None,
+            "wave_s": statistics.median(result["wave_seconds"]),
+            "admission_s": result["admission_seconds"],
+            "queued_s": result["queued_seconds"],
+            "cpu_s": result["operator_cpu_seconds"],
+            "requests_per_trainjob": per_trainjob(before, after, n, OPERATOR_RESOURCES | {"workloads"}),
+        }
+    finally:
+        process.stop()
+        drop_namespace(info, ns)
+        info.kubectl("delete", "clusterqueue", ns, "--ignore-not-found", "--wait=false", check=False)
+
+
+def kueue_section(
+    info: cluster.ClusterInfo, contenders: list[Contender], sizes: list[int], wave: int | None, runs: int, logs: Path
+) -> list[dict[str, Any]]:
+    """Kueue admission at each size, contenders alternating run by run; medians."""
+    scenarios = []
+    for n in sizes:
+        results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
+        for r in range(runs):
+            for contender in contenders:
+                result = kueue_run(info, contender, n, kueue_wave(n, wave), logs)
+                results[contender.name].append(result)
+                say(
+                    f"Kueue N={n} waves of {result['wave']} {contender.name} run {r + 1}: unsuspend→JobSet p50 "
+                    f"{result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, wave {result['wave_s']:.1f}s, "
+                    f"CPU {result['cpu_s']:.1f}s, {result['unsuspended']}/{n} unsuspended, "
+                    f"{result['requests_per_trainjob']}"
+                )
+        scenario: dict[str, Any] = {"n": n, "wave": kueue_wave(n, wave)}
+        for name, runs_of in results.items():
+            scenario[name] = {key: median_of(runs_of, key) for key, _ in KUEUE_ROWS}
+            scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
+        scenarios.append(scenario)
+    return scenarios
+
+
 def prepare(info: cluster.ClusterInfo) -> None:
-    """Our CRDs and the torch runtime; the JobSet controller and its webhooks stopped so JobSets stay inert."""
+    """Our CRDs and the torch runtime; the JobSet controller and its webhooks stopped so JobSets stay inert (Kueue's
+    webhooks, when it runs, stay: they suspend queued TrainJobs)."""
     jobset = info.controllers.get("jobset")
     if jobset:
         cluster._stop_controller("jobset", jobset)
     for kind, name in info.webhook_configurations:
-        info.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+        if not name.startswith("kueue-"):
+            info.kubectl("delete", kind, name, "--ignore-not-found", check=False)
     info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
     wait(lambda: cluster.crds_established(info, "trainer.kubeflow.org", 3), "our CRDs established", 60)
     info.kubectl("apply", "-f", "-", input=json.dumps(TORCH_RUNTIME))
@@ -414,6 +498,18 @@ BURST_ROWS = (
 )
 
 
+KUEUE_ROWS = (
+    ("p50_ms", "Kueue's unsuspend→JobSet unsuspended p50 (ms)"),
+    ("p95_ms", "p95 (ms)"),
+    ("p99_ms", "p99 (ms)"),
+    ("max_ms", "max (ms)"),
+    ("wave_s", "a wave: quota raised→its last JobSet unsuspended, median (s)"),
+    ("admission_s", "all waves (s)"),
+    ("cpu_s", "operator CPU during the waves (s)"),
+    ("queued_s", "before the waves: N TrainJobs created→N suspended JobSets and Workloads (s)"),
+)
+
+
 def _fmt(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 
@@ -430,12 +526,15 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
         "(other work shared the machine: compare the columns of one table, not across runs)",
-        "",
-        "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
-        "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
-        "pipeline) at the best of "
-        f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}.",
     ]
+    if report["burst"]:
+        lines += [
+            "",
+            "Ceiling: no operator; the load generator creates the TrainJobs and does the operator's writes itself "
+            "(snapshot ConfigMap create, status-server CA ConfigMap apply, JobSet apply; bodies from the operator's "
+            "pipeline) at the best of "
+            f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}.",
+        ]
     for scenario in report["burst"]:
         ceiling = scenario.get("ceiling") or {}
         lines += [
@@ -490,6 +589,28 @@ def markdown(report: dict[str, Any]) -> str:
         ):
             a, b = ours.get(key), up.get(key)
             lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
+    for scenario in report.get("kueue", []):
+        lines += [
+            "",
+            f"## Kueue admission: N={scenario['n']} queued TrainJobs admitted in waves of {scenario['wave']} (defaults)",
+            "",
+            "Kueue v0.19 as a local process with its webhooks; the TrainJobs (2 nodes of 1 CPU) created suspended "
+            "behind a ClusterQueue with no quota, their JobSets created suspended, then the quota raised by one "
+            "wave's worth at a time once the previous wave's JobSets are unsuspended. Times from the load "
+            "generator's watches: the TrainJob seen with `spec.suspend: false` (Kueue's update, with its "
+            "runtimePatches) to its JobSet seen with `spec.suspend` false.",
+            "",
+            "| metric | ours | upstream | ours/upstream |",
+            "|---|---|---|---|",
+        ]
+        for key, label in KUEUE_ROWS:
+            a, b = scenario["ours"].get(key), (scenario.get("upstream") or {}).get(key)
+            lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
+        lines.append(
+            f"| API requests per TrainJob, the operator's and Kueue's, whole run | "
+            f"{scenario['ours'].get('requests_per_trainjob')} | "
+            f"{(scenario.get('upstream') or {}).get('requests_per_trainjob', '-')} | |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -534,9 +655,78 @@ def write(report: dict[str, Any], out: Path, stamp: str, smoke: bool) -> str:
     return text
 
 
+def burst_section(
+    info: cluster.ClusterInfo,
+    args: argparse.Namespace,
+    contenders: list[Contender],
+    sizes: list[int],
+    runs: int,
+    report: dict[str, Any],
+    logs: Path,
+) -> None:
+    """Ceiling, burst, status and steady state at each size and setting; each scenario lands in `report["burst"]`
+    and the partial report is written as soon as it does."""
+    chosen = [SETTINGS[name] for name in args.settings.split(",")]
+    for n in sizes:
+        concurrency = (
+            args.ceiling_concurrency
+            if args.ceiling_concurrency is not None
+            else (64 if args.smoke else best_concurrency(info, n))
+        )
+        for settings in [DEFAULTS] if args.smoke else chosen:
+            results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
+            ceilings: list[dict[str, Any]] = []
+            for r in range(runs):
+                if settings is not PINNED and concurrency:
+                    ceilings.append(ceiling_run(info, n, concurrency))
+                    say(
+                        f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
+                        f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms"
+                    )
+                for contender in contenders:  # alternate: ceiling, ours, upstream, ceiling, ...
+                    steady = not args.smoke and n == max(sizes) and settings is DEFAULTS and not args.no_steady
+                    result = burst_run(info, contender, settings, n, logs, steady)
+                    results[contender.name].append(result)
+                    say(
+                        f"N={n} {settings.name} {contender.name} run {r + 1}: "
+                        f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, probe p99 "
+                        f"{result['probe_p99_ms']:.0f} ms, CPU {result['cpu_s']:.1f}s, "
+                        f"{result['requests_per_trainjob']}"
+                    )
+            scenario: dict[str, Any] = {"n": n, "settings": settings.name}
+            if ceilings:
+                scenario["ceiling"] = {k: median_of(ceilings, k) for k in ceilings[0] if k != "probe_errors"}
+            for name, runs_of in results.items():
+                scenario[name] = {
+                    k: median_of(runs_of, k)
+                    for k in (
+                        "all_jobsets_s",
+                        "trainjobs_per_s",
+                        "p50_ms",
+                        "p95_ms",
+                        "p99_ms",
+                        "probe_p99_ms",
+                        "cpu_s",
+                        "peak_rss_mib",
+                    )
+                }
+                scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
+                steadies = [x["steady"] for x in runs_of if x.get("steady")]
+                if steadies:
+                    scenario[name]["steady"] = {k: statistics.median(s[k] for s in steadies) for k in steadies[0]}
+                statuses = [x["status"] for x in runs_of if x.get("status")]
+                if statuses:
+                    report.setdefault("status", {})[name] = {
+                        k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]
+                    }
+            report["burst"].append(scenario)
+            report["load_after"] = load_average()
+            write(report, args.out, report["stamp"], args.smoke)  # a partial report survives an interrupted run
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI)")
+    parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI); no Kueue section")
     parser.add_argument("--sizes", default="1000,5000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=BENCH / "results")
@@ -553,8 +743,18 @@ def main() -> int:
         help="skip the search for the ceiling's best concurrency (0: no ceiling runs)",
     )
     parser.add_argument("--no-steady", action="store_true", help="skip the steady-state (restart, idle) measurement")
+    parser.add_argument(
+        "--kueue-sizes",
+        default="1000",
+        help="Kueue admission section: numbers of queued TrainJobs, comma-separated (empty: skip the section)",
+    )
+    parser.add_argument(
+        "--kueue-wave", type=int, help="Kueue admission: TrainJobs admitted per wave (default N/5, at most 200)"
+    )
+    parser.add_argument("--kueue-only", action="store_true", help="run only the Kueue admission section")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
+    kueue_sizes = [] if args.smoke else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
     runs = 1 if args.smoke else args.runs
     contenders = [Contender("ours", start_ours)]
     upstream = None if args.smoke or args.ours_only else upstream_contender()
@@ -564,74 +764,27 @@ def main() -> int:
         say("upstream is not part of this run (smoke mode, or hack/upstream has not built it)")
     logs = Path(os.environ["TRAINJOB_CLUSTER_DIR"]) / "bench-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    say("starting a dedicated control plane in " + os.environ["TRAINJOB_CLUSTER_DIR"])
-    info = cluster.up()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report: dict[str, Any] = {
+        "stamp": stamp,
+        "runs": runs,
+        "machine": machine(),
+        "burst": [],
+        "load_before": load_average(),
+    }
     try:
-        prepare(info)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        report: dict[str, Any] = {
-            "stamp": stamp,
-            "runs": runs,
-            "machine": machine(),
-            "burst": [],
-            "load_before": load_average(),
-        }
-        chosen = [SETTINGS[name] for name in args.settings.split(",")]
-        for n in sizes:
-            concurrency = (
-                args.ceiling_concurrency
-                if args.ceiling_concurrency is not None
-                else (64 if args.smoke else best_concurrency(info, n))
-            )
-            for settings in [DEFAULTS] if args.smoke else chosen:
-                results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
-                ceilings: list[dict[str, Any]] = []
-                for r in range(runs):
-                    if settings is not PINNED and concurrency:
-                        ceilings.append(ceiling_run(info, n, concurrency))
-                        say(
-                            f"N={n} ceiling run {r + 1}: {ceilings[-1]['all_jobsets_s']:.1f}s, "
-                            f"p99 {ceilings[-1]['p99_ms']:.0f} ms, probe p99 {ceilings[-1]['probe_p99_ms']:.0f} ms"
-                        )
-                    for contender in contenders:  # alternate: ceiling, ours, upstream, ceiling, ...
-                        steady = not args.smoke and n == max(sizes) and settings is DEFAULTS and not args.no_steady
-                        result = burst_run(info, contender, settings, n, logs, steady)
-                        results[contender.name].append(result)
-                        say(
-                            f"N={n} {settings.name} {contender.name} run {r + 1}: "
-                            f"{result['all_jobsets_s']:.1f}s, p99 {result['p99_ms']:.0f} ms, probe p99 "
-                            f"{result['probe_p99_ms']:.0f} ms, CPU {result['cpu_s']:.1f}s, "
-                            f"{result['requests_per_trainjob']}"
-                        )
-                scenario: dict[str, Any] = {"n": n, "settings": settings.name}
-                if ceilings:
-                    scenario["ceiling"] = {k: median_of(ceilings, k) for k in ceilings[0] if k != "probe_errors"}
-                for name, runs_of in results.items():
-                    scenario[name] = {
-                        k: median_of(runs_of, k)
-                        for k in (
-                            "all_jobsets_s",
-                            "trainjobs_per_s",
-                            "p50_ms",
-                            "p95_ms",
-                            "p99_ms",
-                            "probe_p99_ms",
-                            "cpu_s",
-                            "peak_rss_mib",
-                        )
-                    }
-                    scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
-                    steadies = [x["steady"] for x in runs_of if x.get("steady")]
-                    if steadies:
-                        scenario[name]["steady"] = {k: statistics.median(s[k] for s in steadies) for k in steadies[0]}
-                    statuses = [x["status"] for x in runs_of if x.get("status")]
-                    if statuses:
-                        report.setdefault("status", {})[name] = {
-                            k: statistics.median(s[k] for s in statuses if s[k] is not None) for k in statuses[0]
-                        }
-                report["burst"].append(scenario)
-                report["load_after"] = load_average()
-                write(report, args.out, stamp, args.smoke)  # a partial report survives an interrupted run
+        if not args.kueue_only:
+            say("starting a dedicated control plane in " + os.environ["TRAINJOB_CLUSTER_DIR"])
+            info = cluster.up()
+            prepare(info)
+            burst_section(info, args, contenders, sizes, runs, report, logs)
+        if kueue_sizes:
+            # A cluster of its own: Kueue's controller would otherwise take CPU from the sections above.
+            say("starting a control plane with Kueue in " + os.environ["TRAINJOB_CLUSTER_DIR"])
+            info = cluster.up(kueue=True)
+            prepare(info)
+            report["kueue"] = kueue_section(info, contenders, kueue_sizes, args.kueue_wave, runs, logs)
+            report["load_after"] = load_average()
         text = write(report, args.out, stamp, args.smoke)
         print(text)
         return 0

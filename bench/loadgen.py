@@ -8,6 +8,9 @@ takes them and watches for the operator's answers. Prints one JSON document with
                         the operator's writes for each: the runtime snapshot ConfigMap and the JobSet's apply,
                         with C workers)
   loadgen.py complete   --kubeconfig K --namespace NS                 (mark every JobSet Completed, time Complete)
+  loadgen.py kueue      --kubeconfig K --namespace NS --n N --wave W [--operator-pid P]
+                        (Kueue admission: N queued TrainJobs behind a ClusterQueue with no quota, then the quota
+                        raised W TrainJobs at a time; times each TrainJob's unsuspend by Kueue to its JobSet's)
 
 `trainjobs` and `ceiling` run a probe beside the burst: another client doing ordinary reads and writes (GET and
 merge-patch a Lease, LIST the Leases of a small namespace: a resource the operator does not touch, so its request
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kubeclient import connect, watch
 
 from trainjob_operator.api import constants as c
-from trainjob_operator.k8s.client import ApiError, Client
+from trainjob_operator.k8s.client import MERGE, ApiError, Client
 
 PROBE_NAMESPACE = "bench-probe"
 LEASE = "coordination.k8s.io/v1"
@@ -316,19 +320,177 @@ async def complete(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+FLAVOR = "bench-flavor"
+FLAVOR_LABELS = {"nvidia.com/gpu.product": "Fake-GPU"}
+"""The flavor's node labels: Kueue writes them into the TrainJob's runtimePatches as it admits it, so the operator
+must render the JobSet again, as in production."""
+CPU_PER_TRAINJOB = 2
+"""What Kueue counts against the quota: 2 nodes (`trainjob()`), one CPU each (`queued_trainjob()`)."""
+
+
+def queued_trainjob(namespace: str, name: str, runtime: str, queue: str) -> dict[str, Any]:
+    job = trainjob(namespace, name, runtime)
+    job["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    job["spec"]["suspend"] = True
+    job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": "1"}}
+    return job
+
+
+def cluster_queue(name: str, namespace: str, trainjobs: int) -> dict[str, Any]:
+    """A ClusterQueue for `namespace` whose CPU quota admits `trainjobs` TrainJobs at a time."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": trainjobs * CPU_PER_TRAINJOB}]}
+                    ],
+                }
+            ],
+        },
+    }
+
+
+async def create_queues(client: Client, namespace: str, queue: str) -> None:
+    """The flavor (shared by every run), a ClusterQueue with no quota and a LocalQueue, both named `queue`."""
+    flavor = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": FLAVOR},
+        "spec": {"nodeLabels": FLAVOR_LABELS},
+    }
+    local = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": queue, "namespace": namespace},
+        "spec": {"clusterQueue": queue},
+    }
+    for path, obj in (
+        (f"{KUEUE_API}/resourceflavors", flavor),
+        (f"{KUEUE_API}/clusterqueues", cluster_queue(queue, namespace, 0)),
+        (f"{KUEUE_API}/namespaces/{namespace}/localqueues", local),
+    ):
+        try:
+            await client.request("POST", path, body=obj)
+        except ApiError as err:
+            if not err.conflict:  # the flavor, there from an earlier run
+                raise
+
+
+async def until_seen(seen: dict[str, float], count: int, what: str, timeout: float) -> None:
+    """Poll `seen` (filled in by a watch) until it holds `count` names; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while len(seen) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"loadgen: timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def cpu_seconds(pid: int | None) -> float:
+    if not pid:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def kueue_waves(args: argparse.Namespace) -> dict[str, Any]:
+    """N queued TrainJobs, their JobSets created suspended; then the ClusterQueue's quota raised wave by wave (Kueue
+    admits each wave and unsuspends its TrainJobs). Per TrainJob: from the watch event showing Kueue's unsuspend of
+    the TrainJob to the one showing its JobSet unsuspended, both seen by this process's watches."""
+    client = connect(args.kubeconfig)
+    ns, queue = args.namespace, args.namespace
+    await create_queues(client, ns, queue)
+    resumed: dict[str, float] = {}  # TrainJob name -> when its spec.suspend was seen false
+    jobsets: dict[str, float] = {}  # JobSet name -> when first seen (the operator creates it suspended)
+    running: dict[str, float] = {}  # JobSet name -> when its spec.suspend was seen false
+    ready = [asyncio.Event(), asyncio.Event()]
+
+    async def follow_trainjobs() -> None:
+        async for _, obj, at in watch(client, c.API_VERSION, c.TRAINJOB_KIND, ns, ready[0]):
+            if obj["spec"].get("suspend") is False:
+                resumed.setdefault(obj["metadata"]["name"], at)
+
+    async def follow_jobsets() -> None:
+        async for _, obj, at in watch(client, c.JOBSET_API_VERSION, c.JOBSET_KIND, ns, ready[1]):
+            jobsets.setdefault(obj["metadata"]["name"], at)
+            if not obj["spec"].get("suspend"):
+                running.setdefault(obj["metadata"]["name"], at)
+
+    watchers = [asyncio.create_task(follow_trainjobs()), asyncio.create_task(follow_jobsets())]
+    for event in ready:
+        await event.wait()
+    start = time.monotonic()
+    await create_all(client, [queued_trainjob(ns, f"tj-{i:05d}", args.runtime, queue) for i in range(args.n)])
+    await until_seen(jobsets, args.n, f"{args.n} suspended JobSets", args.timeout)
+
+    async def workloads() -> int:
+        return len((await client.request("GET", f"{KUEUE_API}/namespaces/{ns}/workloads")).get("items", []))
+
+    deadline = time.monotonic() + args.timeout
+    while await workloads() < args.n:  # Kueue's Workloads all there: the waves measure admission alone
+        if time.monotonic() > deadline:
+            raise SystemExit(f"loadgen: timed out waiting for {args.n} Workloads")
+        await asyncio.sleep(1)
+    queued_seconds = time.monotonic() - start
+    if running:
+        raise SystemExit(f"loadgen: {len(running)} JobSets ran before Kueue admitted anything")
+    cpu_before = cpu_seconds(args.operator_pid)
+    waves: list[float] = []
+    admitted = 0
+    admission_start = time.monotonic()
+    while admitted < args.n:
+        admitted = min(admitted + args.wave, args.n)
+        started = time.monotonic()
+        await client.request(
+            "PATCH", f"{KUEUE_API}/clusterqueues/{queue}", body=cluster_queue(queue, ns, admitted), content_type=MERGE
+        )
+        await until_seen(running, admitted, f"{admitted} JobSets unsuspended", args.timeout)
+        waves.append(time.monotonic() - started)
+    admission_seconds = time.monotonic() - admission_start
+    cpu = cpu_seconds(args.operator_pid) - cpu_before
+    for task in watchers:
+        task.cancel()
+    await client.close()
+    return {
+        "n": args.n,
+        "wave": args.wave,
+        "queued_seconds": queued_seconds,
+        "admission_seconds": admission_seconds,
+        "wave_seconds": waves,
+        "operator_cpu_seconds": cpu,
+        "unsuspended": len(running),
+        "latencies": sorted(running[name] - resumed[name] for name in running if name in resumed),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("trainjobs", "ceiling", "jobsets", "complete"))
+    parser.add_argument("mode", choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue"))
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--runtime", default="torch-distributed")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--concurrency", type=int, default=64, help="ceiling: workers doing the operator's writes")
+    parser.add_argument("--wave", type=int, default=100, help="kueue: TrainJobs admitted per quota raise")
+    parser.add_argument("--operator-pid", type=int, help="kueue: the operator's process, for its CPU during the waves")
     args = parser.parse_args()
-    result = asyncio.run(
-        {"trainjobs": trainjobs, "ceiling": trainjobs, "jobsets": jobsets, "complete": complete}[args.mode](args)
-    )
+    modes = {
+        "trainjobs": trainjobs,
+        "ceiling": trainjobs,
+        "jobsets": jobsets,
+        "complete": complete,
+        "kueue": kueue_waves,
+    }
+    result = asyncio.run(modes[args.mode](args))
     print(json.dumps(result))
     return 0
 

@@ -461,3 +461,53 @@ def test_a_status_step_that_crashes_keeps_the_status_and_reports_a_build_failure
         StatusOutcome(TrainJobStatus(start_time=STAMP)),
         Failure(c.REASON_BUILD_FAILED, "cannot compute the status: ValueError: no TrainJobStatus plugin is registered"),
     )
+
+
+# --- applies skipped when this process sent the same body already --------------------------------------------------
+
+CA_CONFIGMAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "test-job-tls-config", "namespace": "default"},
+    "data": {"ca.crt": "CA-1"},
+}
+CA_REF = ObjectRef("v1", "ConfigMap", "test-job-tls-config")
+CA_DIGEST = plan.applied_digest(plan.Apply(CA_CONFIGMAP))
+JOBSET_APPLY = plan.Apply(jobset(False))
+
+
+@dataclass(frozen=True)
+class UnchangedCase:
+    write: plan.Write
+    applied: dict[ObjectRef, bytes]
+    want: bool
+
+
+UNCHANGED = {
+    "a ConfigMap applied with the same body is skipped": UnchangedCase(
+        plan.Apply(CA_CONFIGMAP), {CA_REF: CA_DIGEST or b""}, True
+    ),
+    "a ConfigMap never applied by this process is applied": UnchangedCase(plan.Apply(CA_CONFIGMAP), {}, False),
+    "a ConfigMap whose body changed (a new CA) is applied": UnchangedCase(
+        plan.Apply({**CA_CONFIGMAP, "data": {"ca.crt": "CA-2"}}), {CA_REF: CA_DIGEST or b""}, False
+    ),
+    "the same keys in another order are the same body": UnchangedCase(
+        plan.Apply(dict(reversed(CA_CONFIGMAP.items()))), {CA_REF: CA_DIGEST or b""}, True
+    ),
+    "the JobSet is applied on every build": UnchangedCase(
+        JOBSET_APPLY, {ObjectRef(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job"): b"\0" * 16}, False
+    ),
+    "a create is never skipped here (created once is tracked apart)": UnchangedCase(
+        plan.Create(CA_CONFIGMAP), {CA_REF: CA_DIGEST or b""}, False
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNCHANGED.values(), ids=UNCHANGED.keys())
+def test_unchanged(case: UnchangedCase) -> None:
+    assert plan.unchanged(case.write, case.applied) is case.want
+
+
+def test_only_applies_of_children_other_than_the_jobset_have_a_digest() -> None:
+    assert (plan.applied_digest(JOBSET_APPLY), plan.applied_digest(plan.Create(CA_CONFIGMAP))) == (None, None)
+    assert CA_DIGEST is not None and len(CA_DIGEST) == 16

@@ -13,6 +13,7 @@ from trainjob_operator.controller.reconciler import Reconciler
 from trainjob_operator.controller.store import Store
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.metrics import Metrics
+from trainjob_operator.runtime.observed import StatusServer
 from trainjob_operator.runtime.pipeline import Framework
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
@@ -278,8 +279,7 @@ def test_an_mpi_ssh_secret_is_created_once_and_never_again() -> None:
         ("create", "Secret", "test-job-mpi-ssh-auth"),
         ("apply", "ConfigMap", "test-job-mpi-hostfile"),
         ("apply", c.JOBSET_KIND, "test-job"),
-        ("apply", "ConfigMap", "test-job-mpi-hostfile"),
-        ("apply", c.JOBSET_KIND, "test-job"),
+        ("apply", c.JOBSET_KIND, "test-job"),  # the hostfile, unchanged, is not applied again
     ]
 
 
@@ -293,7 +293,7 @@ def test_an_ssh_secret_that_exists_already_counts_as_created() -> None:
     ]
 
 
-def test_a_podgroup_is_probed_once_then_applied_while_suspended() -> None:
+def test_a_podgroup_is_probed_once_and_applied_again_only_when_it_changes() -> None:
     client = FakeClient()
     rec = suspended_with(GANG_RT, client)
     asyncio.run(rec.reconcile(KEY))
@@ -302,7 +302,36 @@ def test_a_podgroup_is_probed_once_then_applied_while_suspended() -> None:
         ("get", c.POD_GROUP_KIND, "test-job"),
         ("apply", c.POD_GROUP_KIND, "test-job"),
         ("apply", c.JOBSET_KIND, "test-job"),
-        ("apply", c.POD_GROUP_KIND, "test-job"),
+        ("apply", c.JOBSET_KIND, "test-job"),  # unchanged: the JobSet only (a changed body: see the CA test below)
+    ]
+
+
+def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_changed() -> None:
+    """Kueue's resume: the CA ConfigMap, applied on the first build and unchanged since, does not delay the JobSet
+    by a round trip; a CA that changed while suspended is written before the JobSet that starts the pods."""
+    client = FakeClient()
+    rec = reconciler(client, JOB.suspend())
+    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-1")
+    asyncio.run(rec.reconcile(KEY))
+    rec.store.trainjobs.put(JOB.set("spec.suspend", False).raw())
+    asyncio.run(rec.reconcile(KEY))
+    first = child_writes(client)
+    assert first == [
+        ("apply", "ConfigMap", "test-job-tls-config"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+    ]
+    client.calls.clear()
+    rec = reconciler(client, JOB.suspend())
+    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-1")
+    asyncio.run(rec.reconcile(KEY))
+    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-2")
+    rec.store.trainjobs.put(JOB.set("spec.suspend", False).raw())
+    asyncio.run(rec.reconcile(KEY))
+    assert child_writes(client) == [
+        ("apply", "ConfigMap", "test-job-tls-config"),
+        ("apply", c.JOBSET_KIND, "test-job"),
+        ("apply", "ConfigMap", "test-job-tls-config"),
         ("apply", c.JOBSET_KIND, "test-job"),
     ]
 

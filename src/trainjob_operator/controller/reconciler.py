@@ -268,10 +268,16 @@ class Reconciler:
                 log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
                 await self._send(write)
                 continue
+            applied = self.store.known.applied.get(uid, {})
+            if plan.unchanged(write, applied):
+                continue
             written = await self._send_child(write, observed, bool(job.spec.suspend))
             if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
                 continue
             ref = plan.ref_of(write.obj)
+            digest = plan.applied_digest(write)
+            if digest is not None:
+                self.store.known.applied.setdefault(uid, {})[ref] = digest
             kind = self.framework.kind(ref.api_version, ref.kind)
             if isinstance(write, plan.Create) or (kind is not None and kind.probe):
                 self.store.known.add(uid, ref)  # tracked: the builder skips it from now on

@@ -94,6 +94,9 @@ class Known:
     nodes: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     """TrainJobs whose pods all started after their startup deadline was due: no more pod listings."""
+    applied: dict[str, dict[ObjectRef, bytes]] = field(default_factory=dict)
+    """Per TrainJob: the body digests of the children (other than the JobSet) this process applied last
+    (plan.unchanged)."""
 
     def forget(self, uid: str) -> None:
         self.nodes.pop(uid, None)
@@ -102,6 +105,7 @@ class Known:
         self.existing.pop(uid, None)
         self.last_error.pop(uid, None)
         self.created_seen.discard(uid)
+        self.applied.pop(uid, None)
 
     def exists(self, uid: str) -> frozenset[ObjectRef]:
         return frozenset(self.existing.get(uid, ()))

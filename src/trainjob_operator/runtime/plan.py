@@ -7,6 +7,9 @@ error is judged by `rebuild_after_refusal`) → `status` (the status plugin and 
 failure, `event`. No I/O and no clock: every object and `now` come in as arguments.
 """
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -233,6 +236,26 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
         writes.append(Create(obj) if mode is Mode.CREATE_ONCE else Apply(obj))
     trainer = info.ancestor(c.ANCESTOR_TRAINER)
     return Children(tuple(writes), probes, trainer.count if trainer is not None else None)
+
+
+def applied_digest(write: Write) -> bytes | None:
+    """What identifies an apply's body, for a child other than the JobSet (None for the JobSet and for creates and
+    deletes). The JobSet is applied on every build, as upstream does (it carries suspend and Kueue's patches; the API
+    server's answer is what the status follows); the other applied children (the status server's CA ConfigMap, an MPI
+    hostfile, a PodGroup) change only with their body."""
+    if not isinstance(write, Apply) or write.obj["kind"] == c.JOBSET_KIND:
+        return None
+    return hashlib.blake2b(json.dumps(write.obj, sort_keys=True).encode(), digest_size=16).digest()
+
+
+def unchanged(write: Write, applied: Mapping[ObjectRef, bytes]) -> bool:
+    """An apply this process sent already with the same body (`applied`: the digests of this TrainJob's last
+    successful applies): skipped. Server-side apply would change nothing, and on a resume it would delay the JobSet by
+    one round trip. Objects the pods consume are still written before the JobSet whenever their body changes."""
+    if not isinstance(write, Apply):
+        return False
+    digest = applied_digest(write)
+    return digest is not None and applied.get(ref_of(write.obj)) == digest
 
 
 def rebuild_after_refusal(
