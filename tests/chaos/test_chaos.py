@@ -11,6 +11,7 @@ Every scenario also counts tracebacks and Secret material (MPI SSH keys, webhook
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -553,6 +554,8 @@ def test_fuzzed_input_through_the_admission_path(
     refused: dict[str, str] = {}
     accepted: set[str] = set()
     pending: set[str] = set()
+    stuck: dict[str, dict[str, Any]] = {}
+    """The last view of TrainJobs seen without an outcome (printed if any is left)."""
     settle_s = 0.0
     try:
         replicas.start_all()
@@ -576,7 +579,9 @@ def test_fuzzed_input_through_the_admission_path(
             def settled(want: set[str] = round_accepted) -> set[str]:
                 jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
                 jobsets = {j["metadata"]["name"] for j in api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace)}
-                return {name for name in want if not outcome(jobs.get(name), jobsets)}
+                left = {name for name in want if not outcome(jobs.get(name), jobsets)}
+                stuck.update({name: jobs[name] for name in left if name in jobs})
+                return left
 
             waited = time.monotonic()
             left = settled()
@@ -614,6 +619,10 @@ def test_fuzzed_input_through_the_admission_path(
         figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
         if unnamed or pending:
             print("unnamed refusals:", dict(list(unnamed.items())[:5]), "without outcome:", sorted(pending)[:5])
+            for name in sorted(pending)[:5]:
+                job = stuck.get(name, {})
+                print(f"  {name}: spec={json.dumps(job.get('spec'))[:1500]} status={json.dumps(job.get('status'))}")
+            print("operator log:", ", ".join(str(p) for p in replicas.logs))
         figures.report()
     finally:
         replicas.stop_all()
