@@ -11,6 +11,7 @@ Every scenario also counts tracebacks and Secret material (MPI SSH keys, webhook
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -522,56 +523,79 @@ def outcome(job: dict[str, Any] | None, jobset_names: set[str]) -> bool:
 def test_fuzzed_input_through_the_admission_path(
     exclusive: None, kube: Kube, kubeconfig: str, namespace: str, tmp_path: Path
 ) -> None:
+    """Full size: 10,000 pairs in rounds of 2,000 (each round created, waited on, then deleted, so the cluster
+    holds about one round), generated in a thread while the previous round is created."""
     from hypothesis import HealthCheck, given, settings
     from test_fuzz import hostile_pairs
 
-    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "30")), 2000)
+    cases = size(int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CASES", "30")), 10_000)
+    batch = int(os.environ.get("TRAINJOB_CHAOS_FUZZ_BATCH", size(cases, 2000)))
+    concurrency = int(os.environ.get("TRAINJOB_CHAOS_FUZZ_CONCURRENCY", size(8, 32)))
     replicas = Replicas(kubeconfig, tmp_path, 1)
     api = Api(kubeconfig)
+    token = f"{random.randrange(16**6):06x}"
+    """Names and the label of this run's runtimes (half of them are cluster-scoped)."""
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    generated = threading.Event()
 
     @settings(max_examples=cases, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(hostile_pairs())
     def collect(pair: tuple[dict[str, Any], dict[str, Any]]) -> None:
         pairs.append(pair)
 
-    collect()
+    def generate() -> None:
+        try:
+            collect()
+        finally:
+            generated.set()
+
+    started = time.monotonic()
+    threading.Thread(target=generate, name="fuzz-generator", daemon=True).start()
+    refused: dict[str, str] = {}
+    accepted: set[str] = set()
+    pending: set[str] = set()
+    stuck: dict[str, dict[str, Any]] = {}
+    """The last view of TrainJobs seen without an outcome (printed if any is left)."""
+    settle_s = 0.0
     try:
         replicas.start_all()
-        objects: list[dict[str, Any]] = []
-        for index, (job, runtime) in enumerate(pairs):
-            name = f"fz-{index:05d}"
-            runtime.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
-            job.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
-            for key in ("uid", "creationTimestamp", "generation", "resourceVersion"):
-                job["metadata"].pop(key, None)
-            ref = (job.get("spec") or {}).get("runtimeRef")
-            if isinstance(ref, dict):
-                ref["name"] = name
-            objects += [runtime, job]
-        refused = api.create_all([o for o in objects if o.get("kind") != "TrainJob"], concurrency=8, attempts=10)
-        refused.update(
-            {
-                f"job {k}": v
-                for k, v in api.create_all(
-                    [o for o in objects if o.get("kind") == "TrainJob"], concurrency=8, attempts=10
-                ).items()
-            }
-        )
+        done = 0
+        while done < cases:
+            want = min(done + batch, cases)
+            wait(lambda want=want: len(pairs) >= want or generated.is_set(), 3600, "generated pairs", 0.5)
+            chunk = pairs[done : done + batch]
+            if not chunk:
+                break
+            names = fuzz_objects(chunk, done, namespace, token)
+            objects = [o for pair in chunk for o in pair]
+            refused.update(
+                api.create_all([o for o in objects if o.get("kind") != "TrainJob"], concurrency, attempts=10)
+            )
+            refused_jobs = api.create_all([o for o in objects if o.get("kind") == "TrainJob"], concurrency, 10)
+            refused.update({f"job {k}": v for k, v in refused_jobs.items()})
+            round_accepted = names - set(refused_jobs)
+            accepted |= round_accepted
+
+            def settled(want: set[str] = round_accepted) -> set[str]:
+                jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
+                jobsets = {j["metadata"]["name"] for j in api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace)}
+                left = {name for name in want if not outcome(jobs.get(name), jobsets)}
+                stuck.update({name: jobs[name] for name in left if name in jobs})
+                return left
+
+            waited = time.monotonic()
+            left = settled()
+            deadline = time.monotonic() + size(90, 600)
+            while left and time.monotonic() < deadline:
+                time.sleep(2)
+                left = settled()
+            settle_s += time.monotonic() - waited
+            pending |= left
+            done += len(chunk)
+            if done < cases:
+                delete_fuzz_objects(api, namespace, token)
+        elapsed = time.monotonic() - started
         unnamed = {k: v for k, v in refused.items() if not FIELD.search(v)}
-        names = {j["metadata"]["name"] for j in objects if j.get("kind") == "TrainJob"}
-        accepted = names - {k.removeprefix("job ") for k in refused if k.startswith("job ")}
-
-        def settled() -> set[str]:
-            jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
-            jobsets = {j["metadata"]["name"] for j in api.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace)}
-            return {name for name in accepted if not outcome(jobs.get(name), jobsets)}
-
-        pending = settled()
-        deadline = time.monotonic() + size(90, 600)
-        while pending and time.monotonic() < deadline:
-            time.sleep(2)
-            pending = settled()
         slot = replicas.slots[0]
         assert slot.process is not None and slot.process.proc is not None
         figures = Figures(
@@ -582,20 +606,66 @@ def test_fuzzed_input_through_the_admission_path(
                 "without_outcome": len(pending),
             },
             {
-                "cases": float(len(pairs)),
+                "cases": float(done),
                 "accepted": float(len(accepted)),
                 "refused": float(len([k for k in refused if k.startswith("job ")])),
+                "seconds": elapsed,
+                "pairs_per_s": done / max(elapsed, 1e-9),
+                "settle_s": settle_s,
             },
         )
-        kube.run("delete", "trainjobs,trainingruntimes", "--all", "-n", namespace, "--wait=false")
+        delete_fuzz_objects(api, namespace, token)
         tracebacks, leaks = scan_logs(replicas.logs, secret_needles(webhook_cert_values(api, OPERATOR_NAMESPACE)))
         figures.counts.update({"tracebacks": tracebacks, "leaks": leaks})
         if unnamed or pending:
             print("unnamed refusals:", dict(list(unnamed.items())[:5]), "without outcome:", sorted(pending)[:5])
+            for name in sorted(pending)[:5]:
+                job = stuck.get(name, {})
+                print(f"  {name}: spec={json.dumps(job.get('spec'))[:1500]} status={json.dumps(job.get('status'))}")
+            print("operator log:", ", ".join(str(p) for p in replicas.logs))
         figures.report()
     finally:
         replicas.stop_all()
         api.close()
+
+
+FUZZ_LABEL = "chaos.trainjob-operator/fuzz"
+
+
+def fuzz_objects(
+    chunk: list[tuple[dict[str, Any], dict[str, Any]]], first: int, namespace: str, token: str
+) -> set[str]:
+    """Name each pair (TrainJob and runtime alike, unique across runs of the session: ClusterTrainingRuntimes
+    outlive the namespace) and label the runtime; returns the TrainJobs' names."""
+    names = set()
+    for index, (job, runtime) in enumerate(chunk, start=first):
+        name = f"fz{token}-{index:05d}"
+        runtime.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
+        runtime["metadata"].setdefault("labels", {})[FUZZ_LABEL] = token
+        job.setdefault("metadata", {}).update({"name": name, "namespace": namespace})
+        for key in ("uid", "creationTimestamp", "generation", "resourceVersion"):
+            job["metadata"].pop(key, None)
+        ref = (job.get("spec") or {}).get("runtimeRef")
+        if isinstance(ref, dict):
+            ref["name"] = name
+        names.add(name)
+    return names
+
+
+def delete_fuzz_objects(api: Api, namespace: str, token: str) -> None:
+    """Delete this run's TrainJobs and runtimes (namespaced and cluster-scoped) as collections; the garbage
+    collector removes the children in the background."""
+    for path, params in (
+        (f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainjobs", None),
+        (f"/apis/{c.API_VERSION}/namespaces/{namespace}/trainingruntimes", None),
+        (f"/apis/{c.API_VERSION}/clustertrainingruntimes", {"labelSelector": f"{FUZZ_LABEL}={token}"}),
+    ):
+        for _ in range(10):
+            try:
+                api.run(api.client.request("DELETE", path, params=params))
+                break
+            except Exception:
+                time.sleep(2)
 
 
 def test_the_suite_size_is_known() -> None:
