@@ -64,6 +64,7 @@ class Manager:
     failures: logs.Aggregator = field(default_factory=logs.Aggregator)
     dead: list[str] = field(default_factory=list)
     """Background tasks that ended: the operator is not live any more and stops."""
+    synced: bool = False
 
     def __post_init__(self) -> None:
         self.watched = self.framework.watched()
@@ -155,8 +156,20 @@ class Manager:
         return self.elector is None or self.elector.leading()
 
     def may_reconcile(self) -> bool:
-        """The leader reconciles, once the status server's CA is known (trainer pods get it at build time)."""
-        return self.leading() and (not self.cfg.status_server.enabled or self.status_ca is not None)
+        """The leader reconciles, once the status server's CA is known (trainer pods get it at build time) and the
+        caches hold the initial listings (as controller-runtime waits for its informers): a TrainJob reconciled
+        before its JobSet is cached looks unbuilt, and a restart would send every build's writes again."""
+        return (
+            self.caches_synced()
+            and self.leading()
+            and (not self.cfg.status_server.enabled or self.status_ca is not None)
+        )
+
+    def caches_synced(self) -> bool:
+        """Every watch's initial listing has reached the caches (stays true once it is)."""
+        if not self.synced:
+            self.synced = self.kopf_ready.is_set() and not self.sync.pending()
+        return self.synced
 
     def on_leadership(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
