@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 import ctypes
 import functools
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -13,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import kopf
 
 from .. import config as config_module
 from .. import logs
@@ -27,13 +27,14 @@ from ..runtime import startup
 from ..runtime.framework import ChildKind
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
+from ._kopf import kopf
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import NotLeading, Reconciler, utcnow
 from .runtimes import RuntimeResolver
-from .startup import StartupError, count, preflight
+from .startup import StartupError, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
 from .webhooks import Webhooks
@@ -170,6 +171,8 @@ class Manager:
         """Every watch's initial listing has reached the caches (stays true once it is)."""
         if not self.synced:
             self.synced = self.kopf_ready.is_set() and not self.sync.pending()
+            if self.synced:
+                log.info("caches synced", resources=sorted(self.sync.resources))
         return self.synced
 
     def on_leadership(self, leader: bool) -> None:
@@ -236,23 +239,6 @@ class Manager:
             )
         )
 
-    async def expect_caches(self, interval: float = 2.0) -> None:
-        """How many objects each watch's initial listing brings (one-item LISTs), counted again while a cache is
-        still short of it (objects deleted in between)."""
-        while True:
-            for plural, namespace in watched_collections(self.cfg.namespaces, self.watched):
-                name = cache_name(plural, namespace)
-                if name in self.sync.expected and name not in self.sync.pending():
-                    continue
-                try:
-                    self.sync.expect(name, await count(self.client, collection_path(plural, namespace, self.watched)))
-                except (ApiError, OSError, TimeoutError) as err:
-                    log.warning("cannot count objects to sync", resource=name, error=str(err))
-            if not self.sync.pending():
-                log.info("caches synced", resources=sorted(self.sync.expected))
-                return
-            await asyncio.sleep(interval)
-
     async def count_states(self, interval: float = 10, trim_every: float = 60) -> None:
         """The TrainJobs-by-state gauge, at most every `interval` seconds and only when a count changed; once changes
         stop for an interval, memory freed meanwhile goes back to the system (the initial listing of thousands of
@@ -291,11 +277,6 @@ def watched_collections(namespaces: Sequence[str], children: Sequence[ChildKind]
 
 def cache_name(plural: str, namespace: str | None) -> str:
     return f"{plural} in {namespace}" if namespace and plural != "clustertrainingruntimes" else plural
-
-
-def collection_path(plural: str, namespace: str | None, children: Sequence[ChildKind] = ()) -> str:
-    version = next((k.api_version for k in children if k.plural == plural), c.API_VERSION)
-    return f"/apis/{version}/" + (f"namespaces/{namespace}/" if namespace else "") + plural
 
 
 def plan_of(cfg: OperatorConfig) -> startup.Plan:
@@ -343,20 +324,40 @@ WATCH_RESTART_PAUSE = 1.0
 
 Sink = Callable[[dict[str, Any]], None]
 
-DIRECT: dict[tuple[str, str], Sink] = {}
-"""(API group, plural) → the manager's handler, called straight from the watch stream (see `resilient_watch`)."""
+
+@dataclass(frozen=True)
+class Direct:
+    """Where one watched kind's stream goes (see `resilient_watch`)."""
+
+    event: Sink
+    listed: Callable[[str | None], None]
+    """Called with the namespace (None: cluster-wide) once a listing's objects have all gone to `event`."""
 
 
-def direct_sinks(manager: "Manager") -> dict[tuple[str, str], Sink]:
-    """Every watched kind's handler, by (API group, plural)."""
-    sinks: dict[tuple[str, str], Sink] = {
-        (c.GROUP, "trainjobs"): manager.on_trainjob,
-        (c.GROUP, "trainingruntimes"): lambda event: manager.on_runtime(event, cluster=False),
-        (c.GROUP, "clustertrainingruntimes"): lambda event: manager.on_runtime(event, cluster=True),
+DIRECT: dict[tuple[str, str], Direct] = {}
+"""(API group, plural) → the manager's handlers, called straight from the watch stream."""
+
+
+def direct_sinks(manager: "Manager") -> dict[tuple[str, str], Direct]:
+    """Every watched kind's handlers, by (API group, plural)."""
+
+    def listed(plural: str) -> Callable[[str | None], None]:
+        return lambda namespace: manager.sync.complete(cache_name(plural, namespace))
+
+    handlers: dict[tuple[str, str], Direct] = {
+        (c.GROUP, "trainjobs"): Direct(manager.on_trainjob, listed("trainjobs")),
+        (c.GROUP, "trainingruntimes"): Direct(
+            lambda event: manager.on_runtime(event, cluster=False), listed("trainingruntimes")
+        ),
+        (c.GROUP, "clustertrainingruntimes"): Direct(
+            lambda event: manager.on_runtime(event, cluster=True), listed("clustertrainingruntimes")
+        ),
     }
     for kind in manager.watched:
-        sinks[(kind.api_version.rpartition("/")[0], kind.plural)] = functools.partial(manager.on_child, kind)
-    return sinks
+        handlers[(kind.api_version.rpartition("/")[0], kind.plural)] = Direct(
+            functools.partial(manager.on_child, kind), listed(kind.plural)
+        )
+    return handlers
 
 
 def deliver(sink: Sink, event: dict[str, Any], resource: Any) -> None:
@@ -379,16 +380,20 @@ def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
     was most of a restart's CPU with 5,000 TrainJobs (docs/performance.md). kopf still lists, watches, logs in and
     retries; only its listing-over bookmark goes on to it."""
     from kopf._cogs.clients import errors as kopf_errors
+    from kopf._cogs.clients.watching import Bookmark
 
     async def watch(*args: Any, **kwargs: Any) -> Any:
         resource = kwargs.get("resource")
-        sink = DIRECT.get((getattr(resource, "group", ""), getattr(resource, "plural", "")))
+        direct = DIRECT.get((getattr(resource, "group", ""), getattr(resource, "plural", "")))
         try:
             async for event in original(*args, **kwargs):
-                if sink is not None and isinstance(event, dict):
-                    if event.get("type") != "BOOKMARK":
-                        deliver(sink, event, resource)
-                    continue
+                if direct is not None:
+                    if isinstance(event, dict):
+                        if event.get("type") != "BOOKMARK":
+                            deliver(direct.event, event, resource)
+                        continue
+                    if event is Bookmark.LISTED:  # every object of the listing went to `direct.event` above
+                        direct.listed(kwargs.get("namespace"))
                 yield event
         except (kopf_errors.APIServerError, kopf_errors.APIClientError, aiohttp.ClientError, TimeoutError) as err:
             status = getattr(err, "status", None)
@@ -510,6 +515,7 @@ def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyn
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> int:
     """Run until stopped; 0 on a clean stop, 1 when a background task died. Raises StartupError."""
+    gc.freeze()  # the modules' objects live as long as the process: the collector stops walking them
     asyncio.get_running_loop().set_exception_handler(loop_error)
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     if connection.tls_server_name:
@@ -587,7 +593,6 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)
         )
         tasks["state gauge"] = asyncio.create_task(manager.count_states())
-        tasks["cache sync"] = asyncio.create_task(manager.expect_caches())
         ready_flag: asyncio.Event = asyncio.Event()
 
         async def mark_ready() -> None:
@@ -596,7 +601,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
 
         tasks["readiness"] = asyncio.create_task(mark_ready())
         for name, task in tasks.items():
-            if name not in ("readiness", "cache sync"):  # the tasks that end by design
+            if name != "readiness":  # the task that ends by design
                 supervise(manager, name, task, stop)
         log.info(
             "operator starting",

@@ -356,6 +356,10 @@ class CacheSync:
         else:
             self.live.add(resource)
 
+    def complete(self, resource: str) -> None:
+        """The initial listing is over and every object of it reached the cache (the watch stream said so)."""
+        self.live.add(resource)
+
     def pending(self) -> tuple[str, ...]:
         return tuple(
             sorted(
