@@ -277,6 +277,8 @@ def per_trainjob(before: dict[tuple[str, str], float], after: dict[tuple[str, st
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
+OPERATOR_WRITES = ("jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs")
+"""What the operator writes (the control plane's own lease and endpoint writes are not counted)."""
 STEADY_WINDOW_S = 60.0
 STEADY_SETTLE_S = 15.0
 
@@ -300,7 +302,13 @@ def steady_state(
             "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
             "idle_rss_mib": process.rss_mib(),
             "peak_rss_mib": process.peak_rss_mib(),
-            "resync_writes": float(sum(v for k, v in requests.items() if k.split()[0] in WRITE_VERBS)),
+            "resync_writes": float(
+                sum(
+                    v
+                    for k, v in requests.items()
+                    if k.split()[0] in (*WRITE_VERBS, "APPLY") and k.split()[-1] in OPERATOR_WRITES
+                )
+            ),
             "load_average": load_average(),
         }
         say(
@@ -317,13 +325,13 @@ def steady_state(
 def resync_requests(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> dict[str, float]:
     """Every request the API server counted between two readings, by verb and resource (the restarted operator's
     initial listings, reads and writes; nothing else runs during a steady-state measurement)."""
-    counts = {f"{verb} {resource}": value - before.get((verb, resource), 0.0) for (verb, resource), value in after.items()}
+    counts = {
+        f"{verb} {resource}": value - before.get((verb, resource), 0.0) for (verb, resource), value in after.items()
+    }
     return {k: v for k, v in sorted(counts.items()) if v > 0 and k.split()[0] not in ("WATCH",)}
 
 
-def steady_only(
-    info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path
-) -> dict[str, Any]:
+def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path) -> dict[str, Any]:
     """`n` TrainJobs created by one burst of `contender` (not measured), then `runs` restarts over them."""
     ns = namespace(info, f"steady-{contender.name}")
     process = contender.start(info, DEFAULTS, logs)
