@@ -295,6 +295,8 @@ def per_trainjob(
     return {verb: round(value / n, 2) for verb, value in sorted(verbs.items()) if value > 0}
 
 
+OPERATOR_WRITES = ("jobsets", "configmaps", "secrets", "podgroups", "events", "trainjobs")
+"""What the operator writes (the control plane's own lease and endpoint writes are not counted)."""
 STEADY_WINDOW_S = 60.0
 STEADY_SETTLE_S = 15.0
 
@@ -303,11 +305,13 @@ def steady_state(
     info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
 ) -> dict[str, Any]:
     """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
+    before = apiserver_requests(info)
     started = time.monotonic()  # from the process's start: a restart's resync includes starting up
     process = contender.start(info, settings, logs)
     try:
         wait(lambda: process.reconciles() >= n, f"{contender.name} resyncing {n} TrainJobs", 900, process.proc)
         resync = time.monotonic() - started
+        requests = resync_requests(before, apiserver_requests(info))
         time.sleep(STEADY_SETTLE_S)  # one-off work after a resync (idle workers exiting, a heap trim) is not idle
         cpu_before = process.cpu_seconds()
         time.sleep(STEADY_WINDOW_S)  # the measurement window itself, not a synchronisation
@@ -316,11 +320,53 @@ def steady_state(
             "idle_cpu_s_per_min": (process.cpu_seconds() - cpu_before) * 60 / STEADY_WINDOW_S,
             "idle_rss_mib": process.rss_mib(),
             "peak_rss_mib": process.peak_rss_mib(),
+            "resync_writes": float(
+                sum(
+                    v
+                    for k, v in requests.items()
+                    if k.split()[0] in (*WRITE_VERBS, "APPLY") and k.split()[-1] in OPERATOR_WRITES
+                )
+            ),
+            "load_average": load_average(),
         }
-        say(f"steady state, {n} TrainJobs, {contender.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in result.items()))
+        say(
+            f"steady state, {n} TrainJobs, {contender.name}: "
+            + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items())
+            + f"; API requests during the resync: {requests}"
+        )
+        result["resync_requests"] = requests
         return result
     finally:
         process.stop()
+
+
+def resync_requests(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> dict[str, float]:
+    """Every request the API server counted between two readings, by verb and resource (the restarted operator's
+    initial listings, reads and writes; nothing else runs during a steady-state measurement)."""
+    counts = {
+        f"{verb} {resource}": value - before.get((verb, resource), 0.0) for (verb, resource), value in after.items()
+    }
+    return {k: v for k, v in sorted(counts.items()) if v > 0 and k.split()[0] not in ("WATCH",)}
+
+
+def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path) -> dict[str, Any]:
+    """`n` TrainJobs created by one burst of `contender` (not measured), then `runs` restarts over them."""
+    ns = namespace(info, f"steady-{contender.name}")
+    process = contender.start(info, DEFAULTS, logs)
+    try:
+        result = loadgen(info, "trainjobs", ns, n)
+        say(f"steady-only: {n} TrainJobs and {result['jobsets']} JobSets created by {contender.name}")
+        process.stop()
+        steadies = [steady_state(info, contender, DEFAULTS, n, logs) for _ in range(runs)]
+        return {
+            "steady": {
+                k: statistics.median(s[k] for s in steadies) for k in steadies[0] if isinstance(steadies[0][k], float)
+            },
+            "steady_runs": steadies,
+        }
+    finally:
+        process.stop()
+        drop_namespace(info, ns)
 
 
 def burst_run(
@@ -536,6 +582,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"concurrency {', '.join(map(str, CEILING_CONCURRENCY))}.",
         ]
     for scenario in report["burst"]:
+        if scenario["ours"].get("all_jobsets_s") is None:  # --steady-only
+            continue
         ceiling = scenario.get("ceiling") or {}
         lines += [
             "",
@@ -569,6 +617,7 @@ def markdown(report: dict[str, Any]) -> str:
             ("idle_rss_mib", "idle RSS (MiB)"),
             ("peak_rss_mib", "peak RSS during resync (MiB)"),
             ("idle_cpu_s_per_min", "idle CPU (s per minute)"),
+            ("resync_writes", "API writes during the resync"),
         ):
             ours = scenario["ours"]["steady"].get(key)
             up = (scenario.get("upstream") or {}).get("steady", {}).get(key)
@@ -667,6 +716,14 @@ def burst_section(
     """Ceiling, burst, status and steady state at each size and setting; each scenario lands in `report["burst"]`
     and the partial report is written as soon as it does."""
     chosen = [SETTINGS[name] for name in args.settings.split(",")]
+    if args.steady_only:
+        n = max(sizes)
+        restarts: dict[str, Any] = {"n": n, "settings": DEFAULTS.name}
+        for contender in contenders:
+            restarts[contender.name] = steady_only(info, contender, n, runs, logs)
+        report["burst"].append(restarts)
+        report["load_after"] = load_average()
+        return
     for n in sizes:
         concurrency = (
             args.ceiling_concurrency
@@ -752,9 +809,14 @@ def main() -> int:
         "--kueue-wave", type=int, help="Kueue admission: TrainJobs admitted per wave (default N/5, at most 200)"
     )
     parser.add_argument("--kueue-only", action="store_true", help="run only the Kueue admission section")
+    parser.add_argument(
+        "--steady-only",
+        action="store_true",
+        help="only the steady state: per contender, one unmeasured burst of the largest size, then --runs restarts",
+    )
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
-    kueue_sizes = [] if args.smoke else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
+    kueue_sizes = [] if args.smoke or args.steady_only else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
     runs = 1 if args.smoke else args.runs
     contenders = [Contender("ours", start_ours)]
     upstream = None if args.smoke or args.ours_only else upstream_contender()

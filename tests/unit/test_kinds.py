@@ -124,3 +124,24 @@ def test_the_shipped_registry_watches_only_jobsets() -> None:
         (c.VOLCANO_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
         (c.JOBSET_API_VERSION, c.JOBSET_KIND): (Mode.APPLY, False, True),
     }
+
+
+def test_a_restarted_operator_reconciles_nothing_until_every_listing_reached_the_caches() -> None:
+    """Before: TrainJobs were reconciled as their listing arrived, before their JobSets were cached; each looked
+    unbuilt and a restart with 5,000 TrainJobs sent ~2,300 builds' writes (bench/results/2026-11-23-issue14-idle.md)."""
+    cfg = OperatorConfig()
+    cfg.status_server.enabled = False
+    manager = Manager(cfg, None)  # type: ignore[arg-type]
+    manager.kopf_ready.set()
+    steps = []
+    for plural, namespace in watched_collections([], manager.watched):
+        steps.append((plural, manager.may_reconcile()))
+        manager.sync.complete(plural if namespace is None else f"{plural} in {namespace}")
+    steps.append(("all", manager.may_reconcile()))
+    assert steps == [
+        ("trainjobs", False),
+        ("jobsets", False),
+        ("trainingruntimes", False),
+        ("clustertrainingruntimes", False),
+        ("all", True),
+    ]

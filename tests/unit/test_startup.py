@@ -338,6 +338,8 @@ def sync_after(steps: list[tuple[str, str, Any]]) -> tuple[str, ...]:
     for step, resource, value in steps:
         if step == "expect":
             sync.expect(resource, value)
+        elif step == "complete":
+            sync.complete(resource)
         else:
             sync.seen(resource, initial=value)
     return sync.pending()
@@ -368,6 +370,16 @@ SYNC = [
         ("jobsets",),
     ),
     ("not counted yet: pending, however many arrived", [("seen", "trainjobs", True)], ("trainjobs",)),
+    (
+        "the stream says the listing is over: synced without a count",
+        [("seen", "trainjobs", True), ("complete", "trainjobs", None)],
+        (),
+    ),
+    (
+        "one collection's listing over, the other's not",
+        [("seen", "jobsets", True), ("complete", "trainjobs", None)],
+        ("jobsets",),
+    ),
 ]
 
 

@@ -4,6 +4,8 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import functools
+import gc
 import json
 import os
 import sys
@@ -13,7 +15,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import kopf
 
 from .. import config as config_module
 from .. import logs
@@ -27,13 +28,14 @@ from ..runtime import startup
 from ..runtime.framework import ChildKind
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
+from ._kopf import kopf
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import NotLeading, Reconciler, utcnow
 from .runtimes import RuntimeResolver
-from .startup import StartupError, count, preflight
+from .startup import StartupError, preflight
 from .statusserver import StatusServer, base_url
 from .store import Key, Store, key_of
 from .webhooks import Webhooks
@@ -65,6 +67,7 @@ class Manager:
     failures: logs.Aggregator = field(default_factory=logs.Aggregator)
     dead: list[str] = field(default_factory=list)
     """Background tasks that ended: the operator is not live any more and stops."""
+    synced: bool = False
 
     def __post_init__(self) -> None:
         self.watched = self.framework.watched()
@@ -156,8 +159,22 @@ class Manager:
         return self.elector is None or self.elector.leading()
 
     def may_reconcile(self) -> bool:
-        """The leader reconciles, once the status server's CA is known (trainer pods get it at build time)."""
-        return self.leading() and (not self.cfg.status_server.enabled or self.status_ca is not None)
+        """The leader reconciles, once the status server's CA is known (trainer pods get it at build time) and the
+        caches hold the initial listings (as controller-runtime waits for its informers): a TrainJob reconciled
+        before its JobSet is cached looks unbuilt, and a restart would send every build's writes again."""
+        return (
+            self.caches_synced()
+            and self.leading()
+            and (not self.cfg.status_server.enabled or self.status_ca is not None)
+        )
+
+    def caches_synced(self) -> bool:
+        """Every watch's initial listing has reached the caches (stays true once it is)."""
+        if not self.synced:
+            self.synced = self.kopf_ready.is_set() and not self.sync.pending()
+            if self.synced:
+                log.info("caches synced", resources=sorted(self.sync.resources))
+        return self.synced
 
     def on_leadership(self, leader: bool) -> None:
         self.metrics.leader.set(1 if leader else 0)
@@ -223,23 +240,6 @@ class Manager:
             )
         )
 
-    async def expect_caches(self, interval: float = 2.0) -> None:
-        """How many objects each watch's initial listing brings (one-item LISTs), counted again while a cache is
-        still short of it (objects deleted in between)."""
-        while True:
-            for plural, namespace in watched_collections(self.cfg.namespaces, self.watched):
-                name = cache_name(plural, namespace)
-                if name in self.sync.expected and name not in self.sync.pending():
-                    continue
-                try:
-                    self.sync.expect(name, await count(self.client, collection_path(plural, namespace, self.watched)))
-                except (ApiError, OSError, TimeoutError) as err:
-                    log.warning("cannot count objects to sync", resource=name, error=str(err))
-            if not self.sync.pending():
-                log.info("caches synced", resources=sorted(self.sync.expected))
-                return
-            await asyncio.sleep(interval)
-
     async def count_states(self, interval: float = 10, trim_every: float = 60) -> None:
         """The TrainJobs-by-state gauge, at most every `interval` seconds and only when a count changed; once changes
         stop for an interval, memory freed meanwhile goes back to the system (the initial listing of thousands of
@@ -280,11 +280,6 @@ def cache_name(plural: str, namespace: str | None) -> str:
     return f"{plural} in {namespace}" if namespace and plural != "clustertrainingruntimes" else plural
 
 
-def collection_path(plural: str, namespace: str | None, children: Sequence[ChildKind] = ()) -> str:
-    version = next((k.api_version for k in children if k.plural == plural), c.API_VERSION)
-    return f"/apis/{version}/" + (f"namespaces/{namespace}/" if namespace else "") + plural
-
-
 def plan_of(cfg: OperatorConfig) -> startup.Plan:
     return startup.Plan(
         operator_namespace=cfg.operator_namespace,
@@ -320,8 +315,58 @@ class NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
+LIST_CHUNK = 500
+"""Objects per page of a watch's initial listing: one page's bodies in memory at a time, not 5,000 (the peak RSS
+of a restart)."""
+
 WATCH_RESTART_PAUSE = 1.0
 """Seconds between a watch stream that failed on the API server's side and its next listing (no spinning)."""
+
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Direct:
+    """Where one watched kind's stream goes (see `resilient_watch`)."""
+
+    event: Sink
+    listed: Callable[[str | None], None]
+    """Called with the namespace (None: cluster-wide) once a listing's objects have all gone to `event`."""
+
+
+DIRECT: dict[tuple[str, str], Direct] = {}
+"""(API group, plural) → the manager's handlers, called straight from the watch stream."""
+
+
+def direct_sinks(manager: "Manager") -> dict[tuple[str, str], Direct]:
+    """Every watched kind's handlers, by (API group, plural)."""
+
+    def listed(plural: str) -> Callable[[str | None], None]:
+        return lambda namespace: manager.sync.complete(cache_name(plural, namespace))
+
+    handlers: dict[tuple[str, str], Direct] = {
+        (c.GROUP, "trainjobs"): Direct(manager.on_trainjob, listed("trainjobs")),
+        (c.GROUP, "trainingruntimes"): Direct(
+            lambda event: manager.on_runtime(event, cluster=False), listed("trainingruntimes")
+        ),
+        (c.GROUP, "clustertrainingruntimes"): Direct(
+            lambda event: manager.on_runtime(event, cluster=True), listed("clustertrainingruntimes")
+        ),
+    }
+    for kind in manager.watched:
+        handlers[(kind.api_version.rpartition("/")[0], kind.plural)] = Direct(
+            functools.partial(manager.on_child, kind), listed(kind.plural)
+        )
+    return handlers
+
+
+def deliver(sink: Sink, event: dict[str, Any], resource: Any) -> None:
+    """One event to its handler; a handler that raises loses that event, never the watch (as kopf did)."""
+    try:
+        sink(event)
+    except Exception as err:
+        log.error("watch event handler failed", resource=str(resource), exc_info=err, **logs.error_fields(err))
 
 
 def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -329,13 +374,28 @@ def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
     network does to it: kopf restarts on a 410 Gone ERROR event, but a 410 answered as the HTTP status of the watch
     request, or a 5xx, connection error or timeout that outlasts kopf's own retries, or a stream cut mid-line (kopf
     decodes the rest as a last line), escaped its watcher and ended the whole operator (found by the hostile-network
-    scenario, issue 17). Those end this stream quietly instead:
-    kopf's `infinite_watch` lists again and watches on (after a pause). Anything else still propagates."""
+    scenario, issue 17). Those end this stream quietly instead: kopf's `infinite_watch` lists again and watches on
+    (after a pause). Anything else still propagates.
+
+    The objects of a kind with a handler in `DIRECT` go to that handler right here, in stream order, and not on to
+    kopf: kopf would start a worker task per object and build its causes, kwargs and loggers for each event, which
+    was most of a restart's CPU with 5,000 TrainJobs (docs/performance.md). kopf still lists, watches, logs in and
+    retries; only its listing-over bookmark goes on to it."""
     from kopf._cogs.clients import errors as kopf_errors
+    from kopf._cogs.clients.watching import Bookmark
 
     async def watch(*args: Any, **kwargs: Any) -> Any:
+        resource = kwargs.get("resource")
+        direct = DIRECT.get((getattr(resource, "group", ""), getattr(resource, "plural", "")))
         try:
             async for event in original(*args, **kwargs):
+                if direct is not None:
+                    if isinstance(event, dict):
+                        if event.get("type") != "BOOKMARK":
+                            deliver(direct.event, event, resource)
+                        continue
+                    if event is Bookmark.LISTED:  # every object of the listing went to `direct.event` above
+                        direct.listed(kwargs.get("namespace"))
                 yield event
         except (
             kopf_errors.APIServerError,
@@ -409,6 +469,7 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         settings.networking.request_timeout = 30
         settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
         settings.scanning.disabled = True
+        settings.watching.chunk_size = LIST_CHUNK
         settings.persistence.diffbase_storage = NoDiffBase()
 
     logins = 0
@@ -494,6 +555,7 @@ def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyn
 
 async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None = None) -> int:
     """Run until stopped; 0 on a clean stop, 1 when a background task died. Raises StartupError."""
+    gc.freeze()  # the modules' objects live as long as the process: the collector stops walking them
     asyncio.get_running_loop().set_exception_handler(loop_error)
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     if connection.tls_server_name:
@@ -571,7 +633,6 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             manager.queue.run(manager.work, cfg.concurrency, manager.may_reconcile)
         )
         tasks["state gauge"] = asyncio.create_task(manager.count_states())
-        tasks["cache sync"] = asyncio.create_task(manager.expect_caches())
         ready_flag: asyncio.Event = asyncio.Event()
 
         async def mark_ready() -> None:
@@ -580,7 +641,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
 
         tasks["readiness"] = asyncio.create_task(mark_ready())
         for name, task in tasks.items():
-            if name not in ("readiness", "cache sync"):  # the tasks that end by design
+            if name != "readiness":  # the task that ends by design
                 supervise(manager, name, task, stop)
         log.info(
             "operator starting",
@@ -593,6 +654,8 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         )
         try:
             harden_kopf_watches()
+            DIRECT.clear()
+            DIRECT.update(direct_sinks(manager))
             await kopf.operator(
                 registry=registry_for(manager),
                 clusterwide=not cfg.namespaces,
@@ -602,6 +665,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                 stop_flag=stop,
             )
         finally:
+            DIRECT.clear()
             stop.set()
             for task in tasks.values():
                 task.cancel()

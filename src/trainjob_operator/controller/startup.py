@@ -205,10 +205,3 @@ async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNEC
         namespace_created=decision.create_namespace,
     )
     return facts
-
-
-async def count(client: Client, path: str) -> int:
-    """How many objects a collection holds now: a one-item LIST (remainingItemCount), no full listing."""
-    listing = await client.request("GET", path, params={"limit": "1"})
-    remaining = (listing.get("metadata") or {}).get("remainingItemCount") or 0
-    return len(listing.get("items") or []) + int(remaining)

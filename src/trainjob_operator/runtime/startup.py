@@ -336,9 +336,10 @@ def readiness(state: Readiness) -> tuple[bool, str]:
 @dataclass
 class CacheSync:
     """When kopf's initial listing of a resource has reached our caches (as controller-runtime's WaitForCacheSync).
-    `expect` comes from a one-item LIST (the count of objects then); the resource is synced once as many objects
-    arrived from the initial listing, or once a live watch event arrived (the listing is over). A lower count seen
-    later (objects deleted meanwhile) lowers the expectation."""
+    The operator calls `complete` when the watch stream says the listing is over (every object of it was delivered
+    first). `expect` (a count of objects, e.g. from a one-item LIST) is the other way: synced once as many objects
+    arrived from the initial listing, or once a live watch event arrived; a lower count seen later (objects deleted
+    meanwhile) lowers the expectation."""
 
     resources: tuple[str, ...] = ()
     """Every watched collection; one not counted yet is pending."""
@@ -355,6 +356,10 @@ class CacheSync:
             self.listed[resource] = self.listed.get(resource, 0) + 1
         else:
             self.live.add(resource)
+
+    def complete(self, resource: str) -> None:
+        """The initial listing is over and every object of it reached the cache (the watch stream said so)."""
+        self.live.add(resource)
 
     def pending(self) -> tuple[str, ...]:
         return tuple(
