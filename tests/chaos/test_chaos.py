@@ -592,6 +592,11 @@ def test_fuzzed_input_through_the_admission_path(
             settle_s += time.monotonic() - waited
             pending |= left
             done += len(chunk)
+            print(
+                f"\nfuzz: {done}/{cases} pairs, {len(accepted)} accepted, {len(pending)} without outcome, "
+                f"{time.monotonic() - started:.0f} s",
+                flush=True,
+            )
             if done < cases:
                 delete_fuzz_objects(api, namespace, token)
         elapsed = time.monotonic() - started
