@@ -437,6 +437,9 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         assert kube.get("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org") is not None
         assert kube.get("namespace", "kubeflow-system") is not None
         assert '"created the operator namespace"' in full_log(first)
+        checked = [json.loads(line) for line in full_log(first).splitlines() if '"cluster checked"' in line]
+        # v1.36 streams a watch's initial events: the watches start from the watch cache, no paged LISTs
+        assert checked and checked[0]["streaming_lists"] is True, checked
         wait_for(lambda: readyz(first)[1] == "ok: leader, reconciling; serving webhooks", timeout=30, what="leadership")
 
         ns = fresh_namespace(kube)

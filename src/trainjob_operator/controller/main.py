@@ -457,8 +457,10 @@ def harden_kopf_watches() -> None:
         errors.check_response = checked
 
 
-def registry_for(manager: Manager) -> kopf.OperatorRegistry:
-    """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used."""
+def registry_for(manager: Manager, streaming_lists: bool = False) -> kopf.OperatorRegistry:
+    """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used. With
+    `streaming_lists` (the start-up probe found the API server streams a watch's initial events) the watches start
+    from the API server's watch cache, as client-go's informers do, instead of paged LISTs."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -470,6 +472,7 @@ def registry_for(manager: Manager) -> kopf.OperatorRegistry:
         settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
         settings.scanning.disabled = True
         settings.watching.chunk_size = LIST_CHUNK
+        settings.watching.initial_streaming = streaming_lists
         settings.persistence.diffbase_storage = NoDiffBase()
 
     logins = 0
@@ -578,7 +581,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                 f"{err.strerror or err}; pass another --health-port"
             ) from err
         try:
-            await preflight(client, plan_of(cfg))
+            facts = await preflight(client, plan_of(cfg))
         except BaseException:
             await health.stop()
             raise
@@ -657,7 +660,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             DIRECT.clear()
             DIRECT.update(direct_sinks(manager))
             await kopf.operator(
-                registry=registry_for(manager),
+                registry=registry_for(manager, streaming_lists=facts.streams_initial_events),
                 clusterwide=not cfg.namespaces,
                 namespaces=cfg.namespaces,
                 standalone=True,

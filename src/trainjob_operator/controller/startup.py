@@ -2,6 +2,7 @@
 operator namespace when that is the decision, and raises `StartupError` with the one line to print otherwise."""
 
 import asyncio
+import json
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -143,20 +144,66 @@ async def namespace_state(client: Client, name: str) -> NamespaceState:
     return "exists"
 
 
+STREAMING_PROBE_SELECTOR = "trainer.kubeflow.org/streaming-list-probe=none"
+"""A label no TrainJob carries: the probe's stream holds nothing but the bookmark that ends its initial events."""
+STREAMING_PROBE_TIMEOUT = 5.0
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+async def streams_initial_events(client: Client, plan: Plan) -> bool:
+    """Whether the API server streams a watch's initial state (`sendInitialEvents=true`): asked once, of TrainJobs
+    with a selector that matches none, so the answer is one bookmark. An API server without streaming lists (before
+    Kubernetes 1.34, the WatchList feature gate off, the watch cache off) refuses the parameters or never sends the
+    bookmark: the watches then list in pages, as before. Any failure counts as "no"."""
+    prefix = f"/apis/trainer.kubeflow.org/v1alpha1{f'/namespaces/{plan.namespaces[0]}' if plan.namespaces else ''}"
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "labelSelector": STREAMING_PROBE_SELECTOR,
+        "timeoutSeconds": "2",
+    }
+
+    async def first_bookmark() -> bool:
+        async for line in client.stream_lines(f"{prefix}/trainjobs", params, read_timeout=STREAMING_PROBE_TIMEOUT):
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            if event.get("type") == "BOOKMARK":
+                annotations = (event.get("object") or {}).get("metadata", {}).get("annotations") or {}
+                return annotations.get(INITIAL_EVENTS_END) == "true"
+        return False
+
+    try:
+        return await asyncio.wait_for(first_bookmark(), STREAMING_PROBE_TIMEOUT)
+    except (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as err:
+        log.info("the API server does not stream initial events; watches list in pages", reason=str(err)[:200])
+        return False
+
+
 async def gather_facts(client: Client, plan: Plan) -> Facts:
     group_versions = list(dict.fromkeys(api.group_version for api in startup.REQUIRED_APIS))
     apis = await served(client, group_versions)
     if startup.missing_apis(apis):
         return Facts(served=apis)
     needs = startup.permissions(plan)
-    user, state, can_create, verdicts = await asyncio.gather(
+    user, state, can_create, verdicts, streams = await asyncio.gather(
         who_am_i(client),
         namespace_state(client, plan.operator_namespace) if plan.needs_namespace else _exists(),
         allowed(client, Need("create", "", "namespaces")),
         asyncio.gather(*(allowed(client, need) for need in needs)),
+        streams_initial_events(client, plan),
     )
     denied = tuple(need for need, ok in zip(needs, verdicts, strict=True) if not ok)
-    return Facts(served=apis, namespace=state, can_create_namespace=can_create, denied=denied, user=user)
+    return Facts(
+        served=apis,
+        namespace=state,
+        can_create_namespace=can_create,
+        denied=denied,
+        user=user,
+        streams_initial_events=streams,
+    )
 
 
 async def _exists() -> NamespaceState:
@@ -203,5 +250,6 @@ async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNEC
         user=facts.user,
         operator_namespace=plan.operator_namespace,
         namespace_created=decision.create_namespace,
+        streaming_lists=facts.streams_initial_events,
     )
     return facts

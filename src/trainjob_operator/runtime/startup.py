@@ -171,6 +171,9 @@ class Facts:
     can_create_namespace: bool = False
     denied: tuple[Need, ...] = ()
     user: str = "this user"
+    streams_initial_events: bool = False
+    """The API server answers a watch with `sendInitialEvents` (streaming lists, Kubernetes 1.34+ with the watch
+    cache on): the watches then start from the watch cache instead of paged LISTs (docs/performance.md)."""
 
 
 @dataclass(frozen=True)
