@@ -27,19 +27,25 @@ REFUSED = ApiError(
 )
 
 
-class Server:
-    """Answers the probe's watch with `lines`, or raises `error`, or hangs."""
+INITIALISING = ApiError(429, "TooManyRequests", "storage is (re)initializing", retry_after=0.01)
 
-    def __init__(self, lines: list[bytes] = (), error: BaseException | None = None, hang: bool = False) -> None:
-        self.lines, self.error, self.hang = list(lines), error, hang
+
+class Server:
+    """Answers the probe's watch with `errors` first, one per request, then `lines`, or hangs."""
+
+    def __init__(
+        self, lines: list[bytes] = (), error: BaseException | None = None, hang: bool = False, errors: int = 1
+    ) -> None:
+        self.lines, self.hang = list(lines), hang
+        self.errors = [error] * errors if error is not None else []
         self.asked: list[tuple[str, dict[str, str]]] = []
 
     async def stream_lines(
         self, path: str, params: Mapping[str, str] | None = None, read_timeout: float = 330
     ) -> AsyncIterator[bytes]:
         self.asked.append((path, dict(params or {})))
-        if self.error is not None:
-            raise self.error
+        if self.errors:
+            raise self.errors.pop(0)
         for each in self.lines:
             yield each
         if self.hang:
@@ -56,6 +62,11 @@ CASES = {
     "a stream that closes without any bookmark": (Server([]), False),
     "a connection that fails": (Server(error=OSError("connection reset")), False),
     "a line that is not JSON": (Server([b"<html>\n"]), False),
+    "a watch cache still initialising (429) is waited out": (Server([END], error=INITIALISING, errors=3), True),
+    "a watch cache that keeps initialising past the probe's deadline is a no": (
+        Server([END], error=ApiError(429, "TooManyRequests", "storage is (re)initializing", retry_after=60)),
+        False,
+    ),
 }
 
 

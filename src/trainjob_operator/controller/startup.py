@@ -147,6 +147,8 @@ async def namespace_state(client: Client, name: str) -> NamespaceState:
 STREAMING_PROBE_SELECTOR = "trainer.kubeflow.org/streaming-list-probe=none"
 """A label no TrainJob carries: the probe's stream holds nothing but the bookmark that ends its initial events."""
 STREAMING_PROBE_TIMEOUT = 5.0
+STREAMING_PROBE_DEADLINE = 15.0
+"""How long the probe waits out 429s (a watch cache still initialising) before it settles for paged LISTs."""
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
@@ -175,10 +177,22 @@ async def streams_initial_events(client: Client, plan: Plan) -> bool:
                 return annotations.get(INITIAL_EVENTS_END) == "true"
         return False
 
-    try:
-        return await asyncio.wait_for(first_bookmark(), STREAMING_PROBE_TIMEOUT)
-    except (ApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as err:
-        log.info("the API server does not stream initial events; watches list in pages", reason=str(err)[:200])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STREAMING_PROBE_DEADLINE
+    while True:
+        try:
+            return await asyncio.wait_for(first_bookmark(), STREAMING_PROBE_TIMEOUT)
+        except ApiError as err:
+            # 429 "storage is (re)initializing": a CRD installed moments ago has no watch cache yet (seen in
+            # tests/integration/test_startup_cluster.py, CRDs applied just before the operator starts)
+            pause = err.retry_after or 1.0
+            if err.status == 429 and loop.time() + pause < deadline:
+                await asyncio.sleep(pause)
+                continue
+            reason = str(err)
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as err:
+            reason = str(err) or type(err).__name__
+        log.info("the API server does not stream initial events; watches list in pages", reason=reason[:200])
         return False
 
 
