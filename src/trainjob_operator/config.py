@@ -17,6 +17,9 @@ class ClientConnection(_Section):
     # controller-runtime's clients default to 50/100, which caps a burst at ~50 objects/s whatever the server.
     qps: float = Field(default=1000, ge=0)
     burst: int = Field(default=2000, ge=0)
+    streaming_lists: Literal["auto", "off"] = "auto"
+    """"auto": when the API server streams a watch's initial events (asked once at start-up), the watches start
+    from its watch cache, as client-go's informers do; "off": paged LISTs always."""
 
 
 class Webhook(_Section):

@@ -5,11 +5,13 @@ a refusal, a stream without that bookmark, or an API server that never answers s
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trainjob_operator.controller import startup as startup_exec
+from trainjob_operator.controller.main import parser, plan_of, settings_from
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.runtime.startup import Plan
 
@@ -102,3 +104,22 @@ def test_the_probe_asks_for_streamed_initial_events_of_trainjobs_that_match_noth
         "labelSelector": "trainer.kubeflow.org/streaming-list-probe=none",
         "timeoutSeconds": "2",
     }
+
+
+@pytest.mark.parametrize(
+    ("argv", "config", "want"),
+    [
+        ([], None, True),
+        (["--streaming-lists", "off"], None, False),
+        ([], "client:\n  streaming_lists: 'off'\n", False),
+        (["--streaming-lists", "auto"], "client:\n  streaming_lists: 'off'\n", True),
+    ],
+    ids=["asked by default", "off by flag", "off in the config file", "the flag wins over the file"],
+)
+def test_streaming_lists_setting_decides_whether_the_probe_is_asked(
+    argv: list[str], config: str | None, want: bool, tmp_path: Path
+) -> None:
+    if config is not None:
+        (tmp_path / "config.yaml").write_text(config)
+        argv = [*argv, "--config", str(tmp_path / "config.yaml")]
+    assert plan_of(settings_from(parser().parse_args(argv))).streaming_lists is want

@@ -290,6 +290,7 @@ def plan_of(cfg: OperatorConfig) -> startup.Plan:
         lease_name=cfg.leader_election.lease_name,
         cert_secret_name=cfg.webhook.cert_secret_name,
         webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name),
+        streaming_lists=cfg.client.streaming_lists == "auto",
     )
 
 
@@ -722,6 +723,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-leader-election", action="store_true")
     p.add_argument("--qps", type=float)
     p.add_argument("--burst", type=int)
+    p.add_argument(
+        "--streaming-lists",
+        choices=("auto", "off"),
+        help="auto: watches start from the API server's watch cache when it streams initial events; off: paged LISTs",
+    )
     p.add_argument("--concurrency", type=int)
     p.add_argument("--operator-namespace", default=os.environ.get("POD_NAMESPACE"))
     return p
@@ -751,6 +757,8 @@ def settings_from(args: argparse.Namespace) -> OperatorConfig:
         cfg.client.qps = args.qps
     if args.burst is not None:
         cfg.client.burst = args.burst
+    if args.streaming_lists:
+        cfg.client.streaming_lists = args.streaming_lists
     if args.concurrency is not None:
         cfg.concurrency = args.concurrency
     if args.operator_namespace:

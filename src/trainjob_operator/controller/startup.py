@@ -207,7 +207,7 @@ async def gather_facts(client: Client, plan: Plan) -> Facts:
         namespace_state(client, plan.operator_namespace) if plan.needs_namespace else _exists(),
         allowed(client, Need("create", "", "namespaces")),
         asyncio.gather(*(allowed(client, need) for need in needs)),
-        streams_initial_events(client, plan),
+        streams_initial_events(client, plan) if plan.streaming_lists else _no(),
     )
     denied = tuple(need for need, ok in zip(needs, verdicts, strict=True) if not ok)
     return Facts(
@@ -218,6 +218,10 @@ async def gather_facts(client: Client, plan: Plan) -> Facts:
         user=user,
         streams_initial_events=streams,
     )
+
+
+async def _no() -> bool:
+    return False
 
 
 async def _exists() -> NamespaceState:

@@ -80,6 +80,8 @@ class Plan:
     lease_name: str = "trainer.kubeflow.org"
     cert_secret_name: str = "trainjob-operator-webhook-cert"
     webhook_configurations: tuple[str, str] = ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org")
+    streaming_lists: bool = True
+    """Ask whether the API server streams initial events (config `client.streaming_lists: auto`)."""
 
     @property
     def needs_namespace(self) -> bool:
