@@ -283,3 +283,56 @@ def env_of(ctr: dict[str, Any]) -> dict[str, Any]:
 
 def as_set(items: list[dict[str, Any]] | None, key: str = "name") -> dict[Any, dict[str, Any]]:
     return {item[key]: item for item in items or []}
+
+
+def torch_runtime(
+    namespace: str,
+    name: str = "torch",
+    pod_annotations: dict[str, str] | None = None,
+    jobset_fields: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    replicas: int | None = None,
+    num_nodes: int = 1,
+    command: tuple[str, ...] = ("torchrun", "train.py"),
+    env: list[dict[str, Any]] | None = None,
+    backoff_limit: int | None = 0,
+) -> dict[str, Any]:
+    """A torch TrainingRuntime for the cluster tests: one `node` job of trainer pods (pytorch image), the fields a
+    test varies as arguments."""
+    node: dict[str, Any] = {"name": "node", "image": "pytorch/pytorch:2.13.0", "command": list(command)}
+    if env is not None:
+        node["env"] = env
+    pod: dict[str, Any] = {"spec": {"containers": [node]}}
+    if pod_annotations:
+        pod["metadata"] = {"annotations": pod_annotations}
+    job_spec: dict[str, Any] = {"template": pod}
+    if backoff_limit is not None:
+        job_spec = {"backoffLimit": backoff_limit, **job_spec}
+    rjob: dict[str, Any] = {
+        "name": "node",
+        "template": {"metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}}, "spec": job_spec},
+    }
+    if replicas is not None:
+        rjob["replicas"] = replicas
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": meta,
+        "spec": {
+            "mlPolicy": {"numNodes": num_nodes, "torch": {}},
+            "template": {"spec": {"replicatedJobs": [rjob], **(jobset_fields or {})}},
+        },
+    }
+
+
+def trainjob_object(namespace: str, name: str, runtime_name: str = "torch", **spec: Any) -> dict[str, Any]:
+    """A TrainJob for the cluster tests, referring to the TrainingRuntime `runtime_name`."""
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
+    }

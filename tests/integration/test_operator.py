@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from builders import torch_runtime, trainjob_object
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 
@@ -19,51 +20,8 @@ WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
 CHILD_RESOURCES = ("configmaps", "secrets", "jobsets", "podgroups", "trainjobs", "events")
 
 
-def runtime(
-    namespace: str,
-    name: str = "torch",
-    pod_annotations: dict[str, str] | None = None,
-    jobset_fields: dict[str, Any] | None = None,
-    labels: dict[str, str] | None = None,
-    replicas: int | None = None,
-) -> dict[str, Any]:
-    pod: dict[str, Any] = {
-        "spec": {
-            "containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun", "train.py"]}]
-        }
-    }
-    if pod_annotations:
-        pod["metadata"] = {"annotations": pod_annotations}
-    rjob: dict[str, Any] = {
-        "name": "node",
-        "template": {
-            "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-            "spec": {"backoffLimit": 0, "template": pod},
-        },
-    }
-    if replicas is not None:
-        rjob["replicas"] = replicas
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels:
-        meta["labels"] = labels
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainingRuntime",
-        "metadata": meta,
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {"spec": {"replicatedJobs": [rjob], **(jobset_fields or {})}},
-        },
-    }
-
-
-def trainjob(namespace: str, name: str, runtime_name: str = "torch", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
-    }
+runtime = torch_runtime
+trainjob = trainjob_object
 
 
 def get_trainjob(kube: Kube, namespace: str, name: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from builders import torch_runtime, trainjob_object
 from operator_fixtures import Kube, OperatorProcess, eventually
 from trainjob_operator.api import constants as c
 
@@ -36,40 +37,7 @@ sys.exit(0 if ok else 1)
 
 
 def runtime(namespace: str) -> dict[str, Any]:
-    pod = {
-        "metadata": {"annotations": {RUN_FOR: "600s"}},
-        "spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"]}]},
-    }
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainingRuntime",
-        "metadata": {"name": "torch", "namespace": namespace},
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-                                "spec": {"template": pod},
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
-
-
-def trainjob(namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}},
-    }
+    return torch_runtime(namespace, pod_annotations={RUN_FOR: "600s"}, command=("torchrun",), backoff_limit=None)
 
 
 def running_pod(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
@@ -153,7 +121,7 @@ def status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 @pytest.fixture
 def jobs(kube: Kube, operator: OperatorProcess, namespace: str, tmp_path: Path) -> tuple[Job, Job]:
-    kube.apply(runtime(namespace), trainjob(namespace, "alpha"), trainjob(namespace, "beta"))
+    kube.apply(runtime(namespace), trainjob_object(namespace, "alpha"), trainjob_object(namespace, "beta"))
     return Job(kube, namespace, "alpha", tmp_path), Job(kube, namespace, "beta", tmp_path)
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from builders import torch_runtime, trainjob_object
 from operator_fixtures import REPO, Kube, OperatorProcess, eventually, free_port
-from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
 
@@ -147,43 +147,17 @@ def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
 
 
 def runtime(namespace: str) -> dict[str, Any]:
-    env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}]
-    pod = {
-        "metadata": {"annotations": {"trainjob-operator.test/run-for": "600s"}},
-        "spec": {
-            "containers": [{"name": "node", "image": "pytorch/pytorch:2.13.0", "command": ["torchrun"], "env": env}]
-        },
-    }
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainingRuntime",
-        "metadata": {"name": "torch", "namespace": namespace},
-        "spec": {
-            "mlPolicy": {"numNodes": 2, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
-                                "spec": {"template": pod},
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
+    return torch_runtime(
+        namespace,
+        num_nodes=2,
+        pod_annotations={"trainjob-operator.test/run-for": "600s"},
+        command=("torchrun",),
+        env=[{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}}],
+        backoff_limit=None,
+    )
 
 
-def trainjob(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"}, **spec},
-    }
+trainjob = trainjob_object
 
 
 def report(kube: Kube, namespace: str, name: str, percent: int, loss: float, minutes_ago: int) -> None:

@@ -5,8 +5,9 @@ topology — is accepted as a Volcano install would accept it."""
 from __future__ import annotations
 
 import pytest
-from test_operator import runtime, trainjob
 
+from builders import torch_runtime as runtime
+from builders import trainjob_object as trainjob
 from operator_fixtures import Kube, OperatorProcess, eventually
 from trainjob_operator.api import constants as c
 
