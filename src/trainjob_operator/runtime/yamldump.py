@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .yamltext import MemoResolver
+
 try:
     _Base: Any = yaml.CSafeDumper
     LIBYAML = True
@@ -38,12 +40,12 @@ class PlainDumper(_Base):  # type: ignore[misc]
 PlainDumper.add_representer(str, _represent_str)
 
 
-class FastDumper(PlainDumper):
-    """The same output as PlainDumper, with the plain JSON types represented directly."""
+class FastDumper(MemoResolver, PlainDumper):
+    """The same output as PlainDumper, with the plain JSON types represented directly and the scalar tags
+    remembered (`MemoResolver`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
         # The shortcut writes what PyYAML writes with dump_all's usual settings; others go PyYAML's way.
         self._direct = self.default_flow_style is False and not self.sort_keys and self.default_style is None
 
@@ -77,15 +79,6 @@ class FastDumper(PlainDumper):
         if data is None:
             return ScalarNode(_NULL, "null")
         return super().represent_data(data)  # type: ignore[no-any-return]
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is not ScalarNode:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
-        key = (value, implicit)
-        tag = self._resolved.get(key)
-        if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)
-        return tag
 
 
 class _Unsupported(Exception):

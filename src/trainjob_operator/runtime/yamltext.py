@@ -28,23 +28,30 @@ except AttributeError:  # PyYAML built without libyaml
     _Base = yaml.SafeLoader
 
 
-class _Loader(_Base):  # type: ignore[misc]
-    """The safe loader (libyaml's when built) with the implicit tag of each scalar remembered per value: libyaml's
-    composer asks PyYAML's resolver (Python regular expressions) once per scalar, and a stream of similar objects
-    repeats its scalars. Per loader, so a stream's memo goes with it."""
+class MemoResolver:
+    """Mixed into a PyYAML loader or dumper: the implicit tag of each scalar remembered per (value, implicit).
+    PyYAML's resolver runs Python regular expressions once per scalar, and a stream of similar objects repeats its
+    scalars. Per loader or dumper, so a stream's memo goes with it; path resolvers (which depend on where a scalar
+    stands, not only on its value) bypass the memo."""
 
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
+    yaml_path_resolvers: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._resolved: dict[tuple[str, Any], str] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+            return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
         key = (value, implicit)
         tag = self._resolved.get(key)
         if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+            tag = self._resolved[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
         return tag
+
+
+class _Loader(MemoResolver, _Base):  # type: ignore[misc]
+    """The safe loader (libyaml's when built) with the scalar tags remembered (`MemoResolver`)."""
 
 
 class YamlError(ValueError):
