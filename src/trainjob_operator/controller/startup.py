@@ -9,7 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from ..k8s.client import ApiError, Client
+from ..api import constants as c
+from ..k8s.client import ApiError, Client, resource_of
 from ..logs import get
 from ..runtime import startup
 from ..runtime.startup import Facts, NamespaceState, Need, Plan
@@ -157,7 +158,7 @@ async def streams_initial_events(client: Client, plan: Plan) -> bool:
     with a selector that matches none, so the answer is one bookmark. An API server without streaming lists (before
     Kubernetes 1.34, the WatchList feature gate off, the watch cache off) refuses the parameters or never sends the
     bookmark: the watches then list in pages, as before. Any failure counts as "no"."""
-    prefix = f"/apis/trainer.kubeflow.org/v1alpha1{f'/namespaces/{plan.namespaces[0]}' if plan.namespaces else ''}"
+    path = resource_of(c.API_VERSION, c.TRAINJOB_KIND).path(plan.namespaces[0] if plan.namespaces else None)
     params = {
         "watch": "true",
         "sendInitialEvents": "true",
@@ -168,7 +169,7 @@ async def streams_initial_events(client: Client, plan: Plan) -> bool:
     }
 
     async def first_bookmark() -> bool:
-        async for line in client.stream_lines(f"{prefix}/trainjobs", params, read_timeout=STREAMING_PROBE_TIMEOUT):
+        async for line in client.stream_lines(path, params, read_timeout=STREAMING_PROBE_TIMEOUT):
             if not line.strip():
                 continue
             event = json.loads(line)
