@@ -228,7 +228,7 @@ class _Writer:
         out.append(text)
 
     # _mapping and _sequence repeat the same dict/list/scalar dispatch on purpose: it is the writer's loop, run once
-    # per value of every document, and a helper call per value measurably slowed `render -o yaml`.
+    # per value of every document, where a helper call per value would add to `render -o yaml`'s cost.
     def _sequence(self, items: list[Any], indent: int, out: list[str], first_padded: bool) -> None:
         seen, ident = self._seen, id(items)
         if ident in seen:
