@@ -12,14 +12,15 @@ pruned as the API server prunes them, with a `Warning: unknown field` line each 
 
 import argparse
 import gc
+import io
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any, NoReturn, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
-from . import jsontext
+from . import forked, jsontext
 from .api import constants as c
 from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
@@ -54,20 +55,30 @@ class Document:
         return f"{self.raw.get('kind')} {ref} ({self.source})"
 
 
-def load_documents(path: str) -> Iterator[Document]:
-    """Every object of a YAML stream; `kind: List` objects are flattened."""
+def read_text(path: str) -> str:
     try:
         with open(path, "rb") as stream:
-            text = stream.read().decode("utf-8")
+            return stream.read().decode("utf-8")
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from err
     except UnicodeDecodeError as err:
         raise UsageError(f"{path}: not UTF-8 text (byte {err.start})") from err
+
+
+def load_documents(path: str) -> Iterator[Document]:
+    """Every object of a YAML stream; `kind: List` objects are flattened."""
+    text = read_text(path)
     try:
         docs = yamltext.load_all(text)
     except yamltext.YamlError as err:
         raise UsageError(f"{path}: {err}") from err
-    index = 0
+    return documents(path, docs)
+
+
+def documents(path: str, docs: Iterable[Any], before: int = 0) -> Iterator[Document]:
+    """The objects of the loaded documents of a stream (empty ones skipped, `kind: List` flattened), named by
+    `path#number`; `before`: how many (non-empty) documents of the stream precede `docs`."""
+    index = before
     for doc in docs:
         if doc is None:
             continue
@@ -174,6 +185,8 @@ class Checked:
     trainjob_count: int = 0
     infos: list[RuntimeInfo | None] = field(default_factory=list)
     """Per entry of `jobs`: the runtime info its admission checks read, for `render` to build from (None: make it)."""
+    old: dict[tuple[str, str], Document] = field(default_factory=dict)
+    """With `--old`: the stored TrainJobs the checked ones update (`Inputs.old`)."""
 
     @property
     def exit_code(self) -> int:
@@ -206,19 +219,33 @@ def check(inputs: Inputs, framework: Framework) -> Checked:
     """CRD-level and admission validation of every runtime and TrainJob, as the API server and the webhooks
     would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`; an object the checks
     cannot handle at all raises UsageError."""
+    return check_trainjobs(inputs.trainjobs, check_runtimes(inputs), framework)
+
+
+def check_runtimes(inputs: Inputs) -> Checked:
+    """The runtimes' checks: their catalog for the TrainJobs, and what is wrong with them (`check`)."""
     try:
-        return _check(inputs, framework)
+        return _check_runtimes(inputs)
     except UsageError:
         raise
     except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
         raise UsageError(f"cannot check the input: {describe(err)}") from err
 
 
-def _check(inputs: Inputs, framework: Framework) -> Checked:
+def check_trainjobs(trainjobs: Sequence[Document], runtimes: Checked, framework: Framework) -> Checked:
+    """The TrainJobs' checks (`check`), after what `check_runtimes` found, which the result goes on from."""
+    try:
+        return _check_trainjobs(trainjobs, runtimes, framework)
+    except UsageError:
+        raise
+    except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
+        raise UsageError(f"cannot check the input: {describe(err)}") from err
+
+
+def _check_runtimes(inputs: Inputs) -> Checked:
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
-    unusable: list[str] = []
     for doc in inputs.runtimes:
         runtime, result = check_runtime(pruned(doc, warnings))
         problems = list(result.errors)
@@ -232,10 +259,16 @@ def _check(inputs: Inputs, framework: Framework) -> Checked:
             catalog.add_invalid(doc.raw)
         if problems:
             errors.append((doc, problems))
+    return Checked([], catalog, errors, warnings, len(inputs.runtimes), old=inputs.old)
+
+
+def _check_trainjobs(trainjobs: Sequence[Document], runtimes: Checked, framework: Framework) -> Checked:
+    catalog = runtimes.catalog
+    errors, warnings, unusable = list(runtimes.errors), list(runtimes.warnings), list(runtimes.unusable)
     jobs: list[tuple[Document, TrainJob]] = []
     infos: list[RuntimeInfo | None] = []
-    for doc in inputs.trainjobs:
-        stored = inputs.old.get(_key(doc.raw))
+    for doc in trainjobs:
+        stored = runtimes.old.get(_key(doc.raw))
         job, result = check_trainjob(pruned(doc, warnings), stored.raw if stored is not None else None)
         problems = list(result.errors)
         old_job = parse(TrainJob, stored.raw)[0] if stored is not None else None
@@ -272,7 +305,9 @@ def _check(inputs: Inputs, framework: Framework) -> Checked:
                 infos.append(info)
         if problems:
             errors.append((doc, problems))
-    return Checked(jobs, catalog, errors, warnings, len(inputs.runtimes), unusable, len(inputs.trainjobs), infos)
+    return Checked(
+        jobs, catalog, errors, warnings, runtimes.runtime_count, unusable, len(trainjobs), infos, runtimes.old
+    )
 
 
 def reusable_info(job: TrainJob, runtime: RuntimeSource | None) -> RuntimeInfo | None:
@@ -304,20 +339,178 @@ def lifecycle_notes(checked: Checked) -> list[str]:
     return notes
 
 
-def report(checked: Checked, err: TextIO) -> bool:
-    for warning in checked.warnings:
-        print(f"Warning: {warning}", file=err)
+@dataclass
+class Outcome:
+    """What `validate` or `render` has to say about some TrainJobs (and runtimes), as text. Outcomes of consecutive
+    runs of the input add up (`+`) to the outcome of the whole, which is how forked workers' slices merge."""
+
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Each invalid object's field errors, then its `invalid: ...` line."""
+    invalid: int = 0
+    unusable: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """The lifecycle notes, said only when nothing is invalid."""
+    built: str = ""
+    """What the build phase said on stderr (objects it cannot build, foreign managers), in input order."""
+    unbuilt: int = 0
+    objects: int = 0
+    texts: list[str] = field(default_factory=list)
+    """Per run of objects: the objects as `render -o` writes them, without the JSON List around them (`output_text`
+    joins them)."""
+    trainjobs: int = 0
+    runtimes: int = 0
+
+    def __add__(self, other: "Outcome") -> "Outcome":
+        return Outcome(
+            self.warnings + other.warnings,
+            self.errors + other.errors,
+            self.invalid + other.invalid,
+            self.unusable + other.unusable,
+            self.notes + other.notes,
+            self.built + other.built,
+            self.unbuilt + other.unbuilt,
+            self.objects + other.objects,
+            self.texts + other.texts,
+            self.trainjobs + other.trainjobs,
+            self.runtimes + other.runtimes,
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable or self.unbuilt else 1 if self.invalid else 0
+
+
+_JSON_HEAD: Final = '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [\n'
+_JSON_TAIL: Final = "\n  ]\n}"
+
+
+def outcome(checked: Checked, framework: Framework, output: str | None) -> Outcome:
+    """`checked` said as text; with an `output` (`render`), its TrainJobs built and written in that format."""
+    said = Outcome(
+        warnings=checked.warnings,
+        invalid=len(checked.errors),
+        unusable=list(checked.unusable),
+        notes=lifecycle_notes(checked),
+        trainjobs=checked.trainjob_count,
+        runtimes=checked.runtime_count,
+    )
     for doc, problems in checked.errors:
-        for problem in problems:
-            print(str(problem), file=err)
-        print(f"invalid: {doc.label}: {len(problems)} error(s)", file=err)
-    for line in checked.unusable:
+        said.errors += [str(problem) for problem in problems]
+        said.errors.append(f"invalid: {doc.label}: {len(problems)} error(s)")
+    if output is not None:
+        messages = io.StringIO()
+        objects = render(checked, framework, messages)
+        said.built = messages.getvalue()
+        said.unbuilt = len(checked.unusable) - len(said.unusable)
+        said.objects = len(objects)
+        said.texts = [items_text(objects, output)] if objects else []
+    return said
+
+
+def items_text(objects: list[dict[str, Any]], output: str) -> str:
+    """The objects as `dump` writes them, without JSON's List around them: `output_text` puts it back."""
+    if output != "json":
+        return yamldump.dump_all(objects)
+    text = jsontext.indented({"apiVersion": "v1", "kind": "List", "items": objects})
+    if not (text.startswith(_JSON_HEAD) and text.endswith(_JSON_TAIL)):  # every JSON encoder indents alike
+        raise AssertionError("unexpected JSON layout of a List")
+    return text[len(_JSON_HEAD) : -len(_JSON_TAIL)]
+
+
+def output_text(said: Outcome, output: str) -> str:
+    """What `dump` writes for the objects of `said`: YAML documents follow each other, JSON List items take a comma
+    between."""
+    if output != "json":
+        return "".join(said.texts)
+    if not said.texts:
+        return jsontext.indented({"apiVersion": "v1", "kind": "List", "items": []}) + "\n"
+    return _JSON_HEAD + ",\n".join(said.texts) + _JSON_TAIL + "\n"
+
+
+def report(said: Outcome, err: TextIO) -> None:
+    for warning in said.warnings:
+        print(f"Warning: {warning}", file=err)
+    for line in said.errors:
+        print(line, file=err)
+    for line in said.unusable:
         print(f"{PROG}: error: {line}", file=err)
-    if checked.errors:
-        return False
-    for note in lifecycle_notes(checked):
-        print(note, file=err)
-    return not checked.unusable
+    if not said.invalid:
+        for note in said.notes:
+            print(note, file=err)
+
+
+PER_WORKER = 100
+"""TrainJobs a forked worker gets at the least: fewer are done sooner than a process is forked and its work merged."""
+
+Unit = tuple[str, yamltext.Chunk | str]
+"""Part of a TrainJob file: its path and a run of its documents, or its whole text."""
+
+
+def in_workers(
+    trainjob_files: Sequence[str],
+    runtime_files: Sequence[str],
+    old_files: Sequence[str],
+    framework: Framework,
+    output: str | None,
+    workers: int,
+) -> Outcome | None:
+    """The outcome of the input, with its TrainJob files cut into runs of whole documents
+    (`yamltext.document_chunks`), each run loaded, checked and rendered in one of `workers` forked processes; the
+    runtimes are checked once, before. None when the input does not suit (too few TrainJobs; a runtime among the
+    TrainJobs, or a TrainJob among the runtimes, whose order the one-process path keeps) or anything at all fails:
+    the caller then does it all in one process, which says what is wrong and where."""
+    try:
+        units: list[Unit] = []
+        for path in trainjob_files:
+            text = read_text(path)
+            parts = min(workers, text.count("\n---") // PER_WORKER)
+            chunks = yamltext.document_chunks(text, parts)
+            units += [(path, chunk) for chunk in chunks] if chunks is not None else [(path, text)]
+        if len(units) < 2:
+            return None
+        inputs = read_inputs([], runtime_files, old_files)
+        if inputs.trainjobs:
+            return None
+        runtimes = check_runtimes(inputs)
+        crd_schema(c.TRAINJOB_KIND)  # loaded once, before the workers are forked
+    except Exception:  # the one-process path reports it
+        return None
+    groups = _groups(units, workers)
+
+    def group_outcome(group: int) -> Outcome:
+        trainjobs: list[Document] = []
+        for path, run in groups[group]:
+            if isinstance(run, yamltext.Chunk):
+                loaded = documents(path, yamltext.load_chunk(run), before=run.first)
+            else:
+                loaded = documents(path, yamltext.load_all(run))
+            for doc in loaded:
+                refuse_legacy(doc, path)
+                if doc.raw.get("kind") != c.TRAINJOB_KIND:
+                    raise UsageError(f"{doc.source}: not a TrainJob")  # the one-process path decides what it is
+                trainjobs.append(doc)
+        catalog_only = Checked([], runtimes.catalog, [], [], 0, old=runtimes.old)
+        return outcome(check_trainjobs(trainjobs, catalog_only, framework), framework, output)
+
+    said = forked.forked_map(group_outcome, range(len(groups)))
+    if said is None:
+        return None
+    total = outcome(runtimes, framework, None)
+    for part in said:
+        total += part
+    return total if total.trainjobs else None  # "no TrainJob found" is the one-process path's to say
+
+
+def _groups(units: list[Unit], workers: int) -> list[list[Unit]]:
+    """Consecutive units in at most `workers` groups of about equal text."""
+    sizes = [len(run.text if isinstance(run, yamltext.Chunk) else run) for _, run in units]
+    total, seen = sum(sizes), 0
+    groups: list[list[Unit]] = [[] for _ in range(workers)]
+    for unit, size in zip(units, sizes, strict=True):
+        groups[min(workers - 1, seen * workers // max(total, 1))].append(unit)
+        seen += size
+    return [group for group in groups if group]
 
 
 def foreign_manager(job: TrainJob) -> str | None:
@@ -409,6 +602,12 @@ def parser() -> argparse.ArgumentParser:
             metavar="RUNTIMES.yaml",
             help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable",
         )
+        cmd.add_argument(
+            "--workers",
+            type=int,
+            metavar="N",
+            help="processes for a long input (at least 100 TrainJobs each); the default is one per usable CPU",
+        )
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
         else:
@@ -490,19 +689,22 @@ def _offline(args: argparse.Namespace) -> int:
             sys.stderr.close()
         return 0
     framework = Framework.from_registry()
+    workers = forked.workers(args.workers)
+    output = args.output if args.command == "render" else None
     try:
-        checked = check(read_inputs(args.filename, args.runtimes, getattr(args, "old", [])), framework)
-        report(checked, sys.stderr)
-        if args.command == "validate":
-            if checked.exit_code == 0:
-                print(
-                    f"valid: {checked.trainjob_count} TrainJob(s), {checked.runtime_count} runtime(s)", file=sys.stderr
-                )
-            return checked.exit_code
-        objects = render(checked, framework, sys.stderr)
-        if objects or checked.exit_code == 0:
-            dump(objects, args.output, sys.stdout)
-        return checked.exit_code
+        files = (args.filename, args.runtimes, getattr(args, "old", []))
+        said = in_workers(*files, framework, output, workers) if workers > 1 else None
+        if said is None:
+            said = outcome(check(read_inputs(*files), framework), framework, output)
+        report(said, sys.stderr)
+        if output is None:
+            if said.exit_code == 0:
+                print(f"valid: {said.trainjobs} TrainJob(s), {said.runtimes} runtime(s)", file=sys.stderr)
+            return said.exit_code
+        sys.stderr.write(said.built)
+        if said.objects or said.exit_code == 0:
+            sys.stdout.write(output_text(said, output))
+        return said.exit_code
     except UsageError as err:
         fail(str(err), 2)
     except RecursionError as err:

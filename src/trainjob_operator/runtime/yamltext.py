@@ -9,9 +9,11 @@ an int64 are refused.
 """
 
 import base64
+import bisect
 import datetime as dt
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
@@ -117,6 +119,54 @@ def plainly_bounded(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
     return 2 * longest + 2 + flow <= max_depth
 
 
+_DIRECTIVE = re.compile(r"(?m)^%")
+_CONTENT_LINE = re.compile(r"(?m)^[ \t]*[^\s#]")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of whole documents of a stream (`document_chunks`)."""
+
+    text: str
+    first: int
+    """How many documents of the stream come before it."""
+    documents: int
+    """The document starts (`---`) it holds: `load_chunk` finds exactly one document after each."""
+
+
+def document_chunks(text: str, parts: int) -> list[Chunk] | None:
+    """`text` cut into at most `parts` runs of whole documents of about equal size, each cut just before a line that
+    starts a document: `---` at column 0, which libyaml reads as a document start wherever it stands (in a quoted
+    scalar it is an error, in the whole text as in a chunk). `load_chunk` of each chunk, in order, gives what
+    `load_all(text)` gives, or raises; a caller then loads the whole text, which says what is wrong and where.
+    None when the text is not worth cutting (fewer than `parts` documents), holds something before its first `---`
+    or a directive (such as `%YAML`, which belongs to the document after it), or is not `plainly_bounded` as a whole
+    (the bounds are the whole stream's)."""
+    if parts < 2 or len(text) > MAX_BYTES or _DIRECTIVE.search(text) or not plainly_bounded(text):
+        return None
+    starts = [m.start() for m in _DOCUMENT_START.finditer(text)]
+    if len(starts) < parts or _CONTENT_LINE.search(text, 0, starts[0]):
+        return None
+    cuts = [0]  # indexes into starts
+    for part in range(1, parts):
+        at = bisect.bisect_left(starts, len(text) * part // parts)  # the first document start past the share
+        if cuts[-1] < at < len(starts):
+            cuts.append(at)
+    cuts.append(len(starts))
+    bounds = [0, *(starts[at] for at in cuts[1:-1]), len(text)]
+    return [Chunk(text[bounds[i] : bounds[i + 1]], cuts[i], cuts[i + 1] - cuts[i]) for i in range(len(cuts) - 1)]
+
+
+def load_chunk(chunk: Chunk) -> list[Any]:
+    """The documents of a chunk of a stream whose bounds `document_chunks` checked. Raises YamlError, also when a
+    document start does not hold exactly one document (an empty one, or `...` and another after it): the whole
+    text's document numbers would then differ."""
+    docs = _load(chunk.text)
+    if len(docs) != chunk.documents or any(doc is None for doc in docs):
+        raise YamlError(f"the chunk holds {len(docs)} documents for its {chunk.documents} document starts")
+    return docs
+
+
 def _plain(value: Any, depth: int = 0) -> Any:
     """JSON-like: what `kubectl` would send for this YAML value."""
     if isinstance(value, dict):
@@ -161,6 +211,10 @@ def load_all(text: str) -> list[Any]:
         raise YamlError(f"the text is larger than {MAX_BYTES // (1024 * 1024)} MiB")
     if not plainly_bounded(text):
         check_events(text)
+    return _load(text)
+
+
+def _load(text: str) -> list[Any]:
     try:
         if "&" in text:  # anchors: PyYAML's constructor, which shares what aliases share
             return [_plain(doc) for doc in yaml.load_all(text, Loader=_Loader)]
