@@ -356,7 +356,7 @@ class Outcome:
     unbuilt: int = 0
     objects: int = 0
     texts: list[str] = field(default_factory=list)
-    """Per run of objects: the objects as `render -o` writes them, without the JSON List around them (`output_text`
+    """Per run of objects: the objects as `render -o` writes them, without the JSON List around them (`write_objects`
     joins them)."""
     trainjobs: int = 0
     runtimes: int = 0
@@ -409,7 +409,7 @@ def outcome(checked: Checked, framework: Framework, output: str | None) -> Outco
 
 
 def items_text(objects: list[dict[str, Any]], output: str) -> str:
-    """The objects as `dump` writes them, without JSON's List around them: `output_text` puts it back."""
+    """The objects as `dump` writes them, without JSON's List around them: `write_objects` puts it back."""
     if output != "json":
         return yamldump.dump_all(objects)
     text = jsontext.indented({"apiVersion": "v1", "kind": "List", "items": objects})
@@ -418,14 +418,18 @@ def items_text(objects: list[dict[str, Any]], output: str) -> str:
     return text[len(_JSON_HEAD) : -len(_JSON_TAIL)]
 
 
-def output_text(said: Outcome, output: str) -> str:
-    """What `dump` writes for the objects of `said`: YAML documents follow each other, JSON List items take a comma
-    between."""
-    if output != "json":
-        return "".join(said.texts)
-    if not said.texts:
-        return jsontext.indented({"apiVersion": "v1", "kind": "List", "items": []}) + "\n"
-    return _JSON_HEAD + ",\n".join(said.texts) + _JSON_TAIL + "\n"
+def write_objects(said: Outcome, output: str, out: TextIO) -> None:
+    """What `dump` writes for the objects of `said`, run by run (megabytes each: not joined first). YAML documents
+    follow each other, JSON List items take a comma between."""
+    if output == "json" and not said.texts:
+        out.write(jsontext.indented({"apiVersion": "v1", "kind": "List", "items": []}) + "\n")
+        return
+    json = output == "json"
+    out.write(_JSON_HEAD if json else "")
+    for number, text in enumerate(said.texts):
+        out.write(",\n" if json and number else "")
+        out.write(text)
+    out.write(_JSON_TAIL + "\n" if json else "")
 
 
 def report(said: Outcome, err: TextIO) -> None:
@@ -703,7 +707,7 @@ def _offline(args: argparse.Namespace) -> int:
             return said.exit_code
         sys.stderr.write(said.built)
         if said.objects or said.exit_code == 0:
-            sys.stdout.write(output_text(said, output))
+            write_objects(said, output, sys.stdout)
         return said.exit_code
     except UsageError as err:
         fail(str(err), 2)

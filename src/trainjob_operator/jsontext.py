@@ -7,6 +7,7 @@ differently.
 """
 
 import json
+import re
 from typing import Any, Final
 
 _orjson: Any
@@ -32,42 +33,41 @@ def indented(value: Any, fast: bool = True) -> str:
     return json.dumps(value, indent=2)
 
 
-# Every byte maps to itself except digits (to "0"), the characters that make a number a float (to ".") and every
-# other byte that is no part of a number token's surroundings (to "x"): float tokens are then found with bytes.find.
+# Digits map to "0", what makes a number a float (".", "e", "E") to ".", a sign to "-", commas and line breaks to
+# themselves and every other byte (letters, quotes, spaces) to "x".
 _SHAPE: Final = bytes(
-    ord("0") if chr(b).isdigit() and b < 128 else ord(".") if chr(b) in ".eE" else b if chr(b) in ' \n:"-' else ord("x")
+    ord("0")
+    if chr(b).isdigit() and b < 128
+    else ord(".")
+    if chr(b) in ".eE"
+    else ord("-")
+    if chr(b) in "+-"
+    else b
+    if chr(b) in ",\n"
+    else ord("x")
     for b in range(256)
 )
+_FLOAT_TOKEN: Final = re.compile(rb"0\.[0.\-]*(?:,?\n|$)")
+"""In `_SHAPE`: a digit, then a fraction or an exponent, then the rest of a number up to the end of its line."""
 
 
 def _has_float(data: bytes) -> bool:
-    """Whether orjson's indented text `data` holds a number token with a fraction or an exponent. A number token
-    starts a line (an array element) or follows `": ` (an object value); digits followed by `.`, `e` or `E` inside
-    a string (image tags, versions) are passed over, and a string's `\": ` only costs the exact check."""
-    shape = data.translate(_SHAPE)
-    at = shape.find(b"0.")
-    while at >= 0:
-        start = at
-        while start > 0 and shape[start - 1] == 48:  # "0": the digits before
-            start -= 1
-        if start > 0 and shape[start - 1] == 45:  # "-"
-            start -= 1
-        if start == 0 or shape[start - 3 : start] == b'": ':
-            return True
-        line = shape.rfind(b"\n", 0, start)
-        if shape[line + 1 : start].strip(b" ") == b"":
-            return True
-        at = shape.find(b"0.", at + 2)
-    return False
+    """Whether orjson's indented text `data` holds a number token with a fraction or an exponent. Every value that is
+    not a string, a number among them, is the last token of its line (its comma aside), while a string ends in a
+    quote and a key is followed by its value: so a float token is a digit, then `.`, `e` or `E`, then the rest of a
+    number up to the end of a line, and nothing in a string looks like that (true and false end in `e` after a
+    letter)."""
+    return _FLOAT_TOKEN.search(data.translate(_SHAPE)) is not None
 
 
 def _spelled_alike(data: bytes, value: Any) -> bool:
     """Whether orjson's `data` is what the standard library writes for `value`. They write the same tokens in the
-    same order; they spell differently only non-ASCII text and DEL (orjson writes them raw: a byte >= 0x7f), floats
-    (1e-05 / 1e-5) and NaN and the infinities (NaN / null). Text without such bytes, number tokens with a fraction
-    or an exponent, `null` or `\\u` escapes is spelled alike (a `null` or an escape only costs the exact check: the
-    standard library's compact encoder is its C one, the indenting one is pure Python)."""
-    if data.isascii() and b"\x7f" not in data and b"null" not in data and b"\\u" not in data and not _has_float(data):
+    same order and escape every ASCII character alike (tests/unit/test_jsontext.py tries each one) but DEL; they
+    spell differently only non-ASCII text and DEL (orjson writes them raw: a byte >= 0x7f), floats (1e-05 / 1e-5)
+    and NaN and the infinities (NaN / null). Text without such bytes, number tokens with a fraction or an exponent,
+    or `null` is spelled alike (a `null` only costs the exact check: the standard library's compact encoder is its C
+    one, the indenting one is pure Python)."""
+    if data.isascii() and b"\x7f" not in data and b"null" not in data and not _has_float(data):
         return True
     try:
         return bool(_orjson.dumps(value) == json.dumps(value, separators=(",", ":")).encode())

@@ -155,6 +155,9 @@ def test_every_float_token_is_found_in_orjsons_text(value: Any) -> None:
         pytest.param({"a": [1, [2.5]]}, True, id="a float as a nested array element"),
         pytest.param({"a": -1e-7}, True, id="a negative float in exponent form"),
         pytest.param(1.5, True, id="a float alone"),
+        pytest.param([1e16, 2], True, id="an exponent without a fraction, then a comma"),
+        pytest.param({"flag": True, "off": False, "n": 10}, False, id="true and false end in e after a letter"),
+        pytest.param({"v": "1.5", "k1.": {"a": 1}}, False, id="digits and dots in values and keys that are strings"),
     ],
 )
 def test_float_tokens_are_told_from_digits_in_strings(value: Any, has_float: bool) -> None:
@@ -246,3 +249,13 @@ def test_render_from_the_admission_runtime_info_is_render_from_a_fresh_one(runti
     for i in secrets:
         reused[i]["data"] = anew[i]["data"] = None
     assert reused == anew
+
+
+@pytest.mark.skipif(not jsontext.FAST, reason="orjson is not installed")
+@pytest.mark.parametrize("code", range(0x80))
+def test_orjson_escapes_every_ascii_character_but_del_as_the_standard_library_does(code: int) -> None:
+    """What lets `_spelled_alike` skip the exact check for ASCII text without DEL: a new orjson that escaped a
+    character otherwise would fail here."""
+    value = [chr(code), {f"k{chr(code)}": 1}]
+    same = jsontext._orjson.dumps(value, option=jsontext._orjson.OPT_INDENT_2) == json.dumps(value, indent=2).encode()
+    assert same is (code != 0x7F)

@@ -103,23 +103,44 @@ _LINE_PREFIX = re.compile(r"(?m)^[ ?-]+")
 
 
 def plainly_bounded(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> bool:
-    """True when `text` cannot exceed the bounds, judged from character counts alone (C speed): no anchor (so no alias
-    expands), at most 3 nodes per structural character (`:` `,` `-` `?` `[` `{` and line breaks each start at most a
-    collection, a key and a value), and a nesting depth of at most twice the longest run of spaces, `-` and `?` that
-    starts a line, plus 2 (a block collection nests in its parent one column further in, or at the same column once:
-    an indentless sequence; `- - x` nests one level per indicator), plus the flow collections one document opens.
-    False says nothing: `check_events` decides then."""
+    """True when `text` cannot exceed the bounds, judged from character counts alone (C speed): `plainly_few` and
+    `plainly_shallow`. False says nothing: `check_events` decides then."""
+    return plainly_few(text, max_nodes) and plainly_shallow(text, max_depth)
+
+
+def plainly_few(text: str, max_nodes: int = MAX_NODES) -> bool:
+    """No anchor (so no alias expands) and at most 3 nodes per structural character (`:` `,` `-` `?` `[` `{` and line
+    breaks each start at most a collection, a key and a value): the whole stream holds at most `max_nodes` values."""
     if "&" in text:
         return False
     structural = sum(text.count(ch) for ch in ":,-?[{\n") + 1
-    if 3 * structural > max_nodes:
-        return False
+    return 3 * structural <= max_nodes
+
+
+def plainly_shallow(text: str, max_depth: int = MAX_DEPTH) -> bool:
+    """No document nests deeper than `max_depth`: a depth of at most twice the longest run of spaces, `-` and `?`
+    that starts a line, plus 2 (a block collection nests in its parent one column further in, or at the same column
+    once: an indentless sequence; `- - x` nests one level per indicator), plus the flow collections one document
+    opens. The flow collections of the whole stream are tried first (a count; usually the answer), then those of
+    each document."""
+    every_flow = text.count("[") + text.count("{")
+    if not _line_prefix_longer(text, (max_depth - 2 - every_flow) // 2):
+        return True
     longest = max(map(len, _LINE_PREFIX.findall(text)), default=0)
     flow = max((part.count("[") + part.count("{") for part in _DOCUMENT_START.split(text)), default=0)
     return 2 * longest + 2 + flow <= max_depth
 
 
-_DIRECTIVE = re.compile(r"(?m)^%")
+def _line_prefix_longer(text: str, limit: int) -> bool:
+    """Whether a line starts with more than `limit` spaces, `-` and `?`."""
+    if limit < 0:
+        return True
+    run = f"[ ?-]{{{limit + 1}}}"
+    return re.match(run, text) is not None or re.search("\n" + run, text) is not None
+
+
+_START_AFTER_BREAK = re.compile(r"\n---(?=\s|$)")
+"""`_DOCUMENT_START` after the first line: a literal to look for, which the regular expression engine finds fast."""
 _CONTENT_LINE = re.compile(r"(?m)^[ \t]*[^\s#]")
 
 
@@ -140,11 +161,12 @@ def document_chunks(text: str, parts: int) -> list[Chunk] | None:
     scalar it is an error, in the whole text as in a chunk). `load_chunk` of each chunk, in order, gives what
     `load_all(text)` gives, or raises; a caller then loads the whole text, which says what is wrong and where.
     None when the text is not worth cutting (fewer than `parts` documents), holds something before its first `---`
-    or a directive (such as `%YAML`, which belongs to the document after it), or is not `plainly_bounded` as a whole
-    (the bounds are the whole stream's)."""
-    if parts < 2 or len(text) > MAX_BYTES or _DIRECTIVE.search(text) or not plainly_bounded(text):
+    or a directive (such as `%YAML`, which belongs to the document after it), or is not `plainly_few` as a whole
+    (the number of values is bounded for the whole stream; the depth, per document, `load_chunk` checks)."""
+    if parts < 2 or len(text) > MAX_BYTES or text.startswith("%") or "\n%" in text or not plainly_few(text):
         return None
-    starts = [m.start() for m in _DOCUMENT_START.finditer(text)]
+    starts = [0] if _DOCUMENT_START.match(text) else []
+    starts += [m.start() + 1 for m in _START_AFTER_BREAK.finditer(text)]
     if len(starts) < parts or _CONTENT_LINE.search(text, 0, starts[0]):
         return None
     cuts = [0]  # indexes into starts
@@ -158,9 +180,11 @@ def document_chunks(text: str, parts: int) -> list[Chunk] | None:
 
 
 def load_chunk(chunk: Chunk) -> list[Any]:
-    """The documents of a chunk of a stream whose bounds `document_chunks` checked. Raises YamlError, also when a
-    document start does not hold exactly one document (an empty one, or `...` and another after it): the whole
+    """The documents of a chunk of a stream whose number of values `document_chunks` checked. Raises YamlError, also
+    when the chunk is not `plainly_shallow` or a document start does not hold exactly one document (an empty one, or `...` and another after it): the whole
     text's document numbers would then differ."""
+    if not plainly_shallow(chunk.text):
+        raise YamlError("the chunk may nest too deeply: the whole text's events decide")
     docs = _load(chunk.text)
     if len(docs) != chunk.documents or any(doc is None for doc in docs):
         raise YamlError(f"the chunk holds {len(docs)} documents for its {chunk.documents} document starts")
