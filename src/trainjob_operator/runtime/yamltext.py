@@ -41,10 +41,18 @@ class MemoResolver:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._resolved: dict[tuple[str, Any], str] = {}
+        if not self.yaml_path_resolvers:
+            # libyaml's composer calls these two around every node; without path resolvers PyYAML's do nothing.
+            # Builtins that take the same arguments and keep nothing (a slice object, the empty tuple) cost no
+            # Python frame: 6% of loading a stream of TrainJobs.
+            self.descend_resolver = slice
+            self.ascend_resolver = tuple
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+        if self.yaml_path_resolvers:
             return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+        if kind is not yaml.ScalarNode:  # without path resolvers, the default tag of its kind (BaseResolver.resolve)
+            return self.DEFAULT_SEQUENCE_TAG if kind is yaml.SequenceNode else self.DEFAULT_MAPPING_TAG  # type: ignore[attr-defined,no-any-return]
         key = (value, implicit)
         tag = self._resolved.get(key)
         if tag is None:
