@@ -119,7 +119,9 @@ class Framework:
                 return Validation((invalid("spec.runtimePatches", None, str(err)),))
         result = Validation()
         for validator in self.validators:
-            result += validator.validate(info, old, new, observed)
+            found = validator.validate(info, old, new, observed)
+            if found.errors or found.warnings:  # most validators find nothing: no new tuples then
+                result += found
         return result
 
     def status(

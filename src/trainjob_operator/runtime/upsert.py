@@ -19,7 +19,8 @@ def upsert_env(container: Container, env: Iterable[EnvVar], fresh: bool = False)
             current.append(entry)
         else:
             current[at] = entry
-    container.env = current
+    if container.env is None:  # a new list; the existing one was changed in place (a model's setattr costs)
+        container.env = current
 
 
 def upsert_port(container: Container, port: ContainerPort) -> None:
@@ -32,7 +33,8 @@ def upsert_port(container: Container, port: ContainerPort) -> None:
             break
     else:
         current.append(port.model_copy())
-    container.ports = current
+    if container.ports is None:
+        container.ports = current
 
 
 def upsert_volume_mount(container: Container, mount: VolumeMount) -> None:

@@ -147,6 +147,8 @@ def quantity_errors(raw: Any, path: str = "", parent: str = "", depth: int = 0) 
         return errors
     if isinstance(raw, dict):
         for key, value in raw.items():
+            if not isinstance(value, dict | list):
+                continue
             where = f"{path}.{key}" if path else str(key)
             if ((parent, key) in _QUANTITY_MAPS or key == "overhead") and isinstance(value, dict):
                 for name, quantity in value.items():
@@ -155,7 +157,8 @@ def quantity_errors(raw: Any, path: str = "", parent: str = "", depth: int = 0) 
                 errors += quantity_errors(value, where, str(key), depth + 1)
     elif isinstance(raw, list):
         for index, value in enumerate(raw):
-            errors += quantity_errors(value, f"{path}[{index}]", parent, depth + 1)
+            if isinstance(value, dict | list):
+                errors += quantity_errors(value, f"{path}[{index}]", parent, depth + 1)
     return errors
 
 
