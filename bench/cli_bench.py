@@ -1,9 +1,10 @@
 """The offline CLI end to end: `render -o json`, `render -o yaml` and `validate` of a file of N TrainJobs.
 
-Process start is excluded by subtracting the same command on a one-TrainJob file. Both wall time and the process's
-CPU time are reported: on a shared machine the CPU time is the steadier figure (the CLI is single-threaded, so on an
-idle machine the two agree). With --baseline-src, the same commands run from another source tree (say, an older
-commit's `src/` from `git archive`) in the same run, alternating, for a ratio.
+Process start is excluded by subtracting the same command on a one-TrainJob file. Both wall time and CPU time (the
+process's and its forked workers') are reported. Each command runs twice: with the defaults (one worker process per
+usable CPU for a long file) and with `--workers 1` (one process: its rate is the CPU cost per TrainJob, what a
+one-core machine gets). With --baseline-src, the same commands run from another source tree (say, an older commit's
+`src/` and `crds/` from `git archive`) in the same run, alternating, for a ratio.
 
 Usage: python bench/cli_bench.py [--jobs 2000] [--runs 5] [--baseline-src DIR] [--json PATH]
 """
@@ -91,22 +92,24 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    cpus = len(os.sched_getaffinity(0))
     print(
         f"CLI benchmark: {args.jobs} TrainJobs, median of {args.runs} runs, process start subtracted; "
-        f"load average {load}",
+        f"{cpus} usable CPUs; load average {load}",
         flush=True,
     )
-    results: dict[str, Any] = {"jobs": args.jobs, "runs": args.runs, "load_before": load}
+    results: dict[str, Any] = {"jobs": args.jobs, "runs": args.runs, "usable_cpus": cpus, "load_before": load}
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big.yaml", Path(tmp) / "one.yaml"
         big.write_text(trainjobs(args.jobs))
         small.write_text(trainjobs(1))
         for label, cmd in COMMANDS:
             ours = measure(REPO / "src", cmd, big, small, args.jobs, args.runs)
-            row = {"ours": ours}
+            alone = measure(REPO / "src", [*cmd, "--workers", "1"], big, small, args.jobs, args.runs)
+            row = {"ours": ours, "ours_one_process": alone}
             line = (
                 f"  {label:16s} {ours['per_s_wall']:7.0f} TrainJobs/s wall, {ours['per_s_cpu']:7.0f}/s CPU "
-                f"({ours['cpu_s']:.2f}s CPU)"
+                f"({ours['cpu_s']:.2f}s CPU); one process {alone['per_s_wall']:6.0f}/s wall"
             )
             if args.baseline_src:
                 base = measure(args.baseline_src, cmd, big, small, args.jobs, args.runs)

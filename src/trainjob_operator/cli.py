@@ -608,9 +608,10 @@ def parser() -> argparse.ArgumentParser:
         )
         cmd.add_argument(
             "--workers",
-            type=int,
+            type=positive_int,
             metavar="N",
-            help="processes for a long input (at least 100 TrainJobs each); the default is one per usable CPU",
+            help=f"processes for a long input (at least {PER_WORKER} TrainJobs each, at most {forked.MAX_WORKERS}); "
+            "the default is one per usable CPU",
         )
         if name == "render":
             cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
@@ -641,6 +642,16 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
     return p
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
 
 
 def fail(message: str, code: int) -> NoReturn:

@@ -245,3 +245,14 @@ def test_workers_say_what_one_process_says(
     together = cli_run(capsys, *argv, "--workers", "3")
     assert together == alone
     assert forks == ([True] if case.in_workers else [False] if forks else [])
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("0", "argument --workers: 0 is less than 1"), ("two", "argument --workers: 'two' is not a whole number")],
+)
+def test_a_bad_worker_count_is_refused_naming_the_flag(
+    value: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = cli_run(capsys, "validate", "--workers", value, "-f", "unread.yaml")
+    assert (said.code, said.out, said.err.splitlines()[-1]) == (2, "", f"trainjob-operator validate: error: {says}")
