@@ -424,12 +424,12 @@ def write_objects(said: Outcome, output: str, out: TextIO) -> None:
     if output == "json" and not said.texts:
         out.write(jsontext.indented({"apiVersion": "v1", "kind": "List", "items": []}) + "\n")
         return
-    json = output == "json"
-    out.write(_JSON_HEAD if json else "")
+    as_json = output == "json"
+    out.write(_JSON_HEAD if as_json else "")
     for number, text in enumerate(said.texts):
-        out.write(",\n" if json and number else "")
+        out.write(",\n" if as_json and number else "")
         out.write(text)
-    out.write(_JSON_TAIL + "\n" if json else "")
+    out.write(_JSON_TAIL + "\n" if as_json else "")
 
 
 def report(said: Outcome, err: TextIO) -> None:
@@ -461,15 +461,17 @@ def in_workers(
 ) -> Outcome | None:
     """The outcome of the input, with its TrainJob files cut into runs of whole documents
     (`yamltext.document_chunks`), each run loaded, checked and rendered in one of `workers` forked processes; the
-    runtimes are checked once, before. None when the input does not suit (too few TrainJobs; a runtime among the
-    TrainJobs, or a TrainJob among the runtimes, whose order the one-process path keeps) or anything at all fails:
+    runtimes are checked once, before. None when the input does not suit (fewer than `PER_WORKER` TrainJobs per
+    worker; a runtime among the TrainJobs, or a TrainJob among the runtimes, whose order the one-process path keeps)
+    or anything at all fails:
     the caller then does it all in one process, which says what is wrong and where."""
     try:
+        texts = [(path, read_text(path)) for path in trainjob_files]
+        if sum(text.count("\n---") for _, text in texts) < 2 * PER_WORKER:
+            return None  # a short input is done before a worker is forked
         units: list[Unit] = []
-        for path in trainjob_files:
-            text = read_text(path)
-            parts = min(workers, text.count("\n---") // PER_WORKER)
-            chunks = yamltext.document_chunks(text, parts)
+        for path, text in texts:
+            chunks = yamltext.document_chunks(text, min(workers, text.count("\n---") // PER_WORKER))
             units += [(path, chunk) for chunk in chunks] if chunks is not None else [(path, text)]
         if len(units) < 2:
             return None

@@ -256,3 +256,30 @@ def test_a_bad_worker_count_is_refused_naming_the_flag(
 ) -> None:
     said = cli_run(capsys, "validate", "--workers", value, "-f", "unread.yaml")
     assert (said.code, said.out, said.err.splitlines()[-1]) == (2, "", f"trainjob-operator validate: error: {says}")
+
+
+@pytest.mark.parametrize(
+    ("sizes", "in_workers"),
+    [
+        pytest.param((9, 7), True, id="two long files: each cut, the runs spread over the workers"),
+        pytest.param((9, 1), True, id="a long file and a one-TrainJob file: the short one whole"),
+        pytest.param((1, 1), False, id="two one-TrainJob files: done before a worker is forked"),
+    ],
+)
+def test_several_trainjob_files_both_ways(
+    sizes: tuple[int, int],
+    in_workers: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    forks: list[bool],
+) -> None:
+    argv = ["render", "-o", "yaml", "-r", str(tmp_path / "rt.yaml")]
+    (tmp_path / "rt.yaml").write_text(stream(RT.raw()))
+    for number, size in enumerate(sizes):
+        path = tmp_path / f"tj{number}.yaml"
+        path.write_text(stream(*(trainjob(100 * number + i) for i in range(size))))
+        argv += ["-f", str(path)]
+    alone = cli_run(capsys, *argv, "--workers", "1")
+    together = cli_run(capsys, *argv, "--workers", "3")
+    assert together == alone and alone.code == 0
+    assert forks == ([True] if in_workers else [])
