@@ -8,6 +8,7 @@ shows whether the workers did the work (without it, equal output would also foll
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ CHUNK_CASES = {
         "a: 1\n" + many(4), 2, False
     ),
     "a directive belongs to the next document: not cut": ChunkCase(many(2) + "%YAML 1.1\n" + many(2), 2, False),
-    "anchors are not plainly bounded: not cut": ChunkCase(many(2) + "---\na: &x 1\nb: *x\n" + many(2), 2, False),
+    "anchors: not cut (the whole text's way)": ChunkCase(many(2) + "---\na: &x 1\nb: *x\n" + many(2), 2, False),
     "fewer documents than parts: not cut": ChunkCase(many(2), 3, False),
     "one part: not cut": ChunkCase(many(4), 1, False),
 }
@@ -77,6 +78,22 @@ def test_document_chunks_load_to_the_whole_streams_documents(case: ChunkCase) ->
     loaded = [yamltext.load_chunk(chunk) for chunk in chunks]
     assert [doc for docs in loaded for doc in docs] == yamltext.load_all(case.text)
     assert [chunk.first for chunk in chunks] == [sum(len(docs) for docs in loaded[:i]) for i in range(len(chunks))]
+    assert sum(chunk.budget for chunk in chunks) <= yamltext.MAX_NODES
+
+
+def test_a_chunk_loads_within_its_share_of_values_counted_exactly_when_the_estimate_is_over() -> None:
+    text = many(6)
+    chunk = yamltext.Chunk(text, 0, 6, budget=yamltext.check_events(text))
+    assert not yamltext.plainly_few(text, chunk.budget)  # the character estimate alone would refuse it
+    assert yamltext.load_chunk(chunk) == yamltext.load_all(text)
+    with pytest.raises(yamltext.YamlError, match="more than its share of values"):
+        yamltext.load_chunk(dataclasses.replace(chunk, budget=chunk.budget - 1))
+
+
+def test_a_chunk_nested_too_deeply_refuses_to_load() -> None:
+    deep = "---\na:\n" + "".join(" " * (i + 1) + "b:\n" for i in range(yamltext.MAX_DEPTH + 1))
+    with pytest.raises(yamltext.YamlError, match="nested deeper"):
+        yamltext.load_chunk(yamltext.Chunk(deep, 0, 1, budget=yamltext.MAX_NODES))
 
 
 LOAD_FAILS = {
@@ -283,3 +300,20 @@ def test_several_trainjob_files_both_ways(
     together = cli_run(capsys, *argv, "--workers", "3")
     assert together == alone and alone.code == 0
     assert forks == ([True] if in_workers else [])
+
+
+def test_a_file_past_the_whole_texts_character_estimate_is_still_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], forks: list[bool]
+) -> None:
+    """4,500 TrainJobs: too many structural characters for `plainly_few` as a whole (the one process counts the
+    events), each half within its share when counted."""
+    one = stream(trainjob(0))
+    text = "".join(one.replace("name: job-0", f"name: job-{i}") for i in range(4500))
+    assert not yamltext.plainly_few(text)
+    (tmp_path / "tj.yaml").write_text(text)
+    (tmp_path / "rt.yaml").write_text(stream(RT.raw()))
+    argv = ["validate", "-f", str(tmp_path / "tj.yaml"), "-r", str(tmp_path / "rt.yaml")]
+    alone = cli_run(capsys, *argv, "--workers", "1")
+    together = cli_run(capsys, *argv, "--workers", "2")
+    assert together == alone == Said(0, "", "valid: 4500 TrainJob(s), 1 runtime(s)\n")
+    assert forks == [True]

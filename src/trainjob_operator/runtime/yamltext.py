@@ -75,8 +75,9 @@ def _where(err: yaml.YAMLError) -> str:
     return f"invalid YAML{at}: {problem}"
 
 
-def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
-    """Raise YamlError when `text` nests deeper than `max_depth` or expands (aliases included) beyond `max_nodes`."""
+def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> int:
+    """Raise YamlError when `text` nests deeper than `max_depth` or expands (aliases included) beyond `max_nodes`;
+    the number of values otherwise."""
     depth, nodes = 0, 0
     sizes: dict[str, int] = {}
     open_anchors: list[tuple[str | None, int]] = []  # (anchor, node count when the collection started)
@@ -104,6 +105,7 @@ def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NOD
                 raise YamlError(f"invalid YAML: more than {max_nodes} values once aliases are expanded")
     except yaml.YAMLError as err:
         raise YamlError(_where(err)) from err
+    return nodes
 
 
 _DOCUMENT_START = re.compile(r"(?m)^---(?=\s|$)")
@@ -161,6 +163,9 @@ class Chunk:
     """How many documents of the stream come before it."""
     documents: int
     """The document starts (`---`) it holds: `load_chunk` finds exactly one document after each."""
+    budget: int
+    """Its share of the whole stream's bound on values (`MAX_NODES` in proportion to its length): every chunk within
+    its share keeps the stream within the bound."""
 
 
 def document_chunks(text: str, parts: int) -> list[Chunk] | None:
@@ -169,9 +174,9 @@ def document_chunks(text: str, parts: int) -> list[Chunk] | None:
     scalar it is an error, in the whole text as in a chunk). `load_chunk` of each chunk, in order, gives what
     `load_all(text)` gives, or raises; a caller then loads the whole text, which says what is wrong and where.
     None when the text is not worth cutting (fewer than `parts` documents), holds something before its first `---`
-    or a directive (such as `%YAML`, which belongs to the document after it), or is not `plainly_few` as a whole
-    (the number of values is bounded for the whole stream; the depth, per document, `load_chunk` checks)."""
-    if parts < 2 or len(text) > MAX_BYTES or text.startswith("%") or "\n%" in text or not plainly_few(text):
+    or a directive (such as `%YAML`, which belongs to the document after it), anchors (the whole text's way), or
+    is longer than `MAX_BYTES`. The bounds, `load_chunk` checks per chunk."""
+    if parts < 2 or len(text) > MAX_BYTES or text.startswith("%") or "\n%" in text or "&" in text:
         return None
     starts = [0] if _DOCUMENT_START.match(text) else []
     starts += [m.start() + 1 for m in _START_AFTER_BREAK.finditer(text)]
@@ -184,15 +189,25 @@ def document_chunks(text: str, parts: int) -> list[Chunk] | None:
             cuts.append(at)
     cuts.append(len(starts))
     bounds = [0, *(starts[at] for at in cuts[1:-1]), len(text)]
-    return [Chunk(text[bounds[i] : bounds[i + 1]], cuts[i], cuts[i + 1] - cuts[i]) for i in range(len(cuts) - 1)]
+    return [
+        Chunk(
+            text[bounds[i] : bounds[i + 1]],
+            cuts[i],
+            cuts[i + 1] - cuts[i],
+            MAX_NODES * (bounds[i + 1] - bounds[i]) // len(text),
+        )
+        for i in range(len(cuts) - 1)
+    ]
 
 
 def load_chunk(chunk: Chunk) -> list[Any]:
-    """The documents of a chunk of a stream whose number of values `document_chunks` checked. Raises YamlError, also
-    when the chunk is not `plainly_shallow` or a document start does not hold exactly one document (an empty one, or `...` and another after it): the whole
-    text's document numbers would then differ."""
-    if not plainly_shallow(chunk.text):
-        raise YamlError("the chunk may nest too deeply: the whole text's events decide")
+    """The documents of a chunk (`document_chunks`). Raises YamlError when the chunk nests too deeply, holds more
+    than its `budget` of values (judged as `load_all` judges a whole text: from character counts, else from the
+    events) or has a document start that does not hold exactly one document (an empty one, or `...` and another
+    after it: the whole text's document numbers would then differ)."""
+    plain = plainly_few(chunk.text, chunk.budget) and plainly_shallow(chunk.text)
+    if not plain and check_events(chunk.text) > chunk.budget:  # it raises past the depth or the whole stream's bound
+        raise YamlError("the chunk holds more than its share of values: the whole text's events decide")
     docs = _load(chunk.text)
     if len(docs) != chunk.documents or any(doc is None for doc in docs):
         raise YamlError(f"the chunk holds {len(docs)} documents for its {chunk.documents} document starts")
