@@ -698,8 +698,9 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
 async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | None]) -> None:
     """kopf's run. An error it raises on its way out once we stopped it for a fatal start-up problem (`fatal()` says
     which) is logged, not raised: the one line naming the problem is what the admin must read. Seen under load
-    (1 start in ~20 with both cores busy): a task kopf cut short at that moment ended in a bare AssertionError, and
-    the operator printed that traceback instead of the line."""
+    (about 1 start in 20 with both cores busy): kopf's API discovery (`scanning._read_version`) was mid-request when
+    kopf closed its aiohttp session, aiohttp's `_connect_and_send_request` asserted `self._connector is not None`,
+    and kopf re-raised that bare AssertionError from the task it had cut short."""
     try:
         await operator
     except Exception as err:
