@@ -11,11 +11,12 @@ pruned as the API server prunes them, with a `Warning: unknown field` line each 
 """
 
 import argparse
+import contextlib
 import gc
 import io
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from typing import Any, Final, NoReturn, TextIO
@@ -222,24 +223,27 @@ def check(inputs: Inputs, framework: Framework) -> Checked:
     return check_trainjobs(inputs.trainjobs, check_runtimes(inputs), framework)
 
 
-def check_runtimes(inputs: Inputs) -> Checked:
-    """The runtimes' checks: their catalog for the TrainJobs, and what is wrong with them (`check`)."""
+@contextlib.contextmanager
+def _checking() -> Iterator[None]:
+    """A crash of the checks on some input becomes a clear error, never a traceback."""
     try:
-        return _check_runtimes(inputs)
+        yield
     except UsageError:
         raise
-    except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
+    except Exception as err:
         raise UsageError(f"cannot check the input: {describe(err)}") from err
+
+
+def check_runtimes(inputs: Inputs) -> Checked:
+    """The runtimes' checks: their catalog for the TrainJobs, and what is wrong with them (`check`)."""
+    with _checking():
+        return _check_runtimes(inputs)
 
 
 def check_trainjobs(trainjobs: Sequence[Document], runtimes: Checked, framework: Framework) -> Checked:
     """The TrainJobs' checks (`check`), after what `check_runtimes` found, which the result goes on from."""
-    try:
+    with _checking():
         return _check_trainjobs(trainjobs, runtimes, framework)
-    except UsageError:
-        raise
-    except Exception as err:  # a crash of the checks on some input: a clear error, never a traceback
-        raise UsageError(f"cannot check the input: {describe(err)}") from err
 
 
 def _check_runtimes(inputs: Inputs) -> Checked:
@@ -362,19 +366,8 @@ class Outcome:
     runtimes: int = 0
 
     def __add__(self, other: "Outcome") -> "Outcome":
-        return Outcome(
-            self.warnings + other.warnings,
-            self.errors + other.errors,
-            self.invalid + other.invalid,
-            self.unusable + other.unusable,
-            self.notes + other.notes,
-            self.built + other.built,
-            self.unbuilt + other.unbuilt,
-            self.objects + other.objects,
-            self.texts + other.texts,
-            self.trainjobs + other.trainjobs,
-            self.runtimes + other.runtimes,
-        )
+        """Field by field: lists and texts follow each other, counts add up."""
+        return Outcome(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
     @property
     def exit_code(self) -> int:
@@ -467,11 +460,12 @@ def in_workers(
     the caller then does it all in one process, which says what is wrong and where."""
     try:
         texts = [(path, read_text(path)) for path in trainjob_files]
-        if sum(text.count("\n---") for _, text in texts) < 2 * PER_WORKER:
+        starts = [text.count("\n---") for _, text in texts]  # about the number of documents
+        if sum(starts) < 2 * PER_WORKER:
             return None  # a short input is done before a worker is forked
         units: list[Unit] = []
-        for path, text in texts:
-            chunks = yamltext.document_chunks(text, min(workers, text.count("\n---") // PER_WORKER))
+        for (path, text), count in zip(texts, starts, strict=True):
+            chunks = yamltext.document_chunks(text, min(workers, count // PER_WORKER))
             units += [(path, chunk) for chunk in chunks] if chunks is not None else [(path, text)]
         if len(units) < 2:
             return None
