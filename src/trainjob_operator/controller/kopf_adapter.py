@@ -64,6 +64,19 @@ def routes_for(manager: "Manager") -> kopf_seams.Routes:
     return kopf_seams.Routes(routes)
 
 
+def configure(settings: kopf.OperatorSettings, streaming_lists: bool) -> None:
+    """kopf's settings for this operator (also what the contract tests run kopf's watch loop with)."""
+    settings.posting.enabled = False  # we record our own events, once per distinct failure
+    settings.watching.server_timeout = 600
+    settings.watching.client_timeout = 660
+    settings.networking.request_timeout = 30
+    settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
+    settings.scanning.disabled = True
+    settings.watching.chunk_size = LIST_CHUNK
+    settings.watching.initial_streaming = streaming_lists
+    settings.persistence.diffbase_storage = NoDiffBase()
+
+
 def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.OperatorRegistry:
     """kopf handlers: a few lines each, only feeding the manager (they run only for a kind without a route). With
     `streaming_lists` (the start-up probe found the API server streams a watch's initial events) the watches start
@@ -71,16 +84,8 @@ def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.Oper
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
-    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False  # we record our own events, once per distinct failure
-        settings.watching.server_timeout = 600
-        settings.watching.client_timeout = 660
-        settings.networking.request_timeout = 30
-        settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
-        settings.scanning.disabled = True
-        settings.watching.chunk_size = LIST_CHUNK
-        settings.watching.initial_streaming = streaming_lists
-        settings.persistence.diffbase_storage = NoDiffBase()
+    def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        configure(settings, streaming_lists)
 
     logins = 0
 
@@ -167,4 +172,4 @@ async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | Non
         log.warning("kopf stopped with an error after a fatal start-up problem", error=describe(err))
 
 
-__all__ = ["LIST_CHUNK", "NoDiffBase", "registry_for", "routes_for", "run", "until_stopped"]
+__all__ = ["LIST_CHUNK", "NoDiffBase", "configure", "registry_for", "routes_for", "run", "until_stopped"]
