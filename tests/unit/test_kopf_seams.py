@@ -474,7 +474,7 @@ def test_kopfs_request_path_raises_what_the_seam_makes_of_each_answer() -> None:
     did; the status stays the server's."""
     kopf_seams.install()
 
-    async def answered(code: int, retry_after: str | None) -> tuple[str, int]:
+    async def answered(code: int, retry_after: str | None) -> tuple[str, int, str | None]:
         async with FakeApiServer([TRAINJOBS]) as fake:
             fake.answer(listing, code, retry_after=retry_after, times=2)
             settings = kopf.OperatorSettings()
@@ -489,16 +489,16 @@ def test_kopfs_request_path_raises_what_the_seam_makes_of_each_answer() -> None:
                     logger=logging.getLogger("test"),
                 )
             except errors.APIError as err:
-                return type(err).__name__, err.status
+                return type(err).__name__, err.status, err.message  # the message: the Status kept (`_payload`)
             finally:
                 await context.session.close()
-            return "answered", 200
+            return "answered", 200, None
 
     table = {
-        "a 503 with Retry-After": ((503, "2"), ("APITooManyRequestsError", 503)),
-        "a 500 with Retry-After": ((500, "1"), ("APITooManyRequestsError", 500)),
-        "a 503 without Retry-After: kopf's own backoff": ((503, None), ("APIServerError", 503)),
-        "a 404 with Retry-After: as kopf raised it": ((404, "2"), ("APINotFoundError", 404)),
+        "a 503 with Retry-After": ((503, "2"), ("APITooManyRequestsError", 503, "forced 503")),
+        "a 500 with Retry-After": ((500, "1"), ("APITooManyRequestsError", 500, "forced 500")),
+        "a 503 without Retry-After: kopf's own backoff": ((503, None), ("APIServerError", 503, "forced 503")),
+        "a 404 with Retry-After: as kopf raised it": ((404, "2"), ("APINotFoundError", 404, "forced 404")),
     }
     got = {why: asyncio.run(answered(*answer)) for why, (answer, _) in table.items()}
     assert got == {why: want for why, (_, want) in table.items()}

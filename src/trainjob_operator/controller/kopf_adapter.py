@@ -91,9 +91,10 @@ def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.Oper
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.AiohttpSession:
-        """kopf's requests go through the operator's client (`Client.as_session`): its credentials at each request,
-        `tls-server-name`, proxy, rate limiters and request metrics. kopf logs in again when `expiration` passes or
-        the API server answers 401: the credentials are resolved again then."""
+        """kopf's requests go through the operator's client (`Client.as_session`): its credentials at each request
+        (renewed before they expire, as the client's own), `tls-server-name`, proxy, rate limiters and request
+        metrics. No `expiration` is given: kopf would close the session then, cutting every watch. kopf logs in again
+        when the API server answers 401: the credentials are resolved again then."""
         nonlocal logins
         connection = manager.client.connection
         if logins and connection.token_file is None:
@@ -103,7 +104,6 @@ def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.Oper
             aiohttp_session=manager.client.as_session(),
             server=connection.server,
             default_namespace=connection.default_namespace,
-            expiration=connection.expiry,
         )
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)

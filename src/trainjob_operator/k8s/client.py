@@ -284,6 +284,8 @@ class Client:
         if self.on_request is not None:
             self.on_request(request.method, resource)
         self._refresh_if_expiring(dt.datetime.now(dt.UTC))
+        if self.connection.expiry is not None and dt.datetime.now(dt.UTC) >= self.connection.expiry:
+            await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
         connection = self.connection
         authorization = connection.header()
         if authorization:
