@@ -6,9 +6,11 @@ Retry-After would be retried after kopf's own backoff, a failed stream would end
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -373,6 +375,19 @@ def test_a_kopf_without_a_seam_stops_the_operator_at_start_up_with_one_line(
         f"kopf {kopf_seams.CHECKED_AGAINST}): {problem}; install kopf=={kopf_seams.CHECKED_AGAINST} "
         "(docs/architecture.md, 'Other libraries' private behaviour')"
     )
+
+
+def test_only_the_seams_module_and_its_contract_tests_reach_into_kopfs_private_modules() -> None:
+    """import-linter sees external packages only whole (`kopf`), so this walk keeps the rule: one module to read
+    when kopf changes."""
+    root = Path(__file__).resolve().parents[2]
+    reaching = sorted(
+        str(path.relative_to(root))
+        for top in ("src", "tests", "bench", "hack")
+        for path in (root / top).rglob("*.py")
+        if re.search(r"\bkopf\._[a-z]", path.read_text(encoding="utf-8"))
+    )
+    assert reaching == ["src/trainjob_operator/controller/kopf_seams.py", "tests/unit/test_kopf_seams.py"]
 
 
 # --- kopf's requests go out as the operator client's -----------------------------------------------------------
