@@ -106,10 +106,15 @@ async def watch_through_kopf(
     settings.networking.error_backoffs = [0.05, 0.05]
     settings.watching.reconnect_backoff = 0.01
     client = Client(plain_connection(fake.url), qps=0, burst=0)
-    vault = credentials.Vault({"fake": kopf.AiohttpSession(aiohttp_session=client.as_session(), server=fake.url)})
+    session = client.as_session()
+    vault = credentials.Vault({"fake": kopf.AiohttpSession(aiohttp_session=session, server=fake.url)})
     vault_token = auth.vault_var.set(vault)
     resource = references.Resource(
-        group=TRAINJOBS.group, version=TRAINJOBS.version, plural=TRAINJOBS.plural, kind=TRAINJOBS.kind
+        group=TRAINJOBS.group,
+        version=TRAINJOBS.version,
+        plural=TRAINJOBS.plural,
+        kind=TRAINJOBS.kind,
+        namespaced=TRAINJOBS.namespaced,
     )
     watched = Watched()
 
@@ -128,6 +133,7 @@ async def watch_through_kopf(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await vault.close()
+        await session.close()  # kopf closes it only if it sent a request
         await client.close()
         auth.vault_var.reset(vault_token)
     return watched, ended
@@ -148,6 +154,7 @@ class Case:
     log: list[tuple[str | None, str | None]]
     lists: int
     streaming: bool = False
+    namespace: str | None = None
 
 
 def listed_times(n: int) -> Callable[[Watched], bool]:
@@ -209,6 +216,13 @@ CASES = {
         [(None, "a"), (None, "b"), (None, "c"), ("listed", None), ("ADDED", "d"), ("MODIFIED", "a")],
         lists=2,  # two pages of two
     ),
+    "a namespaced watch's listing-over marker names its namespace (the cache it syncs)": Case(
+        _paged,
+        lambda w: len(w.log) == 6,
+        [(None, "a"), (None, "b"), (None, "c"), ("listed", "team-a"), ("ADDED", "d"), ("MODIFIED", "a")],
+        lists=2,
+        namespace="team-a",
+    ),
     "a streamed initial listing (sendInitialEvents) ends with the same marker, and no LIST is sent": Case(
         _streamed,
         lambda w: len(w.log) == 4,
@@ -251,7 +265,9 @@ def test_kopfs_watch_loop_with_the_seams(case: Case) -> None:
     async def scenario() -> dict[str, Any]:
         async with FakeApiServer([TRAINJOBS]) as fake:
             case.setup(fake)
-            watched, ended = await watch_through_kopf(fake, case.done, streaming=case.streaming)
+            watched, ended = await watch_through_kopf(
+                fake, case.done, streaming=case.streaming, namespace=case.namespace
+            )
             return {
                 "log": watched.log,
                 "to kopf": watched.to_kopf,
