@@ -1,9 +1,9 @@
 """A fake Kubernetes API server on 127.0.0.1 for tests that run real client code (kopf's, ours) over real HTTP.
 
-It serves what a test gives it: collections (listed in pages by `limit`/`continue`, with discovery for them), watch
-streams scripted line by line (events, an in-stream ERROR, a line cut in half, the stream left open), and answers
-forced on the next requests that match (a 503 with Retry-After, a 410, a 404). Every request is recorded with its
-arrival time. Optionally over TLS with a certificate for a name that is not the address it listens on, as an API
+It serves what a test gives it: objects (read one by one, or listed in pages by `limit`/`continue`, with discovery
+for their kinds), watch streams scripted line by line (events, an in-stream ERROR, a line cut in half, the stream
+left open), answers forced on the next requests that match (a 503 with Retry-After, a 410, a 404), and, if told,
+only some bearer tokens (401 for the others). Every request is recorded with its arrival time. Optionally over TLS with a certificate for a name that is not the address it listens on, as an API
 server reached through a tunnel is (`tls-server-name`).
 """
 
@@ -65,6 +65,9 @@ class Answer:
     times: int = 1
 
 
+VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.3"}
+"""What `/version` answers."""
+
 CUT = object()
 """In a watch script: half a JSON line, then the stream ends (a proxy that cut it mid-line and ended it cleanly)."""
 
@@ -97,8 +100,12 @@ BUILT_IN = [
 
 
 class FakeApiServer:
-    def __init__(self, kinds: list[Kind] | None = None, tls_name: str | None = None) -> None:
+    def __init__(
+        self, kinds: list[Kind] | None = None, tls_name: str | None = None, tokens: tuple[str, ...] | None = None
+    ) -> None:
         self.kinds = [*BUILT_IN, *(kinds or [])]
+        self.tokens = tokens
+        """Bearer tokens accepted (None: any request); others are answered 401."""
         self.objects: dict[str, list[dict[str, Any]]] = {}
         """Collection path (`/apis/g/v/plural`, namespaced ones also per namespace) → its objects."""
         self.watches: dict[str, list[list[Any]]] = {}
@@ -130,10 +137,16 @@ class FakeApiServer:
         self.watches.setdefault(kind.plural, []).append(list(lines))
 
     def answer(
-        self, matches: Callable[[Seen], bool], code: int, retry_after: str | None = None, times: int = 1
+        self,
+        matches: Callable[[Seen], bool],
+        code: int,
+        retry_after: str | None = None,
+        times: int = 1,
+        message: str | None = None,
     ) -> None:
+        """The next `times` requests that `matches` are answered `code` (in the order the answers were given)."""
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
-        self.answers.append(Answer(matches, code, headers, status(code, f"forced {code}"), times))
+        self.answers.append(Answer(matches, code, headers, status(code, message or f"forced {code}"), times))
 
     def requests(self, plural: str, watch: bool | None = None) -> list[Seen]:
         return [
@@ -177,18 +190,20 @@ class FakeApiServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         seen = Seen(request.method, request.path, dict(request.query), dict(request.headers), time.monotonic())
         self.seen.append(seen)
+        if self.tokens is not None and seen.headers.get("Authorization") not in [f"Bearer {t}" for t in self.tokens]:
+            return web.json_response(status(401, "Unauthorized", "Unauthorized"), status=401)
         for answer in self.answers:
             if answer.times > 0 and answer.matches(seen):
                 answer.times -= 1
                 return web.json_response(answer.body, status=answer.status, headers=answer.headers)
         if request.path == "/version":
-            return web.json_response({"major": "1", "minor": "36", "gitVersion": "v1.36.0"})
+            return web.json_response(VERSION)
         discovery = self._discovery(request.path)
         if discovery is not None:
             return web.json_response(discovery)
         kind, namespace = self._collection(request.path)
         if kind is None:
-            return web.json_response(status(404, f"no {request.path}", "NotFound"), status=404)
+            return self._object(request.path)
         if seen.watch:
             return await self._watch(request, kind)
         return self._list(kind, namespace, seen.query)
@@ -238,6 +253,18 @@ class FakeApiServer:
             if k.namespaced and path.startswith(f"{k.prefix}/namespaces/") and tail == k.plural:
                 return k, head
         return None, None
+
+    def _object(self, path: str) -> web.Response:
+        collection, _, name = path.rpartition("/")
+        kind, namespace = self._collection(collection)
+        found = [
+            o
+            for o in (self.objects.get(f"{kind.prefix}/{kind.plural}", []) if kind is not None else [])
+            if o["metadata"]["name"] == name and o["metadata"].get("namespace") == namespace
+        ]
+        if not found:
+            return web.json_response(status(404, f"{path} not found", "NotFound"), status=404)
+        return web.json_response(found[0])
 
     def _list(self, kind: Kind, namespace: str | None, query: dict[str, str]) -> web.Response:
         items = [
