@@ -6,45 +6,26 @@ import time
 from typing import Any
 
 import pytest
-from aiohttp import web
 
+from fake_apiserver import FakeApiServer, Kind
 from trainjob_operator import config as config_module
 from trainjob_operator.k8s import config as k8s_config
 from trainjob_operator.k8s.client import THROTTLE_RETRIES, ApiError, Client, RateLimiter
 from trainjob_operator.k8s.config import Connection
 
+CONFIGMAPS = Kind("", "v1", "configmaps", "ConfigMap")
+
 
 async def serve(answers: list[tuple[int, str | None]], body: Any) -> Any:
-    """A server answering each request with the next (status, Retry-After) of `answers` (then 200); returns what
-    `body(client)` returns and the arrival times."""
-    seen: list[float] = []
-
-    async def handler(request: web.Request) -> web.Response:
-        seen.append(time.monotonic())
-        status, retry = answers.pop(0) if answers else (200, None)
-        headers = {"Retry-After": retry} if retry is not None else {}
-        text = (
-            '{"kind": "Status", "reason": "TooManyRequests", "message": "slow down"}'
-            if status == 429
-            else '{"kind": "ConfigMap", "metadata": {"name": "x"}}'
-        )
-        return web.Response(status=status, text=text, headers=headers, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    connection = Connection(
-        server=f"http://127.0.0.1:{port}", ssl_context=k8s_config.ssl_context(None, None, None, None, False)
-    )
-    try:
+    """The fake API server answering each request with the next (status, Retry-After) of `answers`, then serving
+    ConfigMap ns/x; returns what `body(client)` returns and the arrival times."""
+    async with FakeApiServer([CONFIGMAPS]) as fake:
+        fake.add(CONFIGMAPS, {"metadata": {"name": "x", "namespace": "ns"}})
+        for code, retry in answers:
+            fake.answer(lambda _: True, code, retry_after=retry, message="slow down")
+        connection = Connection(server=fake.url, ssl_context=k8s_config.ssl_context(None, None, None, None, False))
         async with Client(connection, qps=0, burst=0) as client:
-            return await body(client), seen
-    finally:
-        await runner.cleanup()
+            return await body(client), [seen.at for seen in fake.seen]
 
 
 def test_a_429_is_waited_out_and_sent_again() -> None:
@@ -52,7 +33,11 @@ def test_a_429_is_waited_out_and_sent_again() -> None:
         return await client.get("v1", "ConfigMap", "x", "ns")
 
     got, seen = asyncio.run(serve([(429, "0.2"), (429, None)], body))
-    assert got == {"kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert got == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "ns", "resourceVersion": "101"},
+    }
     assert len(seen) == 3
     assert seen[1] - seen[0] >= 0.18, "Retry-After: 0.2 was honoured"
     assert seen[2] - seen[1] >= 0.9, "no Retry-After: one second"

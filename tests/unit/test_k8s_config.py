@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import web
 
+from fake_apiserver import VERSION, FakeApiServer
 from trainjob_operator.k8s import config as k8s_config
 from trainjob_operator.k8s.client import ApiError, Client
 from trainjob_operator.k8s.config import ConfigError, Connection
@@ -200,35 +200,13 @@ def test_an_expiring_token_and_the_authorization_header() -> None:
 # --- the client refreshes credentials --------------------------------------------------------------------------------
 
 
-class FakeApiServer:
-    """Accepts one token at a time; what the client sent is recorded."""
-
-    def __init__(self, *accepted: str) -> None:
-        self.accepted = accepted or ("new",)
-        self.seen: list[str] = []
-
-    async def handle(self, request: web.Request) -> web.Response:
-        token = request.headers.get("Authorization", "")
-        self.seen.append(token)
-        if token not in [f"Bearer {a}" for a in self.accepted]:
-            return web.json_response(
-                {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"}, status=401
-            )
-        return web.json_response({"gitVersion": "v1.36.3"})
+def tokens_sent(fake: FakeApiServer) -> list[str]:
+    return [seen.headers.get("Authorization", "") for seen in fake.seen]
 
 
 async def with_server(fake: FakeApiServer, body: Any) -> Any:
-    app = web.Application()
-    app.router.add_get("/version", fake.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        return await body(f"http://127.0.0.1:{port}")
-    finally:
-        await runner.cleanup()
+    async with fake:
+        return await body(fake.url)
 
 
 def connection(server: str, token: str, refreshable: bool = True, expiry: dt.datetime | None = None) -> Connection:
@@ -253,7 +231,7 @@ def connection(server: str, token: str, refreshable: bool = True, expiry: dt.dat
 def test_the_client_resolves_credentials_again(
     monkeypatch: pytest.MonkeyPatch, refreshable: bool, expiry: dt.datetime | None, want_seen: list[str]
 ) -> None:
-    fake = FakeApiServer()
+    fake = FakeApiServer(tokens=("new",))
 
     async def body(server: str) -> Any:
         async def fresh(stale: Connection) -> Connection:
@@ -263,12 +241,12 @@ def test_the_client_resolves_credentials_again(
         async with Client(connection(server, "old", refreshable, expiry)) as client:
             return await client.request("GET", "/version")
 
-    assert asyncio.run(with_server(fake, body)) == {"gitVersion": "v1.36.3"}
-    assert fake.seen == want_seen
+    assert asyncio.run(with_server(fake, body)) == VERSION
+    assert tokens_sent(fake) == want_seen
 
 
 def test_static_credentials_that_are_rejected_are_not_retried() -> None:
-    fake = FakeApiServer()
+    fake = FakeApiServer(tokens=("new",))
 
     async def body(server: str) -> Any:
         async with Client(connection(server, "old", refreshable=False)) as client:
@@ -277,12 +255,12 @@ def test_static_credentials_that_are_rejected_are_not_retried() -> None:
             return err.value.status
 
     assert asyncio.run(with_server(fake, body)) == 401
-    assert fake.seen == ["Bearer old"]
+    assert tokens_sent(fake) == ["Bearer old"]
 
 
 def test_credentials_near_their_expiry_are_renewed_in_the_background(monkeypatch: pytest.MonkeyPatch) -> None:
     """Still valid for 30 s: the request goes out with them at once while fresh ones are resolved."""
-    fake = FakeApiServer("old", "new")
+    fake = FakeApiServer(tokens=("old", "new"))
 
     async def body(server: str) -> Any:
         async def fresh(stale: Connection) -> Connection:
@@ -298,4 +276,4 @@ def test_credentials_near_their_expiry_are_renewed_in_the_background(monkeypatch
             return client.connection.authorization
 
     assert asyncio.run(with_server(fake, body)) == "Bearer new"
-    assert fake.seen == ["Bearer old", "Bearer new"]
+    assert tokens_sent(fake) == ["Bearer old", "Bearer new"]

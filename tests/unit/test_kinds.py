@@ -10,7 +10,8 @@ from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.config import OperatorConfig
-from trainjob_operator.controller.main import Manager, registry_for, watched_collections
+from trainjob_operator.controller.kopf_adapter import registry_for
+from trainjob_operator.controller.main import Manager, watched_collections
 from trainjob_operator.controller.store import Store
 from trainjob_operator.k8s.client import Resource, resource_of
 from trainjob_operator.runtime import plan, startup

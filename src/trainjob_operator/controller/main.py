@@ -4,17 +4,13 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
-import functools
 import gc
-import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from .. import config as config_module
 from .. import logs
@@ -22,14 +18,13 @@ from ..api import constants as c
 from ..certs import Bundle
 from ..config import OperatorConfig
 from ..k8s import config as k8s_config
-from ..k8s.client import RETRY_AFTER_CAP, ApiError, Client, is_transient, parse_retry_after, retry_after
+from ..k8s.client import ApiError, Client, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
-from ..runtime.errors import describe
 from ..runtime.framework import ChildKind
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
-from ._kopf import kopf
+from . import kopf_adapter, kopf_seams
 from .admission import AdmissionServer, keep_webhooks_current
 from .health import HealthServer
 from .leader import LeaderElector
@@ -103,6 +98,10 @@ class Manager:
     def _seen(self, plural: str, event: dict[str, Any], key: Key) -> None:
         """kopf marks the objects of its initial listing with type None; live watch events carry a type."""
         self.sync.seen(cache_name(plural, key[0] if self.cfg.namespaces else None), event.get("type") is None)
+
+    def on_listed(self, plural: str, namespace: str | None) -> None:
+        """A watch's initial listing (in `namespace`, None: cluster-wide) has reached the caches."""
+        self.sync.complete(cache_name(plural, namespace))
 
     def on_trainjob(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
@@ -303,234 +302,6 @@ def _malloc_trim() -> Callable[[], None]:
         return lambda: None
 
 
-class NoDiffBase(kopf.DiffBaseStorage):
-    """We only use event handlers: no change detection, so no essence is built (kopf deep-copies every body for it)
-    and nothing is ever written to our objects."""
-
-    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
-        return None
-
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        return None
-
-
-LIST_CHUNK = 500
-"""Objects per page of a watch's initial listing: one page's bodies in memory at a time, not 5,000 (the peak RSS
-of a restart)."""
-
-WATCH_RESTART_PAUSE = 1.0
-"""Seconds between a watch stream that failed on the API server's side and its next listing (no spinning)."""
-
-
-Sink = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Direct:
-    """Where one watched kind's stream goes (see `resilient_watch`)."""
-
-    event: Sink
-    listed: Callable[[str | None], None]
-    """Called with the namespace (None: cluster-wide) once a listing's objects have all gone to `event`."""
-
-
-DIRECT: dict[tuple[str, str], Direct] = {}
-"""(API group, plural) → the manager's handlers, called straight from the watch stream."""
-
-
-def direct_sinks(manager: "Manager") -> dict[tuple[str, str], Direct]:
-    """Every watched kind's handlers, by (API group, plural)."""
-
-    def listed(plural: str) -> Callable[[str | None], None]:
-        return lambda namespace: manager.sync.complete(cache_name(plural, namespace))
-
-    handlers: dict[tuple[str, str], Direct] = {
-        (c.GROUP, "trainjobs"): Direct(manager.on_trainjob, listed("trainjobs")),
-        (c.GROUP, "trainingruntimes"): Direct(
-            lambda event: manager.on_runtime(event, cluster=False), listed("trainingruntimes")
-        ),
-        (c.GROUP, "clustertrainingruntimes"): Direct(
-            lambda event: manager.on_runtime(event, cluster=True), listed("clustertrainingruntimes")
-        ),
-    }
-    for kind in manager.watched:
-        handlers[(kind.api_version.rpartition("/")[0], kind.plural)] = Direct(
-            functools.partial(manager.on_child, kind), listed(kind.plural)
-        )
-    return handlers
-
-
-def deliver(sink: Sink, event: dict[str, Any], resource: Any) -> None:
-    """One event to its handler; a handler that raises loses that event, never the watch (as kopf did)."""
-    try:
-        sink(event)
-    except Exception as err:
-        log.error("watch event handler failed", resource=str(resource), exc_info=err, **logs.error_fields(err))
-
-
-def resilient_watch(original: Callable[..., Any]) -> Callable[..., Any]:
-    """kopf's `continuous_watch` (one listing and its watch requests), made to survive what the API server or the
-    network does to it: kopf restarts on a 410 Gone ERROR event, but a 410 answered as the HTTP status of the watch
-    request, or a 5xx, connection error or timeout that outlasts kopf's own retries, or a stream cut mid-line (kopf
-    decodes the rest as a last line), escaped its watcher and ended the whole operator (found by the hostile-network
-    scenario, issue 17). Those end this stream quietly instead: kopf's `infinite_watch` lists again and watches on
-    (after a pause). Anything else still propagates.
-
-    The objects of a kind with a handler in `DIRECT` go to that handler right here, in stream order, and not on to
-    kopf: kopf would start a worker task per object and build its causes, kwargs and loggers for each event, which
-    was most of a restart's CPU with 5,000 TrainJobs (docs/performance.md). kopf still lists, watches, logs in and
-    retries; only its listing-over bookmark goes on to it."""
-    from kopf._cogs.clients import errors as kopf_errors
-    from kopf._cogs.clients.watching import Bookmark
-
-    async def watch(*args: Any, **kwargs: Any) -> Any:
-        resource = kwargs.get("resource")
-        direct = DIRECT.get((getattr(resource, "group", ""), getattr(resource, "plural", "")))
-        try:
-            async for event in original(*args, **kwargs):
-                if direct is not None:
-                    if isinstance(event, dict):
-                        if event.get("type") != "BOOKMARK":
-                            deliver(direct.event, event, resource)
-                        continue
-                    if event is Bookmark.LISTED:  # every object of the listing went to `direct.event` above
-                        direct.listed(kwargs.get("namespace"))
-                yield event
-        except (
-            kopf_errors.APIServerError,
-            kopf_errors.APIClientError,
-            aiohttp.ClientError,
-            TimeoutError,
-            json.JSONDecodeError,  # a stream cut mid-line: kopf decodes what is left as a last line
-            UnicodeDecodeError,  # the same, cut inside a character
-        ) as err:
-            status = getattr(err, "status", None) or 0
-            if isinstance(err, kopf_errors.APIClientError) and status < 500 and status not in (403, 410, 429):
-                raise
-            log.warning(
-                "watch stream failed; listing again", resource=str(kwargs.get("resource", "")), **logs.error_fields(err)
-            )
-            await asyncio.sleep(max(WATCH_RESTART_PAUSE, kopf_retry_after(err)))
-
-    return watch
-
-
-def kopf_retry_after(err: BaseException) -> float:
-    """The seconds a kopf API error's `Retry-After` asks for (0 without one)."""
-    headers = getattr(err, "headers", None) or {}
-    return min(parse_retry_after(headers.get("Retry-After")) or 0.0, RETRY_AFTER_CAP)
-
-
-def retry_after_on_server_errors(original: Callable[..., Any]) -> Callable[..., Any]:
-    """kopf's `check_response`, made to raise a 5xx that carries `Retry-After` as kopf's 429 error class.
-
-    kopf's request loop honours Retry-After only for 429 (`APITooManyRequestsError`) and retries any 5xx after its
-    own `error_backoffs` (1 s first); client-go waits as asked for any 5xx too (`checkWait` in rest/request.go). The
-    full-size hostile network caught kopf listing again 1 s after a 503 that asked for 2-3 s (issue 17). The status
-    stays the server's, so `resilient_watch` still treats it as the server's failure."""
-    from kopf._cogs.clients import errors as kopf_errors
-
-    async def check_response(response: Any) -> None:
-        try:
-            await original(response)
-        except kopf_errors.APIServerError as err:
-            if not kopf_retry_after(err):
-                raise
-            payload = getattr(err, "_payload", None)  # kopf keeps the Status as it was answered
-            raise kopf_errors.APITooManyRequestsError(payload, status=err.status, headers=err.headers) from err
-
-    return check_response
-
-
-def harden_kopf_watches() -> None:
-    """Install `resilient_watch` and `retry_after_on_server_errors` into kopf (once)."""
-    from kopf._cogs.clients import errors, watching
-
-    if not getattr(watching.continuous_watch, "resilient", False):
-        hardened = resilient_watch(watching.continuous_watch)
-        hardened.resilient = True  # type: ignore[attr-defined]
-        watching.continuous_watch = hardened
-    if not getattr(errors.check_response, "retry_after_on_5xx", False):
-        checked = retry_after_on_server_errors(errors.check_response)
-        checked.retry_after_on_5xx = True  # type: ignore[attr-defined]
-        errors.check_response = checked
-
-
-def registry_for(manager: Manager, streaming_lists: bool = False) -> kopf.OperatorRegistry:
-    """kopf handlers: a few lines each, only feeding the manager. No progress/diff storage is used. With
-    `streaming_lists` (the start-up probe found the API server streams a watch's initial events) the watches start
-    from the API server's watch cache, as client-go's informers do, instead of paged LISTs."""
-    registry = kopf.OperatorRegistry()
-
-    @kopf.on.startup(registry=registry)
-    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.enabled = False  # we record our own events, once per distinct failure
-        settings.watching.server_timeout = 600
-        settings.watching.client_timeout = 660
-        settings.networking.request_timeout = 30
-        settings.networking.enforce_retry_after = True  # kopf's own requests (lists, watches) honour Retry-After
-        settings.scanning.disabled = True
-        settings.watching.chunk_size = LIST_CHUNK
-        settings.watching.initial_streaming = streaming_lists
-        settings.persistence.diffbase_storage = NoDiffBase()
-
-    logins = 0
-
-    @kopf.on.login(registry=registry)
-    async def login(**_: Any) -> kopf.ConnectionInfo:
-        # kopf logs in again when the credentials expire or the API server answers 401: resolve them again then.
-        nonlocal logins
-        connection = manager.client.connection
-        if logins and connection.token_file is None:
-            connection = await manager.client.refresh(min_age=5.0)
-        logins += 1
-        scheme, token = connection.scheme_and_token()
-        return kopf.ConnectionInfo(
-            server=connection.server,
-            ca_path=connection.ca_path,
-            ca_data=connection.ca_pem,
-            insecure=connection.insecure or None,
-            scheme=scheme,
-            token=token,
-            certificate_data=connection.cert_pem,
-            private_key_data=connection.key_pem,
-            default_namespace=connection.default_namespace,
-            proxy_url=connection.proxy_url,
-            trust_env=not connection.proxy_url,
-            expiration=connection.expiry,
-        )
-
-    @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
-    async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_trainjob(dict(event))
-
-    for kind in manager.watched:  # the child kinds the plugins declare watched (the JobSets)
-        group, _, version = kind.api_version.rpartition("/")
-        kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
-            child_handler(manager, kind)
-        )
-
-    @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
-    async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_runtime(dict(event), cluster=False)
-
-    @kopf.on.event(c.GROUP, c.VERSION, "clustertrainingruntimes", registry=registry)
-    async def cluster_runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_runtime(dict(event), cluster=True)
-
-    return registry
-
-
-def child_handler(manager: Manager, kind: ChildKind) -> Callable[..., Any]:
-    async def child_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_child(kind, dict(event))
-
-    return child_event
-
-
 def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Errors asyncio itself reports (an async generator of a watch failing to close at shutdown, a callback that
     raised): one line with the error's type and text, not a traceback."""
@@ -562,13 +333,11 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
     """Run until stopped; 0 on a clean stop, 1 when a background task died. Raises StartupError."""
     gc.freeze()  # the modules' objects live as long as the process: the collector stops walking them
     asyncio.get_running_loop().set_exception_handler(loop_error)
+    try:
+        kopf_seams.install()
+    except kopf_seams.SeamsMissing as err:
+        raise StartupError(str(err)) from None
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
-    if connection.tls_server_name:
-        log.warning(
-            "kopf's watches ignore tls-server-name and check the certificate against the server URL's host",
-            tls_server_name=connection.tls_server_name,
-            server=connection.server,
-        )
     metrics = Metrics()
     async with Client(connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request) as client:
         manager = Manager(cfg, client, metrics)
@@ -658,22 +427,14 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             burst=cfg.client.burst,
         )
         try:
-            harden_kopf_watches()
-            DIRECT.clear()
-            DIRECT.update(direct_sinks(manager))
-            await until_stopped(
-                kopf.operator(
-                    registry=registry_for(manager, streaming_lists=facts.streams_initial_events),
-                    clusterwide=not cfg.namespaces,
-                    namespaces=cfg.namespaces,
-                    standalone=True,
-                    ready_flag=ready_flag,
-                    stop_flag=stop,
-                ),
-                lambda: manager.fatal,
+            await kopf_adapter.run(
+                manager,
+                streaming_lists=facts.streams_initial_events,
+                namespaces=cfg.namespaces,
+                ready=ready_flag,
+                stop=stop,
             )
         finally:
-            DIRECT.clear()
             stop.set()
             for task in tasks.values():
                 task.cancel()
@@ -693,20 +454,6 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         if manager.fatal is not None:
             raise StartupError(manager.fatal)
         return 1 if manager.dead else 0
-
-
-async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | None]) -> None:
-    """kopf's run. An error it raises on its way out once we stopped it for a fatal start-up problem (`fatal()` says
-    which) is logged, not raised: the one line naming the problem is what the admin must read. Seen under load
-    (about 1 start in 20 with both cores busy): kopf's API discovery (`scanning._read_version`) was mid-request when
-    kopf closed its aiohttp session, aiohttp's `_connect_and_send_request` asserted `self._connector is not None`,
-    and kopf re-raised that bare AssertionError from the task it had cut short."""
-    try:
-        await operator
-    except Exception as err:
-        if fatal() is None:
-            raise
-        log.warning("kopf stopped with an error after a fatal start-up problem", error=describe(err))
 
 
 async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
@@ -807,4 +554,4 @@ def _exit(line: str, code: int) -> int:
     return code
 
 
-__all__ = ["Manager", "registry_for", "run", "serve"]
+__all__ = ["Manager", "run", "serve"]

@@ -253,6 +253,50 @@ class Client:
             )
         return self._session
 
+    def limiter(self, resource: str) -> RateLimiter:
+        """The token bucket of one resource type, as controller-runtime's clients have one per client: every request
+        to that resource, whoever sends it through this client, takes its tokens and honours its pauses."""
+        limiter = self.limiters.get(resource)
+        if limiter is None:
+            limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
+        return limiter
+
+    def as_session(self) -> aiohttp.ClientSession:
+        """A new aiohttp session whose requests go out as this client's do: with its current credentials, its TLS
+        settings and `tls-server-name`, its proxy, through its per-resource rate limiters (a 429's Retry-After pauses
+        the resource for both), counted by its `on_request` hook (the request metrics). For another library's
+        requests (kopf's lists and watches); whoever takes it closes it."""
+        connection = self.connection
+        proxy, proxy_auth = env_proxy(connection.server, connection.proxy_url)
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=connection.ssl_context, limit=0),  # watches are long: no pool limit
+            proxy=proxy,
+            proxy_auth=proxy_auth,
+            middlewares=(self._as_this_client,),
+        )
+
+    async def _as_this_client(
+        self, request: aiohttp.ClientRequest, send: aiohttp.ClientHandlerType
+    ) -> aiohttp.ClientResponse:
+        resource = resource_name(request.url.raw_path)
+        limiter = self.limiter(resource)
+        await limiter.acquire()
+        if self.on_request is not None:
+            self.on_request(request.method, resource)
+        self._refresh_if_expiring(dt.datetime.now(dt.UTC))
+        if self.connection.expiry is not None and dt.datetime.now(dt.UTC) >= self.connection.expiry:
+            await self.refresh(min_age=10.0)  # expired: nothing to send until fresh credentials are here
+        connection = self.connection
+        authorization = connection.header()
+        if authorization:
+            request.headers["Authorization"] = authorization
+        if connection.tls_server_name:
+            request.server_hostname = connection.tls_server_name
+        response = await send(request)
+        if response.status == 429:
+            limiter.hold(min(parse_retry_after(response.headers.get("Retry-After")) or 1.0, THROTTLE_MAX_WAIT))
+        return response
+
     async def refresh(self, min_age: float = 0.0) -> Connection:
         """Resolve the credentials again (exec plugin token expiring, 401); concurrent callers share one refresh, and
         one younger than `min_age` seconds is reused."""
@@ -282,10 +326,7 @@ class Client:
         params: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         resource = resource_name(path)
-        limiter = self.limiters.get(resource)
-        if limiter is None:
-            # One bucket per resource type, as controller-runtime's clients have: the same settings mean the same.
-            limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
+        limiter = self.limiter(resource)
         data = jsontext.compact(body) if body is not None else None
         query = f"?{urlencode(params)}" if params else ""
         target = retry_key(method, path, body)
@@ -456,11 +497,7 @@ class Client:
         self, path: str, params: Mapping[str, str] | None = None, read_timeout: float = 330
     ) -> AsyncIterator[bytes]:
         """The lines of a long-running GET (a watch, a followed log); the QPS limit applies to opening it."""
-        resource = resource_name(path)
-        limiter = self.limiters.get(resource)
-        if limiter is None:
-            limiter = self.limiters[resource] = RateLimiter(self.qps, self.burst)
-        await limiter.acquire()
+        await self.limiter(resource_name(path)).acquire()
         self._refresh_if_expiring(dt.datetime.now(dt.UTC))
         connection = self.connection
         headers = {"Accept": "application/json"}
