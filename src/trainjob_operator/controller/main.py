@@ -38,7 +38,7 @@ from .reconciler import NotLeading, Reconciler, utcnow
 from .runtimes import RuntimeResolver
 from .startup import StartupError, preflight
 from .statusserver import StatusServer, base_url
-from .store import Key, Store, key_of
+from .store import Key, PodCache, Store, key_of
 from .webhooks import Webhooks
 
 log = logs.get("trainjob_operator.manager")
@@ -142,6 +142,31 @@ class Manager:
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
             if owner.get("controller") and owner.get("kind") == c.TRAINJOB_KIND:
                 self.queue.add((key[0], owner.get("name", "")))
+
+    def watch_pods(self, facts: startup.Facts) -> None:
+        """After the preflight: watch the JobSets' pods when RBAC lets the operator list and watch them (the state
+        then follows the pods, runtime/health.py); without, the Jobs' counts decide as before, with a warning."""
+        if not startup.may_watch_pods(facts):
+            log.warning(
+                "cannot list and watch pods: STATE follows the Jobs' counts only (no Unschedulable or "
+                "CrashLoopBackOff, no pod Warning Events); grant list and watch on pods"
+            )
+            return
+        self.store.pods = PodCache()
+        scopes: Sequence[str | None] = self.cfg.namespaces or [None]
+        self.sync.resources = tuple(sorted({*self.sync.resources, *(cache_name(POD_PLURAL, ns) for ns in scopes)}))
+
+    def on_pod(self, event: dict[str, Any]) -> None:
+        """A JobSet's pod (the watch selects them by label): its summary cached, and its TrainJob queued when what
+        the operator reads of it changed."""
+        obj = event.get("object") or {}
+        key = key_of(obj)
+        self._seen(POD_PLURAL, event, key)
+        if self.store.pods is None:
+            return
+        owner = self.store.pods.remove(obj) if event.get("type") == "DELETED" else self.store.pods.put(obj)
+        if owner is not None and owner[1]:
+            self.queue.add(owner)
 
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}
@@ -264,6 +289,10 @@ class Manager:
                     await asyncio.wait_for(self.states_changed.wait(), wait)
 
 
+POD_PLURAL = "pods"
+POD_SELECTOR = c.JOBSET_NAME_LABEL
+"""The pods watched: only those a JobSet made (an existence selector, applied by the API server)."""
+
 TRAINER_WATCHED = (("trainjobs", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))
 """The trainer's own kinds kopf watches (plural, namespaced); the child kinds come from the plugin registry."""
 
@@ -360,6 +389,8 @@ def direct_sinks(manager: "Manager") -> dict[tuple[str, str], Direct]:
         handlers[(kind.api_version.rpartition("/")[0], kind.plural)] = Direct(
             functools.partial(manager.on_child, kind), listed(kind.plural)
         )
+    if manager.store.pods is not None:
+        handlers[("", POD_PLURAL)] = Direct(manager.on_pod, listed(POD_PLURAL))
     return handlers
 
 
@@ -476,6 +507,7 @@ def registry_for(manager: Manager, streaming_lists: bool = False) -> kopf.Operat
         settings.watching.chunk_size = LIST_CHUNK
         settings.watching.initial_streaming = streaming_lists
         settings.persistence.diffbase_storage = NoDiffBase()
+        settings.watching.label_selectors[lambda r: r.group == "" and r.plural == POD_PLURAL] = POD_SELECTOR
 
     logins = 0
 
@@ -512,6 +544,12 @@ def registry_for(manager: Manager, streaming_lists: bool = False) -> kopf.Operat
         kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
             child_handler(manager, kind)
         )
+
+    if manager.store.pods is not None:
+
+        @kopf.on.event("", "v1", POD_PLURAL, registry=registry)
+        async def pod_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
+            manager.on_pod(dict(event))
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
     async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -588,6 +626,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             await health.stop()
             raise
         manager.preflight_done = True
+        manager.watch_pods(facts)
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:
