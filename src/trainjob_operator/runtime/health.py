@@ -15,7 +15,7 @@ from ..api import constants as c
 from ..api.trainjob import RestartCounts, TrainJob, TrainJobStatus
 from .conditions import is_true
 from .info import RuntimeInfo
-from .lifecycle import stuck_reason
+from .lifecycle import stuck_reason, total_restarts
 
 POD_LABELS = (
     c.JOBSET_NAME_LABEL,
@@ -185,7 +185,7 @@ def pod_failures(pod: dict[str, Any]) -> list[PodFailure]:
                         int(ended["exitCode"]),
                         c.REASON_CRASH_LOOP if back_off else str(ended.get("reason") or "Error"),
                         restarts,
-                        back_off or not state.get("running"),
+                        back_off or "running" not in state,
                     )
                 )
     if not found and status.get("phase") == "Failed":
@@ -389,7 +389,7 @@ def apply_health(
     counted = current_pods(pods, jobset) if pods is not None else None
     tally_restarts(
         status,
-        jobset_restarts(status) if jobset is not None else None,
+        total_restarts(jobset_restarts(status), jobset) if jobset is not None else None,
         attempt_of(jobset, status),
         sum(pod_restarts(p) for p in counted) if counted is not None and jobset is not None else None,
     )
