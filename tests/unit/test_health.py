@@ -145,12 +145,12 @@ CASES = [
                 "state": "Restarting",
                 "reason": "PodFailed",
                 "message": f"pod {POD.raw()['metadata']['name']}: container node exited with code 3 (Error)",
-                "restarts": 1,
-                "restartCounts": {"jobSet": 0, "pods": 1, "podsBeforeAttempt": 0, "attempt": "jobset-uid/0/"},
+                "restarts": 0,
             },
             (failed_warning(POD.raw()["metadata"]["name"], 3),),
         ),
-        id="a failed pod not replaced yet: Restarting, naming the pod and the exit code",
+        id="a failed pod not replaced yet: Restarting, naming the pod and the exit code; RESTARTS counts the "
+        "restart when it happens (a JobSet restart counts a Job's last failure once)",
     ),
     pytest.param(
         Case(
@@ -167,7 +167,7 @@ CASES = [
             },
             (failed_warning(POD.raw()["metadata"]["name"], 3),),
         ),
-        id="a failed pod whose replacement is still pending: Restarting",
+        id="a failed pod whose replacement is still pending: Restarting, one restart",
     ),
     pytest.param(
         Case(

@@ -225,9 +225,9 @@ class RestartCounts(ApiModel):
     job_set: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
     """Restarts of the whole JobSet, summed over every JobSet the TrainJob had (what `maxRestarts` limits)."""
     pods: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
-    """Pod failures seen: container restarts and failed pods, over every attempt of the JobSet."""
+    """Pod restarts seen: container restarts and failed pods replaced by a new one, over every set of pods."""
     pods_before_attempt: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
-    """Of `pods`, the failures of earlier sets of pods (gone with a JobSet restart, a suspend or a rebuild)."""
+    """Of `pods`, the restarts of earlier sets of pods (gone with a JobSet restart, a suspend or a rebuild)."""
     attempt: str | None = Field(default=None, max_length=512)
     """Which set of pods `pods - podsBeforeAttempt` was counted on: the JobSet's uid, its restart count and the
     TrainJob's startTime."""
@@ -264,8 +264,8 @@ class TrainJobStatus(ApiModel):
     """Upstream's proposal (T#4052): when the operator saw the TrainJob finish (Complete or Failed); the TTL
     counts from it."""
     restarts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
-    """Beyond upstream: how often the training restarted: restarts of the whole JobSet (summed over every JobSet
-    the TrainJob had) plus pod failures (a container restart or a failed pod), as soon as they happen."""
+    """Beyond upstream: how often the training restarted, as it happens: restarts of the whole JobSet (summed over
+    every JobSet the TrainJob had) plus pod restarts (a container restarted, a failed pod replaced)."""
     restart_counts: RestartCounts | None = None
     """Beyond upstream: `restarts` by kind."""
 

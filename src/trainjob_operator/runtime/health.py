@@ -193,17 +193,6 @@ def pod_failures(pod: dict[str, Any]) -> list[PodFailure]:
     return found
 
 
-def pod_restarts(pod: dict[str, Any]) -> int:
-    """A pod's failures as RESTARTS counts them: its containers' restarts, plus one when the pod itself failed."""
-    status = pod.get("status") or {}
-    restarts = sum(
-        int(container.get("restartCount") or 0)
-        for key in ("initContainerStatuses", "containerStatuses")
-        for container in status.get(key) or []
-    )
-    return restarts + (1 if status.get("phase") == "Failed" else 0)
-
-
 def _slot(pod: dict[str, Any]) -> tuple[str, str]:
     """The place a pod fills: its Job and completion index (a failed pod's replacement takes the same slot)."""
     labels = _labels(pod)
@@ -221,6 +210,24 @@ def newest_per_slot(pods: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if seen is None or stamp > ((seen.get("metadata") or {}).get("creationTimestamp") or "", _name(seen)):
             newest[slot] = pod
     return sorted(newest.values(), key=_name)
+
+
+def restarts_of(pods: Sequence[dict[str, Any]]) -> int:
+    """The restarts a set of pods shows, as they happen: its containers' restarts, and each failed pod that a newer
+    pod replaced. A failed pod nothing replaced ended its Job: the JobSet's restart (or failure) that follows counts
+    it, once."""
+    newest = {_name(p) for p in newest_per_slot(pods)}
+    restarts = 0
+    for pod in pods:
+        status = pod.get("status") or {}
+        restarts += sum(
+            int(container.get("restartCount") or 0)
+            for key in ("initContainerStatuses", "containerStatuses")
+            for container in status.get(key) or []
+        )
+        if status.get("phase") == "Failed" and _name(pod) not in newest:
+            restarts += 1
+    return restarts
 
 
 # --- restarts -------------------------------------------------------------------------------------------------------
@@ -248,7 +255,7 @@ def attempt_of(jobset: dict[str, Any] | None, status: TrainJobStatus) -> str | N
 
 def tally_restarts(status: TrainJobStatus, job_set: int | None, attempt: str | None, of_attempt: int | None) -> None:
     """`status.restarts` and `status.restartCounts` from the JobSet restarts so far (None: no JobSet seen) and the
-    pod failures of the current set of pods (`of_attempt`, None when the pods are unknown). Never goes down: the
+    pod restarts of the current set of pods (`of_attempt`, None when the pods are unknown). Never goes down: the
     failures of pods that are gone stay counted. Reported (0 too) once a JobSet was seen."""
     if job_set is None:
         job_set = jobset_restarts(status)
@@ -391,7 +398,7 @@ def apply_health(
         status,
         total_restarts(jobset_restarts(status), jobset) if jobset is not None else None,
         attempt_of(jobset, status),
-        sum(pod_restarts(p) for p in counted) if counted is not None and jobset is not None else None,
+        restarts_of(counted) if counted is not None and jobset is not None else None,
     )
     return health
 
