@@ -349,3 +349,13 @@ def test_nodes_are_counted_as_the_trainjob_asks(runtime: RuntimeBuilder, num_nod
     framework = Framework.from_registry()
     info = framework.runtime_info(job.obj(), runtime.source(), Observed())
     assert health.requested_nodes(info) == want
+
+
+def test_the_metrics_count_every_state_the_status_can_carry() -> None:
+    from typing import get_args
+
+    from trainjob_operator.metrics import STATES
+
+    annotation = TrainJobStatus.model_fields["state"].annotation
+    [literal, _none] = get_args(annotation)
+    assert sorted(get_args(literal)) == sorted(STATES)
