@@ -240,16 +240,34 @@ CASES = [
     ),
     pytest.param(
         Case(
+            pods(POD.failed(3)),
+            {
+                "state": "Failed",
+                "reason": "FailedJobs",
+                "message": "jobset failed due to one or more job failures",
+                "conditions": [FAILED_CONDITION],
+                "restarts": 0,
+            },
+            (failed_warning(POD.raw()["metadata"]["name"], 3),),
+            status={"conditions": [FAILED_CONDITION]},
+        ),
+        id="failing in this pass: Failed with its condition's reason, and a warning for the pod that failed it",
+    ),
+    pytest.param(
+        Case(
             pods(POD.crash_looping(3)),
             {
                 "state": "Failed",
+                "reason": "FailedJobs",
+                "message": "jobset failed due to one or more job failures",
                 "conditions": [FAILED_CONDITION],
                 "restarts": 3,
                 "restartCounts": {"jobSet": 0, "pods": 3, "podsBeforeAttempt": 0, "attempt": "jobset-uid/0/"},
             },
             status={"conditions": [FAILED_CONDITION]},
+            job=JOB.set("status", {"state": "Failed", "conditions": [FAILED_CONDITION]}),
         ),
-        id="a Failed TrainJob is Failed whatever its pods do, warns about nothing more, and counts what they did",
+        id="Failed before: Failed whatever its pods do, warns about nothing more, and counts what they did",
     ),
     pytest.param(
         Case(

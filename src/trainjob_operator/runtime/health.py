@@ -13,7 +13,7 @@ from typing import Any
 
 from ..api import constants as c
 from ..api.trainjob import RestartCounts, TrainJob, TrainJobStatus
-from .conditions import is_true
+from .conditions import find, is_true
 from .info import RuntimeInfo
 from .lifecycle import stuck_reason, total_restarts
 
@@ -318,6 +318,28 @@ def _from_conditions(job: TrainJob, status: TrainJobStatus) -> str | None:
     return None
 
 
+def _decided(
+    job: TrainJob,
+    status: TrainJobStatus,
+    state: str,
+    jobset: dict[str, Any] | None,
+    pods: Sequence[dict[str, Any]] | None,
+) -> Health:
+    """A state the conditions decide: Failed and Error say why with their condition's reason and message (stable:
+    a finished TrainJob's status does not change as its pods go). A TrainJob failing in this pass warns about its
+    failed pods (the JobSet may have failed before the operator saw them fail); later passes never again."""
+    shown = {c.STATE_FAILED: c.CONDITION_FAILED, c.STATE_ERROR: c.CONDITION_RECONCILE_FAILED}.get(state)
+    condition = find(status.conditions, shown) if shown else None
+    reason = (condition.reason or None) if condition is not None else None
+    message = _clip(condition.message, MESSAGE_LIMIT) or None if condition is not None else None
+    warnings: tuple[PodWarning, ...] = ()
+    was = job.status.state if job.status is not None else None
+    if state == c.STATE_FAILED and was != c.STATE_FAILED and pods is not None:
+        current = current_pods(pods, jobset)
+        warnings = _warnings([], [f for pod in current for f in pod_failures(pod)])
+    return Health(state, reason, message, warnings)
+
+
 def _warnings(pods: Sequence[dict[str, Any]], failures: Sequence[PodFailure]) -> tuple[PodWarning, ...]:
     found: dict[str, PodWarning] = {}
     for failure in failures:
@@ -352,7 +374,7 @@ def assess(
     - a pod running: `Running`; otherwise `Pending`."""
     decided = _from_conditions(job, status)
     if decided is not None:
-        return Health(decided)
+        return _decided(job, status, decided, jobset, pods)
     if pods is None:
         active = any(j.active > 0 for j in status.jobs_status or [])
         return Health(c.STATE_RUNNING if active else c.STATE_PENDING)
