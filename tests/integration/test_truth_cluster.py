@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from builders import trainjob_object as trainjob
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 
@@ -37,15 +38,6 @@ def runtime(namespace: str, name: str, ml_policy: dict[str, Any], jobs: list[dic
         "kind": "TrainingRuntime",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"mlPolicy": ml_policy, "template": {"spec": {"replicatedJobs": jobs}}},
-    }
-
-
-def trainjob(namespace: str, name: str, runtime_name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
     }
 
 

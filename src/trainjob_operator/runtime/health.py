@@ -307,15 +307,14 @@ class Health:
 def _from_conditions(job: TrainJob, status: TrainJobStatus) -> str | None:
     """The states the conditions and the spec decide on their own."""
     conditions = status.conditions
-    if is_true(conditions, c.CONDITION_FAILED):
-        return c.STATE_FAILED
-    if is_true(conditions, c.CONDITION_COMPLETE):
-        return c.STATE_COMPLETE
-    if is_true(conditions, c.CONDITION_RECONCILE_FAILED):
-        return c.STATE_ERROR
-    if job.spec.suspend:
-        return c.STATE_SUSPENDED
-    return None
+    for condition, state in (
+        (c.CONDITION_FAILED, c.STATE_FAILED),
+        (c.CONDITION_COMPLETE, c.STATE_COMPLETE),
+        (c.CONDITION_RECONCILE_FAILED, c.STATE_ERROR),
+    ):
+        if is_true(conditions, condition):
+            return state
+    return c.STATE_SUSPENDED if job.spec.suspend else None
 
 
 def _decided(
@@ -440,14 +439,15 @@ def requested_nodes(info: RuntimeInfo) -> int | None:
     return trainer.count if trainer is not None else None
 
 
-def warning_event(job: TrainJob, warning: PodWarning, now: str) -> dict[str, Any]:
-    """The Event for one warning, named after the TrainJob's uid and the warning's key: creating it twice conflicts,
-    so a crash loop (or an operator restart) records it once."""
-    digest = hashlib.blake2b(f"{job.metadata.uid}/{warning.key}".encode(), digest_size=8).hexdigest()
+def trainjob_warning(
+    job: TrainJob, name: dict[str, str], reason: str, message: str, action: str, stamp: str
+) -> dict[str, Any]:
+    """A Warning Event about the TrainJob (its uid: a new TrainJob of the same name is another object); `name` is
+    `{"name": ...}` or `{"generateName": ...}`."""
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{job.name}.{digest}", "namespace": job.namespace},
+        "metadata": {**name, "namespace": job.namespace},
         "involvedObject": {
             "apiVersion": c.API_VERSION,
             "kind": c.TRAINJOB_KIND,
@@ -455,14 +455,22 @@ def warning_event(job: TrainJob, warning: PodWarning, now: str) -> dict[str, Any
             "namespace": job.namespace,
             "uid": job.metadata.uid,
         },
-        "reason": warning.reason,
-        "message": _clip(warning.message, MESSAGE_LIMIT),
+        "reason": reason,
+        "message": message,
         "type": "Warning",
-        "action": "Watching",
+        "action": action,
         "reportingComponent": "trainer-trainjob-controller",
         "reportingInstance": "trainjob-operator",
         "source": {"component": "trainer-trainjob-controller"},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
         "count": 1,
     }
+
+
+def warning_event(job: TrainJob, warning: PodWarning, now: str) -> dict[str, Any]:
+    """The Event for one warning, named after the TrainJob's uid and the warning's key: creating it twice conflicts,
+    so a crash loop (or an operator restart) records it once."""
+    digest = hashlib.blake2b(f"{job.metadata.uid}/{warning.key}".encode(), digest_size=8).hexdigest()
+    name = {"name": f"{job.name}.{digest}"}
+    return trainjob_warning(job, name, warning.reason, _clip(warning.message, MESSAGE_LIMIT), "Watching", now)

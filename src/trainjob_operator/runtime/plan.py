@@ -21,7 +21,7 @@ from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from .conditions import is_finished, rfc3339, set_condition
 from .errors import BuildError, describe
 from .framework import Manifest, Mode
-from .health import PodWarning, apply_health, requested_nodes
+from .health import PodWarning, apply_health, requested_nodes, trainjob_warning
 from .info import RuntimeInfo, RuntimeSource
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
@@ -372,29 +372,8 @@ def event(job: TrainJob, failure: Failure, last_message: str | None, now: dateti
     note = f"TrainJob resources reconciliation failed: {failure.message}"
     if len(note) > EVENT_MESSAGE_LIMIT:
         note = note[:EVENT_MESSAGE_LIMIT] + " ..."
-    stamp = rfc3339(now)
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-        "involvedObject": {
-            "apiVersion": c.API_VERSION,
-            "kind": c.TRAINJOB_KIND,
-            "name": job.name,
-            "namespace": job.namespace,
-            "uid": job.metadata.uid,
-        },
-        "reason": c.EVENT_RESOURCES_CREATION_FAILED,
-        "message": note,
-        "type": "Warning",
-        "action": "Reconciling",
-        "reportingComponent": "trainer-trainjob-controller",
-        "reportingInstance": "trainjob-operator",
-        "source": {"component": "trainer-trainjob-controller"},
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+    name = {"generateName": f"{job.name}."}
+    return trainjob_warning(job, name, c.EVENT_RESOURCES_CREATION_FAILED, note, "Reconciling", rfc3339(now))
 
 
 def delete_jobset(job: TrainJob) -> Delete:
