@@ -285,6 +285,14 @@ CASES = [
         id="a pod done and one running: Running",
     ),
     pytest.param(
+        Case(pods(POD.succeeded(), SECOND.succeeded()), {"state": "Running", "restarts": 0}),
+        id="every pod done, the JobSet not Completed yet: still Running",
+    ),
+    pytest.param(
+        Case(pods(POD.succeeded(), SECOND), {"state": "Pending", "restarts": 0}),
+        id="an initializer done, the trainer's pod not started: Pending",
+    ),
+    pytest.param(
         Case(None, {"restarts": 2, "state": "Pending"}, status={"restarts": 2}, jobset=None),
         id="an older operator's restarts (JobSet restarts only) are kept as they were",
     ),

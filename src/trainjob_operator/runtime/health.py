@@ -401,7 +401,8 @@ def assess(
             return Health(
                 c.STATE_RESTARTING, c.REASON_POD_FAILED, _clip(earlier[-1].describe(), MESSAGE_LIMIT), warnings
             )
-    if running:
+    done = bool(newest) and all((p.get("status") or {}).get("phase") == "Succeeded" for p in newest)
+    if running or done:  # every pod done: running until the JobSet says Completed
         return Health(c.STATE_RUNNING, warnings=warnings)
     return Health(c.STATE_PENDING, warnings=warnings)
 
