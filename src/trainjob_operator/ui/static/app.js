@@ -54,8 +54,8 @@ function progressCell(row) {
     el("span", { class: "pct" }, `${row.progress}%${left}`));
 }
 
-function table(headers, items, cells, caption) {
-  if (!items || !items.length) return el("p", { class: "muted" }, "None.");
+function table(headers, items, cells, caption, none = "None.") {
+  if (!items || !items.length) return el("p", { class: "muted" }, none);
   return el("table", {},
     caption ? el("caption", { class: "visually-hidden" }, caption) : null,
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
@@ -188,7 +188,7 @@ function renderDetail(d) {
     : el("p", { class: "muted" }, d.jobsetNote || "No JobSet."));
   document.getElementById("pods").replaceChildren(table(["Pod", "Job", "Index", "Phase", "Ready", "Restarts", "Node", "Log"], d.pods,
     (p) => [p.name, p.replicatedJob || "", p.index ?? "", p.phase, `${p.ready}/${p.containers.length}`, String(p.restarts), p.node || "",
-      el("button", { type: "button", "data-pod": p.name, "aria-label": `Show the log of ${p.name}` }, "Log")], "pods"));
+      el("button", { type: "button", "data-pod": p.name, "aria-label": `Show the log of ${p.name}` }, "Log")], "pods", "No pods."));
   const select = document.getElementById("log-pod");
   const chosen = select.value;
   select.replaceChildren(...d.pods.map((p) => el("option", { value: p.name, selected: p.name === chosen }, p.name)));
