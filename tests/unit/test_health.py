@@ -41,7 +41,7 @@ def failed_warning(pod: str, code: int = 1, restarts: int = 0, reason: str = "Er
     return PodWarning(
         "PodFailed",
         f"pod {pod}: container node exited with code {code} ({reason}){again}",
-        f"failed/node/node/{code}/{reason}",
+        f"failed/node/node/{code}",
     )
 
 
@@ -311,7 +311,9 @@ def test_a_crash_loop_warns_once_per_kind_of_failure_and_the_event_is_named_afte
     job = JOB.obj()
     first = health.assess(job, TrainJobStatus(), jobset(), pods(POD.crash_looping(1)))
     later = health.assess(job, TrainJobStatus(), jobset(), pods(POD.crash_looping(7)))
-    assert [w.key for w in first.warnings] == [w.key for w in later.warnings] == ["failed/node/node/1/CrashLoopBackOff"]
+    exited = health.assess(job, TrainJobStatus(), jobset(), pods(POD.failed(1)))
+    assert [w.key for w in first.warnings] == [w.key for w in later.warnings] == [w.key for w in exited.warnings]
+    assert [w.key for w in first.warnings] == ["failed/node/node/1"], "seen as Error, then in back-off: one event"
     event = health.warning_event(job, first.warnings[0], "2026-11-22T12:00:00Z")
     again = health.warning_event(job, later.warnings[0], "2026-11-22T12:05:00Z")
     assert event["metadata"]["name"] == again["metadata"]["name"], "a second create conflicts: no flood"

@@ -342,7 +342,8 @@ def _decided(
 def _warnings(pods: Sequence[dict[str, Any]], failures: Sequence[PodFailure]) -> tuple[PodWarning, ...]:
     found: dict[str, PodWarning] = {}
     for failure in failures:
-        key = f"failed/{failure.replicated_job}/{failure.container}/{failure.exit_code}/{failure.reason}"
+        # Not the reason: a crash loop shows first as Error, then as CrashLoopBackOff; one event for both.
+        key = f"failed/{failure.replicated_job}/{failure.container}/{failure.exit_code}"
         found.setdefault(key, PodWarning(c.EVENT_POD_FAILED, failure.describe(), key))
     for pod in pods:
         stuck = stuck_reason(pod)
