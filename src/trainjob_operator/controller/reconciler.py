@@ -391,7 +391,8 @@ class Reconciler:
             try:
                 await self._write("event", self.client.create(warning_event(job, warning, rfc3339(self.clock()))))
             except ApiError as err:
-                if not err.conflict:
+                if not err.conflict:  # tried again on the next pass
+                    self.store.known.warned.get(uid, set()).discard(warning.key)
                     log.warning("cannot record event", error=str(err))
 
     async def _event(self, job: TrainJob, failure: Failure) -> None:
