@@ -328,6 +328,9 @@ def test_the_cached_pod_keeps_only_what_the_decisions_read() -> None:
     raw["status"]["containerStatuses"][0]["state"]["waiting"]["message"] = "x" * 5000
     summary = health.pod_summary(raw)
     assert "spec" not in summary and "unrelated" not in summary["metadata"]["labels"]
+    ended = POD.failed(1).raw()
+    ended["status"]["containerStatuses"][0]["state"]["terminated"]["message"] = "token=hunter2"
+    assert "hunter2" not in str(health.pod_summary(ended)), "a termination log is the container's text: not kept"
     assert len(summary["status"]["containerStatuses"][0]["state"]["waiting"]["message"]) == health.TEXT_LIMIT
     for builder in (POD.crash_looping(3), POD.unschedulable(), POD.failed(2), POD.running(1, 137), SECOND.running()):
         whole = builder.raw()

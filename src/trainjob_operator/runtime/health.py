@@ -48,7 +48,9 @@ def _container_summary(status: dict[str, Any]) -> dict[str, Any]:
         for kind, data in (value or {}).items():
             if kind in ("waiting", "terminated") and isinstance(data, dict):
                 kept = {k: data[k] for k in ("reason", "exitCode") if k in data}
-                if data.get("message"):
+                # The kubelet's message of a waiting container (an image pull); never a terminated one's, which is
+                # what the container wrote to its termination log.
+                if kind == "waiting" and data.get("message"):
                     kept["message"] = _clip(data["message"])
                 out[kind] = kept
             elif kind == "running":
