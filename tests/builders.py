@@ -226,6 +226,86 @@ class TrainJobBuilder(_Builder):
         return TrainJob.model_validate(self.raw())
 
 
+class PodBuilder(_Builder):
+    """A pod as JobSet makes it for a TrainJob's JobSet (labels of the JobSet, its attempt, Job and index), as the
+    API server returns it: `.raw()`."""
+
+    @classmethod
+    def make(
+        cls,
+        jobset: str = "test-job",
+        rjob: str = c.NODE,
+        job_index: int = 0,
+        index: int = 0,
+        suffix: str = "abcde",
+        attempt: int = 0,
+        jobset_uid: str = "jobset-uid",
+        created: str = "2026-11-22T11:00:00Z",
+    ) -> "PodBuilder":
+        job = f"{jobset}-{rjob}-{job_index}"
+        return cls(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{job}-{index}-{suffix}",
+                    "namespace": "default",
+                    "uid": f"pod-{job}-{index}-{suffix}",
+                    "creationTimestamp": created,
+                    "labels": {
+                        c.JOBSET_NAME_LABEL: jobset,
+                        c.JOBSET_UID_LABEL: jobset_uid,
+                        c.JOBSET_RESTART_ATTEMPT_LABEL: str(attempt),
+                        c.JOBSET_REPLICATED_JOB_LABEL: rjob,
+                        c.JOB_NAME_LABEL: job,
+                        c.JOB_COMPLETION_INDEX_LABEL: str(index),
+                        "unrelated": "dropped from the cache",
+                    },
+                },
+                "spec": {"containers": [{"name": c.NODE, "image": "test:runtime"}], "nodeName": "kwok-node-0"},
+                "status": {"phase": "Pending"},
+            }
+        )
+
+    def running(self, restarts: int = 0, last_exit: int | None = None) -> Self:
+        status: dict[str, Any] = {"name": c.NODE, "ready": True, "restartCount": restarts, "state": {"running": {}}}
+        if last_exit is not None:
+            status["lastState"] = {"terminated": {"exitCode": last_exit, "reason": "Error"}}
+        return self.set("status", {"phase": "Running", "containerStatuses": [status]})
+
+    def crash_looping(self, restarts: int, exit_code: int = 1) -> Self:
+        status = {
+            "name": c.NODE,
+            "ready": False,
+            "restartCount": restarts,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}},
+            "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error"}},
+        }
+        return self.set("status", {"phase": "Running", "containerStatuses": [status]})
+
+    def failed(self, exit_code: int = 1, reason: str = "Error") -> Self:
+        status = {
+            "name": c.NODE,
+            "ready": False,
+            "restartCount": 0,
+            "state": {"terminated": {"exitCode": exit_code, "reason": reason}},
+        }
+        return self.set("status", {"phase": "Failed", "containerStatuses": [status]})
+
+    def succeeded(self) -> Self:
+        status = {"name": c.NODE, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}
+        return self.set("status", {"phase": "Succeeded", "containerStatuses": [status]})
+
+    def unschedulable(self, message: str = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.") -> Self:
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        return self.set("status", {"phase": "Pending", "conditions": [condition]})
+
+    def image_pull_failing(self) -> Self:
+        waiting = {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "nope"'}
+        status = {"name": c.NODE, "ready": False, "restartCount": 0, "state": {"waiting": waiting}}
+        return self.set("status", {"phase": "Pending", "containerStatuses": [status]})
+
+
 def pod_patch(
     job: str,
     labels: dict[str, str] | None = None,

@@ -387,7 +387,7 @@ class CrdKind:
     plural: str
     scope: Literal["Namespaced", "Cluster"]
     status_subresource: bool = False
-    printer_columns: Sequence[Mapping[str, str]] = field(default_factory=tuple)
+    printer_columns: Sequence[Mapping[str, str | int]] = field(default_factory=tuple)
 
     @property
     def name(self) -> str:
@@ -408,10 +408,13 @@ KINDS: Final = (
         printer_columns=(
             # Beyond upstream (T#3666): a real lifecycle state instead of the type of the last condition.
             {"name": "State", "type": "string", "jsonPath": ".status.state"},
+            # Beyond upstream (issue 27): why (Unschedulable, CrashLoopBackOff, ...); the details with -o wide.
+            {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
             {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
-            # Beyond upstream (issue 13): restarts summed over every JobSet the TrainJob had.
+            # Beyond upstream (issues 13, 27): JobSet restarts summed over every JobSet, plus pod failures.
             {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+            {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
         ),
     ),
     CrdKind(TrainingRuntime, c.TRAINING_RUNTIME_KIND, c.PLURALS[c.TRAINING_RUNTIME_KIND], "Namespaced"),

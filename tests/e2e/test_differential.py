@@ -52,6 +52,7 @@ SETTLE_TIMEOUT = 150.0
 # Deliberate differences: (regex on "<case>: <object path>", the docs/compatibility.md entry that explains it).
 ALLOWED: list[tuple[str, str]] = [
     (r": status\.(state|nodes)$", "D1 status.state and status.nodes (printer columns)"),
+    (r": status\.(reason|message|restartCounts)$", "D1 why the state is what it is, and restarts by kind (issue 27)"),
     (r": status\.conditions$", "D2 ReconcileFailed condition on build/apply errors"),
     (r": status\.conditions$", "D18 no Suspended=False condition once resumed (the SDK reports Running)"),
     (r": status\.(startTime|completionTime|restarts)$", "D19 lifecycle status fields beyond v2.3 (issue 13)"),

@@ -229,7 +229,14 @@ def test_a_trainjob_is_accepted_and_defaulted(crds: Any, namespace: str) -> None
     }
     assert created["spec"]["suspend"] is False
     assert created["spec"]["managedBy"] == c.DEFAULT_MANAGED_BY
-    assert list(printed(crds, "trainjob", "job-ok", namespace)) == ["NAME", "STATE", "NODES", "RESTARTS", "AGE"]
+    assert list(printed(crds, "trainjob", "job-ok", namespace)) == [
+        "NAME",
+        "STATE",
+        "REASON",
+        "NODES",
+        "RESTARTS",
+        "AGE",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -336,6 +343,13 @@ def test_trainjob_status_rules(crds: Any, namespace: str) -> None:
     assert ok.returncode == 0, ok.stderr
     columns = printed(crds, "trainjob", "job-status", namespace)
     assert (columns["STATE"], columns["NODES"]) == ("Complete", "2")
+    why = patch_status(
+        {"state": "Pending", "reason": "Unschedulable", "message": "pod p: 0/3 nodes are available", "restarts": 1}
+    )
+    assert why.returncode == 0, why.stderr
+    columns = printed(crds, "trainjob", "job-status", namespace)
+    assert (columns["STATE"], columns["REASON"], columns["RESTARTS"]) == ("Pending", "Unschedulable", "1")
+    assert patch_status({"reason": "x" * 65}).returncode != 0, "a reason is one word"
     assert patch_status({"state": "Bogus"}).returncode != 0
 
     bad = copy.deepcopy(condition)

@@ -98,8 +98,9 @@ def test_torch_trainjob_runs_to_complete_with_upstreams_status(
     assert (job["status"]["state"], job["status"]["nodes"]) == ("Complete", 2)
     assert job["status"]["jobsStatus"][0]["name"] == "node"
     assert not any(k.startswith("kopf.zalando.org") for k in job["metadata"].get("annotations", {}))
-    table = kube.run("get", "trainjobs", "-n", namespace).stdout.split()
-    assert table[:4] == ["NAME", "STATE", "NODES", "RESTARTS"] and table[5:9] == ["torch-job", "Complete", "2", "0"]
+    header, row = kube.run("get", "trainjobs", "-n", namespace).stdout.splitlines()[:2]
+    assert header.split()[:5] == ["NAME", "STATE", "REASON", "NODES", "RESTARTS"]
+    assert row.split()[:4] == ["torch-job", "Complete", "2", "0"], "a Complete TrainJob has no REASON to show"
 
 
 def test_failing_pod_fails_the_trainjob(kube: Kube, operator: OperatorProcess, namespace: str) -> None:

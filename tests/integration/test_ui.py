@@ -279,6 +279,116 @@ def test_the_ui_in_a_real_browser(
     assert (ARTIFACTS / "trainjobs-list.png").stat().st_size > 10000
 
 
+HOLD_THE_LIST = """
+const realFetch = window.fetch.bind(window);
+let release;
+const gate = new Promise((resolve) => { release = resolve; });
+window.__releaseList = () => release();
+window.fetch = (url, ...rest) =>
+  String(url) === "/api/trainjobs" ? gate.then(() => realFetch(url, ...rest)) : realFetch(url, ...rest);
+"""
+
+
+def cells(browser: Browser, selector: str) -> list[list[str]]:
+    return list(
+        browser.js(
+            "return [...document.querySelectorAll(arguments[0])].map((tr) => [...tr.cells].map((td) => td.innerText));",
+            selector,
+        )
+    )
+
+
+def visible(browser: Browser, element_id: str) -> bool:
+    return bool(
+        browser.js("const n = document.getElementById(arguments[0]); return !!n && !n.closest('[hidden]');", element_id)
+    )
+
+
+def test_the_ui_tells_the_truth_in_a_real_browser(
+    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: str
+) -> None:
+    """Issue 27, one browser check per glitch: a loading state before the first listing; no "null" under Progress;
+    pods counted per replicated job; a TrainJob that does not exist shows nothing of the one before; a failed
+    TrainJob says its JobSet was deleted and keeps its gone pods' FailedScheduling Warnings; the reason beside the
+    state."""
+    stuck_runtime = torch_runtime(namespace, "nowhere", pod_annotations={"trainjob-operator.test/run-for": "600s"})
+    pod_spec = stuck_runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod_spec["nodeSelector"] = {"trainjob-operator.test/none": "x"}
+    stuck_runtime["spec"]["runPolicy"] = {"startupDeadlineSeconds": 5}
+    kube.apply(
+        runtime(namespace),
+        stuck_runtime,
+        trainjob(namespace, "two-nodes", trainer={"numNodes": 2}),
+        trainjob(namespace, "stuck", "nowhere"),
+    )
+
+    # Before the first listing arrives the list says it is loading, not that there are no TrainJobs.
+    browser.cmd(
+        "POST",
+        "/goog/cdp/execute",
+        {"cmd": "Page.addScriptToEvaluateOnNewDocument", "params": {"source": HOLD_THE_LIST}},
+    )
+    browser.get(ui)
+    eventually(lambda: visible(browser, "loading"), "the loading state")
+    assert "Loading TrainJobs" in text(browser, "#loading") and not visible(browser, "empty")
+    browser.screenshot("trainjobs-loading")
+    browser.js("window.__releaseList()")
+    eventually(lambda: "two-nodes" in text(browser, f'tr[data-key="{namespace}/two-nodes"]'), "the list after loading")
+    assert not visible(browser, "loading") and not visible(browser, "empty")
+
+    # No progress reported: "not reported", never "null"; the pods of the one `node` Job counted as pods.
+    eventually(
+        lambda: len([p for p in kube.items("pods", namespace) if p["status"].get("phase") == "Running"]) >= 2,
+        "two running pods",
+        timeout=90,
+    )
+    browser.get(f"{ui}#/{namespace}/two-nodes")
+    eventually(lambda: "not reported" in text(browser, "#progress"), "the progress section")
+    assert "null" not in text(browser, "#progress")
+    eventually(
+        lambda: cells(browser, "#jobset tbody tr") == [["node", "2", "2", "2", "0", "0", "0", "1 / 0 / 0"]],
+        "one Job of two pods: 2 pods running and ready, 1 Job active",
+        timeout=60,
+    )
+    assert "Pods" in text(browser, "#jobset thead") and "Jobs active" in text(browser, "#jobset thead")
+
+    # A TrainJob that does not exist: the banner, and nothing of the TrainJob shown before.
+    browser.js(f"location.hash = '#/{namespace}/no-such-trainjob'")
+    eventually(lambda: "not found" in text(browser, "#problem"), "the not-found banner")
+    assert not visible(browser, "summary") and not visible(browser, "pods")
+    assert "two-nodes" not in text(browser, "#detail-view")
+    browser.screenshot("trainjob-not-found")
+
+    # A TrainJob failed by its startup deadline: no JobSet any more, said so; its pods' FailedScheduling Warnings
+    # stay, with the operator's own Warning naming the pod.
+    eventually(
+        lambda: (kube.get("trainjob", "stuck", namespace) or {}).get("status", {}).get("state") == "Failed",
+        "stuck fails",
+        timeout=90,
+    )
+    eventually(lambda: kube.get("jobset", "stuck", namespace) is None, "its JobSet deleted", timeout=60)
+    browser.js(f"location.hash = '#/{namespace}/stuck'")
+    eventually(
+        lambda: "its JobSet was deleted" in text(browser, "#jobset"), "the note where the JobSet was", timeout=30
+    )
+    assert "No JobSet (yet)" not in text(browser, "#jobset")
+    eventually(
+        lambda: "FailedScheduling" in text(browser, "#events"), "the gone pods' FailedScheduling Warnings", timeout=30
+    )
+    assert "PodUnschedulable" in text(browser, "#events") and "⚠ Warning" in text(browser, "#events")
+    assert "✖ Failed" in text(browser, "#detail-title")
+    browser.screenshot("trainjob-failed", height=1800)
+
+    # The reason beside the state in the list (a pod that cannot be scheduled, before any deadline).
+    kube.apply(trainjob(namespace, "waiting", "nowhere", startupDeadlineSeconds=3600))
+    browser.js("location.hash = '#/'")
+    eventually(
+        lambda: "Pending · Unschedulable" in text(browser, f'tr[data-key="{namespace}/waiting"]'),
+        "the reason beside the state",
+        timeout=60,
+    )
+
+
 def test_the_ui_is_read_only_and_loopback_only(ui: str) -> None:
     request = urllib.request.Request(f"{ui}api/trainjobs", data=b"{}", method="POST")
     with pytest.raises(urllib.error.HTTPError) as refused:

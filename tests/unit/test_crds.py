@@ -226,9 +226,11 @@ def test_trainjob_has_status_subresource_and_printer_columns(crds: dict[str, dic
     assert version["subresources"] == {"status": {}}
     assert version["additionalPrinterColumns"] == [
         {"name": "State", "type": "string", "jsonPath": ".status.state"},
+        {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
         {"name": "Nodes", "type": "integer", "jsonPath": ".status.nodes"},
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     ]
 
 

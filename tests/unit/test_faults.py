@@ -493,6 +493,27 @@ def test_event_loop_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert (line["event"], line["error_type"], "exception" in line) == ("event loop error", "RuntimeError", False)
 
 
+def test_nothing_is_logged_after_the_exit_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task kopf cut short on a fatal start-up problem was collected after the exit line and logged "Task exception
+    was never retrieved" below it (seen once in six starts of the webhook check, issue 27)."""
+    from trainjob_operator.controller import main
+
+    monkeypatch.setattr(main, "EXITING", [])
+
+    def emit(_: Any) -> None:
+        assert main._exit("the API server cannot call the operator's webhooks", 3) == 3
+        loop = asyncio.new_event_loop()
+        try:
+            main.loop_error(loop, {"message": "Task exception was never retrieved", "exception": AssertionError()})
+        finally:
+            loop.close()
+
+    said = log_lines("json", emit, capsys).strip().splitlines()
+    assert said == ["trainjob-operator: error: the API server cannot call the operator's webhooks"]
+
+
 # --- Retry-After is honoured for the object it was about (found by the hostile network, issue 17) ----------------
 
 

@@ -352,6 +352,8 @@ def test_a_failure_sets_reconcile_failed_the_error_state_and_the_node_count() ->
     status = plan.final_status(JOB.obj(), StatusOutcome(TrainJobStatus()), Failure("BuildFailed", "bad"), 3, NOW)
     assert status.to_wire() == {
         "state": "Error",
+        "reason": "BuildFailed",
+        "message": "bad",
         "nodes": 3,
         "conditions": [
             {

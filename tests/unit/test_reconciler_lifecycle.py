@@ -7,12 +7,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from builders import RuntimeBuilder, TrainJobBuilder
+from builders import PodBuilder, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
+from trainjob_operator.api.trainjob import TrainJobStatus
 from trainjob_operator.controller.reconciler import Reconciler
-from trainjob_operator.controller.store import Store
+from trainjob_operator.controller.store import PodCache, Store
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.metrics import Metrics
+from trainjob_operator.runtime import health
 from trainjob_operator.runtime.observed import StatusServer
 from trainjob_operator.runtime.pipeline import Framework
 
@@ -434,3 +436,60 @@ def test_a_resize_deletes_only_the_version_read() -> None:
     rec = reconciler(client, JOB.suspend().trainer(numNodes=3), OLD_SHAPE)
     asyncio.run(rec.reconcile(KEY))
     assert jobset_calls(client) == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "old-uid", "7")]
+
+
+# --- issue 27: the pods' health ------------------------------------------------------------------------------------
+
+
+def with_pods(client: FakeClient, pods: list[dict[str, Any]]) -> Reconciler:
+    jobset = {
+        "apiVersion": c.JOBSET_API_VERSION,
+        "kind": c.JOBSET_KIND,
+        "metadata": {"name": "test-job", "namespace": "default", "uid": "jobset-uid", "resourceVersion": "5"},
+        "spec": {"suspend": False},
+        "status": {"restarts": 0},
+    }
+    rec = reconciler(client, JOB.set("status", {"startTime": EARLIER}), jobset)
+    rec.store.pods = PodCache()
+    for pod in pods:
+        rec.store.pods.put(pod)
+    return rec
+
+
+def test_a_crash_loop_shows_in_the_status_and_gives_one_warning_event_however_often_it_is_seen() -> None:
+    client = FakeClient()
+    rec = with_pods(client, [PodBuilder.make().crash_looping(restarts=2, exit_code=7).raw()])
+    asyncio.run(rec.reconcile(KEY))
+    assert rec.store.pods is not None
+    rec.store.pods.put(PodBuilder.make().crash_looping(restarts=3, exit_code=7).raw())
+    asyncio.run(rec.reconcile(KEY))
+    status = client.trainjob["status"]
+    assert (status["state"], status["reason"], status["restarts"]) == ("Restarting", "CrashLoopBackOff", 3)
+    assert "exited with code 7" in status["message"]
+    events = [call for call in client.calls if call[:2] == ("create", "Event")]
+    assert len(events) == 1 and events[0][2].startswith("test-job."), "one Warning Event for the same failure"
+
+
+def test_a_warning_event_that_exists_already_is_not_an_error() -> None:
+    event_name = health.warning_event(
+        JOB.obj(),
+        health.assess(
+            JOB.obj(), TrainJobStatus(), {"metadata": {"name": "test-job"}}, [PodBuilder.make().failed(1).raw()]
+        ).warnings[0],
+        "t",
+    )["metadata"]["name"]
+    client = FakeClient(objects={("Event", "default", event_name): {}})
+    rec = with_pods(client, [PodBuilder.make().failed(1).raw()])
+    result = asyncio.run(rec.reconcile(KEY))
+    assert not result.error and client.trainjob["status"]["state"] == "Restarting"
+
+
+def test_pod_events_queue_the_trainjob_only_when_what_the_operator_reads_changed() -> None:
+    cache = PodCache()
+    pod = PodBuilder.make().running()
+    assert cache.put(pod.raw()) == ("default", "test-job")
+    assert cache.put(pod.set("metadata.resourceVersion", "99").set("spec.nodeName", "elsewhere").raw()) is None
+    assert cache.put(pod.running(restarts=1, last_exit=1).raw()) == ("default", "test-job")
+    assert [p["metadata"]["name"] for p in cache.of_jobset(("default", "test-job"))] == ["test-job-node-0-0-abcde"]
+    assert cache.remove(pod.raw()) == ("default", "test-job") and cache.of_jobset(("default", "test-job")) == []
+    assert cache.remove(pod.raw()) is None and len(cache) == 0

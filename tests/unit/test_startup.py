@@ -182,7 +182,8 @@ def test_watched_namespaces_are_checked_one_by_one_cluster_scoped_runtimes_clust
         ("clustertrainingruntimes", None),
     ]
     assert not [n for n in needs if n.resource in ("leases", "validatingwebhookconfigurations")]
-    assert [n.required for n in needs if n.resource == "pods"] == [False, True, False, True]  # list; get (progress)
+    # list and watch (STATE follows the pods); get (progress)
+    assert [n.required for n in needs if n.resource == "pods"] == [False, False, True, False, False, True]
     without_progress = startup.permissions(Plan("ops", webhooks=False, leader_election=False, status_server=False))
     assert not [n for n in without_progress if n.resource == "tokenreviews" or (n.resource, n.verb) == ("pods", "get")]
 

@@ -49,6 +49,8 @@ def test_trainjob_row() -> None:
         "name": "llm",
         "uid": "u1",
         "state": "Running",
+        "reason": None,
+        "message": None,
         "nodes": 4,
         "restarts": 2,
         "progress": 42,
@@ -60,6 +62,11 @@ def test_trainjob_row() -> None:
         "suspended": False,
     }
     assert view.trainjob_row(tj(trainer={"numNodes": 3}), None)["nodes"] == 3, "spec nodes before the status has any"
+    crashing = tj({"state": "Restarting", "reason": "PodFailed", "message": "pod llm-node-0-0-x: ...", "restarts": 5})
+    row = view.trainjob_row(crashing, {"status": {"restarts": 1}})
+    assert (row["state"], row["reason"], row["restarts"]) == ("Restarting", "PodFailed", 5), (
+        "RESTARTS as kubectl shows it (the operator's status), not the JobSet's alone"
+    )
 
 
 def event(kind: str, name: str, when: str, reason: str = "Created") -> dict[str, Any]:
@@ -87,6 +94,86 @@ def test_events_of_the_trainjob_its_children_and_pods_only() -> None:
         "TrainJob/llm",
         "Job/llm-node-0",
         "Pod/llm-node-0-0-x",
+    ]
+
+
+def test_a_failed_trainjobs_gone_pods_keep_their_warnings() -> None:
+    events = [
+        event("Pod", "llm-node-0-0-abcde", "1", "FailedScheduling"),
+        event("Pod", "llm-launcher-0-0-fghij", "2", "FailedScheduling"),
+        event("Pod", "llm-x-node-0-0-abcde", "3", "FailedScheduling"),
+        event("Pod", "llm-node-0-0-abcde-extra", "4"),
+    ]
+    failed = tj({"state": "Failed", "jobsStatus": [{"name": "node"}]})
+    rjobs = view.replicated_job_names(failed, None)
+    assert [e["object"] for e in view.events_of(events, "llm", [], rjobs)] == ["Pod/llm-node-0-0-abcde"], (
+        "only names JobSet gives the TrainJob's own replicated jobs' pods (not TrainJob llm-x's)"
+    )
+    assert view.replicated_job_names(failed, {"status": {"replicatedJobsStatus": [{"name": "launcher"}]}}) == [
+        "launcher",
+        "node",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("trainjob", "jobset", "want"),
+    [
+        pytest.param(
+            tj({"state": "Failed"}), None, "No JobSet: the TrainJob is Failed and its JobSet was deleted.", id="failed"
+        ),
+        pytest.param(tj({"state": "Pending"}), None, "No JobSet yet: the operator has not built it.", id="new"),
+        pytest.param(
+            tj(suspend=True), None, "No JobSet: the TrainJob is suspended and was never started.", id="suspended"
+        ),
+        pytest.param(
+            tj({"state": "Error"}), None, "No JobSet: the operator could not build it (see the conditions).", id="error"
+        ),
+        pytest.param(tj({"state": "Running"}), {"status": {}}, None, id="a JobSet: nothing to say"),
+    ],
+)
+def test_what_is_said_where_there_is_no_jobset(
+    trainjob: dict[str, Any], jobset: dict[str, Any] | None, want: str | None
+) -> None:
+    assert view.jobset_note(trainjob, jobset) == want
+
+
+def test_replicated_jobs_count_pods_where_pods_are_meant() -> None:
+    jobset = {
+        "status": {
+            "replicatedJobsStatus": [{"name": "node", "active": 1, "ready": 1}, {"name": "launcher", "succeeded": 1}]
+        }
+    }
+    pods = [
+        {"replicatedJob": "node", "phase": "Running", "ready": 1, "containers": ["node"]},
+        {"replicatedJob": "node", "phase": "Running", "ready": 0, "containers": ["node"]},
+        {"replicatedJob": "node", "phase": "Pending", "ready": 0, "containers": ["node"]},
+        {"replicatedJob": "launcher", "phase": "Succeeded", "ready": 0, "containers": ["node"]},
+    ]
+    assert view.replicated_jobs(jobset, pods) == [
+        {
+            "name": "node",
+            "jobsActive": 1,
+            "jobsSucceeded": 0,
+            "jobsFailed": 0,
+            "pods": 3,
+            "podsPending": 1,
+            "podsRunning": 2,
+            "podsReady": 1,
+            "podsSucceeded": 0,
+            "podsFailed": 0,
+        },
+        {
+            "name": "launcher",
+            "jobsActive": 0,
+            "jobsSucceeded": 1,
+            "jobsFailed": 0,
+            "pods": 1,
+            "podsPending": 0,
+            "podsRunning": 0,
+            "podsReady": 0,
+            "podsSucceeded": 1,
+            "podsFailed": 0,
+        },
     ]
 
 

@@ -167,6 +167,7 @@ STATE_RUNNING: Final = "Running"
 STATE_COMPLETE: Final = "Complete"
 STATE_FAILED: Final = "Failed"
 STATE_ERROR: Final = "Error"
+STATE_RESTARTING: Final = "Restarting"
 
 # The TrainJob status server (upstream's `TrainJobStatus` feature; on by default here): what trainer pods get so
 # `kubeflow.trainer.update_trainjob_status()` can report progress, and what the server answers.
@@ -185,6 +186,18 @@ STATUS_MAX_BODY_BYTES: Final = 1 << 16
 # Pod labels JobSet sets on every pod it creates.
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+JOBSET_RESTART_ATTEMPT_LABEL: Final = "jobset.sigs.k8s.io/restart-attempt"
+JOBSET_REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
+# Beyond upstream (issue 27): why a TrainJob's pods are not running as they should (`status.reason`), and the
+# Warning Events on the TrainJob that name the pod.
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_CRASH_LOOP: Final = "CrashLoopBackOff"
+REASON_POD_FAILED: Final = "PodFailed"
+EVENT_POD_FAILED: Final = "PodFailed"
+EVENT_POD_UNSCHEDULABLE: Final = "PodUnschedulable"
+EVENT_POD_CANNOT_START: Final = "PodCannotStart"
 # Beyond upstream (issue 13): the restarts a TrainJob had before its current JobSet was created, recorded on that
 # JobSet so the count and the remaining maxRestarts budget survive a re-created JobSet and an operator restart.
 RESTARTS_BEFORE_ANNOTATION: Final = "trainer.kubeflow.org/restarts-before"

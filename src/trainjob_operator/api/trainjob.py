@@ -219,6 +219,20 @@ class TrainerStatus(ApiModel):
     last_updated_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
 
 
+class RestartCounts(ApiModel):
+    """Beyond upstream: what `status.restarts` is made of (the kubeflow SDK ignores it)."""
+
+    job_set: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Restarts of the whole JobSet, summed over every JobSet the TrainJob had (what `maxRestarts` limits)."""
+    pods: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Pod restarts seen: container restarts and failed pods replaced by a new one, over every set of pods."""
+    pods_before_attempt: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Of `pods`, the restarts of earlier sets of pods (gone with a JobSet restart, a suspend or a rebuild)."""
+    attempt: str | None = Field(default=None, max_length=512)
+    """Which set of pods `pods - podsBeforeAttempt` was counted on: the JobSet's uid, its restart count and the
+    TrainJob's startTime."""
+
+
 class TrainJobStatus(ApiModel):
     # The trainerStatus rule reads `self.trainerStatus`, so it lives on `status` (upstream puts the equivalent
     # `has(self.lastUpdatedTime)` on trainerStatus itself; the message is the same).
@@ -231,10 +245,18 @@ class TrainJobStatus(ApiModel):
     )
     jobs_status: list[JobStatus] | None = Field(default=None, max_length=100, json_schema_extra=_MAP_BY_NAME)
     trainer_status: TrainerStatus | None = None
-    state: Literal["Pending", "Suspended", "Running", "Complete", "Failed", "Error"] | None = None
-    """Beyond upstream: the lifecycle state for `kubectl get` (the kubeflow SDK ignores it)."""
+    state: Literal["Pending", "Suspended", "Running", "Restarting", "Complete", "Failed", "Error"] | None = None
+    """Beyond upstream: the lifecycle state for `kubectl get`, from the TrainJob's conditions and its pods (the
+    kubeflow SDK ignores it): Running only while a pod runs and none is failing or unschedulable."""
+    reason: str | None = Field(default=None, max_length=64)
+    """Beyond upstream: why the state is what it is, one word (`Unschedulable`, `CrashLoopBackOff`, `PodFailed`,
+    `ImagePullBackOff`, ...); absent when there is nothing to explain."""
+    message: str | None = Field(default=None, max_length=1024)
+    """Beyond upstream: the details of `reason`, naming the pod (the scheduler's message, a container's exit
+    code)."""
     nodes: int | None = Field(default=None, ge=0)
-    """Beyond upstream: the number of trainer nodes the JobSet was built with."""
+    """Beyond upstream: the number of nodes as the TrainJob asks for them (`numNodes`; an MPI launcher that runs
+    as a node counts)."""
     start_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
     """Upstream's proposal (T#4052, JobSet's meaning): when the TrainJob last started running (set when it is
     created or resumed unsuspended, cleared while it is suspended)."""
@@ -242,8 +264,10 @@ class TrainJobStatus(ApiModel):
     """Upstream's proposal (T#4052): when the operator saw the TrainJob finish (Complete or Failed); the TTL
     counts from it."""
     restarts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
-    """Beyond upstream: how often the training restarted (JobSet restarts), summed over every JobSet the TrainJob
-    had."""
+    """Beyond upstream: how often the training restarted, as it happens: restarts of the whole JobSet (summed over
+    every JobSet the TrainJob had) plus pod restarts (a container restarted, a failed pod replaced)."""
+    restart_counts: RestartCounts | None = None
+    """Beyond upstream: `restarts` by kind."""
 
 
 class TrainJob(ApiModel):

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 log = logs.get("trainjob_operator.manager")
 
+POD_PLURAL = "pods"
+POD_SELECTOR = c.JOBSET_NAME_LABEL
+"""The pods watched: only those a JobSet made (an existence selector, applied by the API server)."""
+
 LIST_CHUNK = 500
 """Objects per page of a watch's initial listing: one page's bodies in memory at a time, not 5,000 (the peak RSS
 of a restart)."""
@@ -61,6 +65,8 @@ def routes_for(manager: "Manager") -> kopf_seams.Routes:
         routes[(kind.api_version.rpartition("/")[0], kind.plural)] = kopf_seams.Route(
             functools.partial(manager.on_child, kind), listed(kind.plural)
         )
+    if manager.store.pods is not None:
+        routes[("", POD_PLURAL)] = kopf_seams.Route(manager.on_pod, listed(POD_PLURAL))
     return kopf_seams.Routes(routes)
 
 
@@ -75,6 +81,7 @@ def configure(settings: kopf.OperatorSettings, streaming_lists: bool) -> None:
     settings.watching.chunk_size = LIST_CHUNK
     settings.watching.initial_streaming = streaming_lists
     settings.persistence.diffbase_storage = NoDiffBase()
+    settings.watching.label_selectors[lambda r: r.group == "" and r.plural == POD_PLURAL] = POD_SELECTOR
 
 
 def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.OperatorRegistry:
@@ -115,6 +122,12 @@ def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.Oper
         kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
             child_handler(manager, kind)
         )
+
+    if manager.store.pods is not None:
+
+        @kopf.on.event("", "v1", POD_PLURAL, registry=registry)
+        async def pod_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
+            manager.on_pod(dict(event))
 
     @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
     async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
@@ -172,4 +185,14 @@ async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | Non
         log.warning("kopf stopped with an error after a fatal start-up problem", error=describe(err))
 
 
-__all__ = ["LIST_CHUNK", "NoDiffBase", "configure", "registry_for", "routes_for", "run", "until_stopped"]
+__all__ = [
+    "LIST_CHUNK",
+    "POD_PLURAL",
+    "POD_SELECTOR",
+    "NoDiffBase",
+    "configure",
+    "registry_for",
+    "routes_for",
+    "run",
+    "until_stopped",
+]

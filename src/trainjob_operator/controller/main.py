@@ -33,7 +33,7 @@ from .reconciler import NotLeading, Reconciler, utcnow
 from .runtimes import RuntimeResolver
 from .startup import StartupError, preflight
 from .statusserver import StatusServer, base_url
-from .store import Key, Store, key_of
+from .store import Key, PodCache, Store, key_of
 from .webhooks import Webhooks
 
 log = logs.get("trainjob_operator.manager")
@@ -141,6 +141,33 @@ class Manager:
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
             if owner.get("controller") and owner.get("kind") == c.TRAINJOB_KIND:
                 self.queue.add((key[0], owner.get("name", "")))
+
+    def watch_pods(self, facts: startup.Facts) -> None:
+        """After the preflight: watch the JobSets' pods when RBAC lets the operator list and watch them (the state
+        then follows the pods, runtime/health.py); without, the Jobs' counts decide as before, with a warning."""
+        if not startup.may_watch_pods(facts):
+            log.warning(
+                "cannot list and watch pods: STATE follows the Jobs' counts only (no Unschedulable or "
+                "CrashLoopBackOff, no pod Warning Events); grant list and watch on pods"
+            )
+            return
+        self.store.pods = PodCache()
+        scopes: Sequence[str | None] = self.cfg.namespaces or [None]
+        self.sync.resources = tuple(
+            sorted({*self.sync.resources, *(cache_name(kopf_adapter.POD_PLURAL, ns) for ns in scopes)})
+        )
+
+    def on_pod(self, event: dict[str, Any]) -> None:
+        """A JobSet's pod (the watch selects them by label): its summary cached, and its TrainJob queued when what
+        the operator reads of it changed."""
+        obj = event.get("object") or {}
+        key = key_of(obj)
+        self._seen(kopf_adapter.POD_PLURAL, event, key)
+        if self.store.pods is None:
+            return
+        owner = self.store.pods.remove(obj) if event.get("type") == "DELETED" else self.store.pods.put(obj)
+        if owner is not None and owner[1]:
+            self.queue.add(owner)
 
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}
@@ -302,9 +329,17 @@ def _malloc_trim() -> Callable[[], None]:
         return lambda: None
 
 
+EXITING: list[str] = []
+"""The one line the operator exits with, once printed: nothing is logged after it (see `loop_error`)."""
+
+
 def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Errors asyncio itself reports (an async generator of a watch failing to close at shutdown, a callback that
-    raised): one line with the error's type and text, not a traceback."""
+    raised): one line with the error's type and text, not a traceback. Silent once the exit line is printed: a task
+    kopf cut short on a fatal start-up problem (its API discovery mid-request, issue 27 saw it once in six starts)
+    is only collected then, and the exit line must stay the last thing said."""
+    if EXITING:
+        return
     err = context.get("exception")
     fields = logs.error_fields(err) if isinstance(err, BaseException) else {}
     log.error("event loop error", message=str(context.get("message", ""))[:300], **fields)
@@ -357,6 +392,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             await health.stop()
             raise
         manager.preflight_done = True
+        manager.watch_pods(facts)
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:
@@ -550,6 +586,7 @@ def run(argv: Sequence[str]) -> int:
 
 def _exit(line: str, code: int) -> int:
     """The one line that says why the operator cannot start (exit 2: flags, config or kubeconfig; 3: the cluster)."""
+    EXITING.append(line)
     print(f"trainjob-operator: error: {line}", file=sys.stderr, flush=True)
     return code
 

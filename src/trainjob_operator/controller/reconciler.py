@@ -19,7 +19,9 @@ from ..k8s.client import ApiError, Client, Resource, register
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import plan
+from ..runtime.conditions import rfc3339
 from ..runtime.errors import BuildError
+from ..runtime.health import PodWarning, warning_event
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import check_startup, effective_run_policy
 from ..runtime.observed import Observed, StatusServer
@@ -144,7 +146,11 @@ class Reconciler:
             await self._send(plan.delete_trainjob(job))
             self.metrics.ttl_deletions.inc()
             return Result()
-        await self._write_status(job, plan.final_status(job, outcome, failure, nodes, now))
+        jobset = self.store.jobsets.get(key)
+        pods = self.store.pods.of_jobset(key) if self.store.pods is not None else None
+        status, warnings = plan.observed_status(job, outcome, failure, nodes, now, jobset, pods)
+        await self._pod_warnings(job, warnings)
+        await self._write_status(job, status)
         return Result(requeue_after=outcome.requeue_after, error=failure is not None)
 
     def _status(self, job: TrainJob, now: dt.datetime, policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
@@ -371,6 +377,23 @@ class Reconciler:
                 return
             raise
         self.store.trainjobs.put(updated)
+
+    async def _pod_warnings(self, job: TrainJob, warnings: tuple[PodWarning, ...]) -> None:
+        """One Warning Event per distinct pod failure or scheduling problem (runtime/health.py): remembered here,
+        and named so that a second create (another pass, an operator restart) conflicts instead of repeating it."""
+        uid = job.metadata.uid or ""
+        for warning in warnings:
+            if not self.store.known.warn_once(uid, warning.key):
+                continue
+            log.info(
+                "pod warning", namespace=job.namespace, name=job.name, reason=warning.reason, message=warning.message
+            )
+            try:
+                await self._write("event", self.client.create(warning_event(job, warning, rfc3339(self.clock()))))
+            except ApiError as err:
+                if not err.conflict:  # tried again on the next pass
+                    self.store.known.warned.get(uid, set()).discard(warning.key)
+                    log.warning("cannot record event", error=str(err))
 
     async def _event(self, job: TrainJob, failure: Failure) -> None:
         uid = job.metadata.uid or ""

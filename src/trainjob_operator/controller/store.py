@@ -7,6 +7,7 @@ from typing import Any
 from .. import jsontext
 from ..api import constants as c
 from ..runtime.framework import ChildKind
+from ..runtime.health import EVENT_KEYS_PER_TRAINJOB, pod_summary
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import size_view
 from ..runtime.observed import ObjectRef
@@ -97,8 +98,20 @@ class Known:
     applied: dict[str, dict[ObjectRef, bytes]] = field(default_factory=dict)
     """Per TrainJob: the body digests of the children (other than the JobSet) this process applied last
     (plan.unchanged)."""
+    warned: dict[str, set[str]] = field(default_factory=dict)
+    """Per TrainJob: the keys of the pod Warning Events recorded (runtime/health.py), at most
+    EVENT_KEYS_PER_TRAINJOB."""
+
+    def warn_once(self, uid: str, key: str) -> bool:
+        """True the first time `key` is seen for this TrainJob (and while it has room for more keys)."""
+        keys = self.warned.setdefault(uid, set())
+        if key in keys or len(keys) >= EVENT_KEYS_PER_TRAINJOB:
+            return False
+        keys.add(key)
+        return True
 
     def forget(self, uid: str) -> None:
+        self.warned.pop(uid, None)
         self.nodes.pop(uid, None)
         self.started.discard(uid)
         self.snapshots.pop(uid, None)
@@ -124,6 +137,53 @@ def child_caches(kinds: list[ChildKind]) -> dict[tuple[str, str], ObjectCache]:
 
 
 @dataclass
+class PodCache:
+    """The JobSets' pods, as `health.pod_summary` keeps them (a few hundred bytes each), indexed by JobSet name."""
+
+    _data: dict[Key, bytes] = field(default_factory=dict)
+    _by_jobset: dict[Key, set[str]] = field(default_factory=dict)
+
+    @staticmethod
+    def _jobset_of(summary: dict[str, Any]) -> Key:
+        meta = summary["metadata"]
+        return meta.get("namespace") or "", (meta.get("labels") or {}).get(c.JOBSET_NAME_LABEL) or ""
+
+    def put(self, pod: dict[str, Any]) -> Key | None:
+        """Keep the pod's summary; the JobSet's key when the summary changed (what the operator reads of a pod
+        changed), None otherwise."""
+        summary = pod_summary(pod)
+        key = key_of(summary)
+        data = jsontext.compact(summary)
+        if self._data.get(key) == data:
+            return None
+        self._data[key] = data
+        owner = self._jobset_of(summary)
+        self._by_jobset.setdefault(owner, set()).add(key[1])
+        return owner
+
+    def remove(self, pod: dict[str, Any]) -> Key | None:
+        key = key_of(pod)
+        data = self._data.pop(key, None)
+        if data is None:
+            return None
+        owner = self._jobset_of(jsontext.loads(data))
+        names = self._by_jobset.get(owner)
+        if names is not None:
+            names.discard(key[1])
+            if not names:
+                del self._by_jobset[owner]
+        return owner
+
+    def of_jobset(self, key: Key) -> list[dict[str, Any]]:
+        """The pods labelled with this JobSet's name (the health check narrows them to the JobSet's uid)."""
+        names = sorted(self._by_jobset.get(key, ()))
+        return [jsontext.loads(self._data[(key[0], name)]) for name in names if (key[0], name) in self._data]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass
 class Store:
     trainjobs: ObjectCache = field(default_factory=ObjectCache)
     runtimes: ObjectCache = field(default_factory=ObjectCache)
@@ -131,6 +191,8 @@ class Store:
     known: Known = field(default_factory=Known)
     children: dict[tuple[str, str], ObjectCache] = field(default_factory=lambda: child_caches(_registry_kinds()))
     """Watched child kinds by (apiVersion, kind)."""
+    pods: PodCache | None = None
+    """The JobSets' pods, when the operator may watch pods (None: unknown, the Jobs' counts decide the state)."""
 
     @classmethod
     def for_kinds(cls, kinds: list[ChildKind]) -> "Store":

@@ -3,13 +3,13 @@
 One pass: `ignored` (not ours, or being deleted) → `stage` (finished, unsupported, running, to build) → for a build,
 the runtime snapshot (`snapshot_source`) and `children` (the writes, with the JobSet rebuild decisions; an apply
 error is judged by `rebuild_after_refusal`) → `status` (the status plugin and the lifecycle timers) →
-`after_startup_check` when the startup deadline passed → `final_status` → `status_patch` (or no write) and, for a
+`after_startup_check` when the startup deadline passed → `observed_status` (the pods' health) → `status_patch` (or no write) and, for a
 failure, `event`. No I/O and no clock: every object and `now` come in as arguments.
 """
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -21,13 +21,14 @@ from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from .conditions import is_finished, rfc3339, set_condition
 from .errors import BuildError, describe
 from .framework import Manifest, Mode
+from .health import PodWarning, apply_health, requested_nodes, trainjob_warning
 from .info import RuntimeInfo, RuntimeSource
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
 from .pipeline import Framework
 from .plugins.jobset import rebuildable
 from .snapshot import runtime_from_snapshot
-from .status import StatusOutcome, startup_failed, trainjob_state, with_reconcile_error
+from .status import StatusOutcome, startup_failed, with_reconcile_error
 
 EVENT_MESSAGE_LIMIT = 950
 """Characters of an Event's note before it is cut (the API server refuses notes over 1 KiB)."""
@@ -193,7 +194,7 @@ class Children:
     probes: tuple[ObjectRef, ...] = ()
     """Objects of probed kinds the build emits without knowing whether they exist: read them, then plan again."""
     nodes: int | None = None
-    """The trainer's node count (status.nodes)."""
+    """The nodes as the TrainJob asks for them (status.nodes, `health.requested_nodes`)."""
 
 
 def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observed: Observed) -> Children:
@@ -234,8 +235,7 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
                 )
                 continue
         writes.append(Create(obj) if mode is Mode.CREATE_ONCE else Apply(obj))
-    trainer = info.ancestor(c.ANCESTOR_TRAINER)
-    return Children(tuple(writes), probes, trainer.count if trainer is not None else None)
+    return Children(tuple(writes), probes, requested_nodes(info))
 
 
 def applied_digest(write: Write) -> bytes | None:
@@ -325,11 +325,25 @@ def final_status(
     job: TrainJob, outcome: StatusOutcome, failure: Failure | None, nodes: int | None, now: datetime
 ) -> TrainJobStatus:
     """The status to write: ReconcileFailed for a failure (dropped without one), the state, the node count."""
+    return observed_status(job, outcome, failure, nodes, now)[0]
+
+
+def observed_status(
+    job: TrainJob,
+    outcome: StatusOutcome,
+    failure: Failure | None,
+    nodes: int | None,
+    now: datetime,
+    jobset: dict[str, Any] | None = None,
+    pods: Sequence[dict[str, Any]] | None = None,
+) -> tuple[TrainJobStatus, tuple[PodWarning, ...]]:
+    """The status to write, from the conditions and what the JobSet's pods say (`pods` None: unknown), and the
+    Warning Events the pods call for (runtime/health.py)."""
     result = with_reconcile_error(outcome.status, (failure.reason, failure.message) if failure else None, now)
-    result.state = trainjob_state(job, result)  # type: ignore[assignment]
+    health = apply_health(job, result, jobset, pods)
     if nodes is not None:
         result.nodes = nodes
-    return result
+    return result, health.warnings
 
 
 def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | None:
@@ -358,29 +372,8 @@ def event(job: TrainJob, failure: Failure, last_message: str | None, now: dateti
     note = f"TrainJob resources reconciliation failed: {failure.message}"
     if len(note) > EVENT_MESSAGE_LIMIT:
         note = note[:EVENT_MESSAGE_LIMIT] + " ..."
-    stamp = rfc3339(now)
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{job.name}.", "namespace": job.namespace},
-        "involvedObject": {
-            "apiVersion": c.API_VERSION,
-            "kind": c.TRAINJOB_KIND,
-            "name": job.name,
-            "namespace": job.namespace,
-            "uid": job.metadata.uid,
-        },
-        "reason": c.EVENT_RESOURCES_CREATION_FAILED,
-        "message": note,
-        "type": "Warning",
-        "action": "Reconciling",
-        "reportingComponent": "trainer-trainjob-controller",
-        "reportingInstance": "trainjob-operator",
-        "source": {"component": "trainer-trainjob-controller"},
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+    name = {"generateName": f"{job.name}."}
+    return trainjob_warning(job, name, c.EVENT_RESOURCES_CREATION_FAILED, note, "Reconciling", rfc3339(now))
 
 
 def delete_jobset(job: TrainJob) -> Delete:

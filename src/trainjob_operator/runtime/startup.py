@@ -119,6 +119,8 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
         # Only TrainJobs with a TTL (delete) or a startup deadline (list their pods) need these: a warning.
         needs.append(Need("delete", c.GROUP, "trainjobs", ns, required=False))
         needs.append(Need("list", "", "pods", ns, required=False))
+        # STATE follows the JobSets' pods (runtime/health.py); without, the Jobs' counts decide: a warning.
+        needs.append(Need("watch", "", "pods", ns, required=False))
         if plan.status_server:  # the status server finds the pod a progress report's token is bound to
             needs.append(Need("get", "", "pods", ns, fix=NO_STATUS_SERVER))
     needs += [Need(verb, c.GROUP, "clustertrainingruntimes") for verb in ("get", "list", "watch")]
@@ -176,6 +178,11 @@ class Facts:
     streams_initial_events: bool = False
     """The API server answers a watch with `sendInitialEvents` (streaming lists, Kubernetes 1.34+ with the watch
     cache on): the watches then start from the watch cache instead of paged LISTs (docs/performance.md)."""
+
+
+def may_watch_pods(facts: Facts) -> bool:
+    """RBAC lets the operator list and watch pods wherever it watches TrainJobs."""
+    return not any(need.resource == "pods" and need.verb in ("list", "watch") for need in facts.denied)
 
 
 @dataclass(frozen=True)

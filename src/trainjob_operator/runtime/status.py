@@ -8,7 +8,8 @@ from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from . import lifecycle
-from .conditions import find, is_true, rfc3339, set_condition
+from .conditions import find, rfc3339, set_condition
+from .health import assess
 
 
 @dataclass(frozen=True)
@@ -95,19 +96,9 @@ def startup_failed(
 
 
 def trainjob_state(job: TrainJob, status: TrainJobStatus) -> str:
-    """The one-word lifecycle state shown in `kubectl get trainjobs` (beyond upstream, T#3666)."""
-    conditions = status.conditions
-    if is_true(conditions, c.CONDITION_FAILED):
-        return c.STATE_FAILED
-    if is_true(conditions, c.CONDITION_COMPLETE):
-        return c.STATE_COMPLETE
-    if is_true(conditions, c.CONDITION_RECONCILE_FAILED):
-        return c.STATE_ERROR
-    if job.spec.suspend:
-        return c.STATE_SUSPENDED
-    if any(j.active > 0 for j in status.jobs_status or []):
-        return c.STATE_RUNNING
-    return c.STATE_PENDING
+    """The one-word lifecycle state shown in `kubectl get trainjobs` (beyond upstream, T#3666) when the pods are not
+    known (runtime/health.py decides with them)."""
+    return assess(job, status, None, None).state
 
 
 def with_reconcile_error(status: TrainJobStatus, error: tuple[str, str] | None, now: datetime) -> TrainJobStatus:

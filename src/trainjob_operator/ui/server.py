@@ -149,13 +149,19 @@ class UI:
         row = view.trainjob_row(trainjob, jobset)
         self.history.record(row)
         pod_rows = view.pods_of(pods)
+        shown_jobset = view.jobset_view(jobset)
+        if shown_jobset is not None:
+            shown_jobset["replicatedJobs"] = view.replicated_jobs(jobset, pod_rows)
         return {
             "row": row,
             "conditions": list((trainjob.get("status") or {}).get("conditions") or []),
             "trainjob": view.shown(trainjob),
-            "jobset": view.jobset_view(jobset),
+            "jobset": shown_jobset,
+            "jobsetNote": view.jobset_note(trainjob, jobset),
             "pods": pod_rows,
-            "events": view.events_of(events, name, [p["name"] for p in pod_rows]),
+            "events": view.events_of(
+                events, name, [p["name"] for p in pod_rows], view.replicated_job_names(trainjob, jobset)
+            ),
             "snapshot": ((snapshot or {}).get("data") or {}).get("runtime"),
             "history": self.history.of(row["uid"]),
             "problems": problems,

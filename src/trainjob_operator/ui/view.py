@@ -1,6 +1,8 @@
 """What the UI shows, as pure functions of the objects the API server returned: table rows, pod and event rows,
 the metric history. Nothing here reads a Secret; objects are stripped of bookkeeping before they are shown."""
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +44,14 @@ def trainjob_row(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> dic
         "name": meta.get("name", ""),
         "uid": meta.get("uid", ""),
         "state": derived_state(trainjob),
+        "reason": status.get("reason"),
+        "message": status.get("message"),
         "nodes": nodes,
-        "restarts": int(((jobset or {}).get("status") or {}).get("restarts") or 0),
+        "restarts": int(
+            status["restarts"]
+            if status.get("restarts") is not None
+            else ((jobset or {}).get("status") or {}).get("restarts") or 0
+        ),
         "progress": trainer_status.get("progressPercentage"),
         "remainingSeconds": trainer_status.get("estimatedRemainingSeconds"),
         "metrics": list(trainer_status.get("metrics") or []),
@@ -91,20 +99,83 @@ def event_row(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def events_of(events: list[dict[str, Any]], trainjob: str, pods: list[str]) -> list[dict[str, Any]]:
-    """Events of the TrainJob, its JobSet and Jobs (`<tj>-<rjob>-<i>`) and its pods, newest last."""
+def replicated_job_names(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> list[str]:
+    """The replicated jobs the TrainJob had: its JobSet's, else the ones its status recorded (the JobSet may be
+    gone: a deadline deleted it)."""
+    names = [r.get("name") for r in ((jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []]
+    names += [j.get("name") for j in (trainjob.get("status") or {}).get("jobsStatus") or []]
+    names += [r.get("name") for r in ((jobset or {}).get("spec") or {}).get("replicatedJobs") or []]
+    return sorted({n for n in names if n})
+
+
+def _pod_name_pattern(trainjob: str, rjobs: Iterable[str]) -> re.Pattern[str] | None:
+    """JobSet's pod names: `<jobset>-<replicated job>-<job index>-<pod index>-<suffix>`."""
+    names = sorted(rjobs)
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"{re.escape(trainjob)}-(?:{alternatives})-\d+-\d+-[a-z0-9]{{5}}")
+
+
+def events_of(
+    events: list[dict[str, Any]], trainjob: str, pods: list[str], rjobs: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Events of the TrainJob, its JobSet and Jobs (`<tj>-<rjob>-<i>`) and its pods, newest last: the pods listed,
+    and pods already gone that JobSet named after one of the TrainJob's replicated jobs `rjobs` (a failed TrainJob's
+    pods are deleted with its JobSet; their FailedScheduling Warnings still tell why)."""
     names = set(pods) | {trainjob}
+    gone = _pod_name_pattern(trainjob, rjobs)
     kept = []
     for event in events:
         involved = event.get("involvedObject") or {}
         kind, name = involved.get("kind"), involved.get("name") or ""
         if kind == "Secret":
             continue
-        if name in names or (
-            kind in ("JobSet", "Job", "PodGroup") and (name == trainjob or name.startswith(trainjob + "-"))
+        if (
+            name in names
+            or (kind in ("JobSet", "Job", "PodGroup") and (name == trainjob or name.startswith(trainjob + "-")))
+            or (kind == "Pod" and gone is not None and gone.fullmatch(name))
         ):
             kept.append(event_row(event))
     return sorted(kept, key=lambda r: r["time"] or "")
+
+
+def jobset_note(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> str | None:
+    """What to say where the JobSet would be shown, when there is none."""
+    if jobset is not None:
+        return None
+    state = derived_state(trainjob)
+    if state in (c.STATE_FAILED, c.STATE_COMPLETE):
+        return f"No JobSet: the TrainJob is {state} and its JobSet was deleted."
+    if state == c.STATE_SUSPENDED:
+        return "No JobSet: the TrainJob is suspended and was never started."
+    if state == c.STATE_ERROR:
+        return "No JobSet: the operator could not build it (see the conditions)."
+    return "No JobSet yet: the operator has not built it."
+
+
+def replicated_jobs(jobset: dict[str, Any] | None, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per replicated job: its Jobs as JobSet counts them and its pods as the pod rows count them (a Job of four
+    pods is one active Job)."""
+    rows = []
+    for rjob in ((jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []:
+        mine = [p for p in pods if p.get("replicatedJob") == rjob.get("name")]
+        phases = [p.get("phase") for p in mine]
+        rows.append(
+            {
+                "name": rjob.get("name"),
+                "jobsActive": rjob.get("active") or 0,
+                "jobsSucceeded": rjob.get("succeeded") or 0,
+                "jobsFailed": rjob.get("failed") or 0,
+                "pods": len(mine),
+                "podsPending": phases.count("Pending"),
+                "podsRunning": phases.count("Running"),
+                "podsReady": sum(1 for p in mine if p.get("containers") and p.get("ready") == len(p["containers"])),
+                "podsSucceeded": phases.count("Succeeded"),
+                "podsFailed": phases.count("Failed"),
+            }
+        )
+    return rows
 
 
 def jobset_view(jobset: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from .. import lifecycle, names
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
 from ..framework import ChildKind, ComponentBuilder, CustomValidation, Manifest, OwnsKinds, TrainJobStatusPlugin
+from ..health import jobset_restarts, tally_restarts
 from ..info import RuntimeInfo
 from ..manifests import owner_reference
 from ..observed import Observed
@@ -107,7 +108,7 @@ def restarts_spent(job: TrainJob, observed: Observed) -> int:
     value), or the TrainJob's count when a JobSet is created (again)."""
     if observed.jobset is not None:
         return lifecycle.restarts_before(observed.jobset)
-    return (job.status.restarts if job.status is not None else None) or 0
+    return jobset_restarts(job.status)
 
 
 def build_jobset(info: RuntimeInfo, job: TrainJob, restarts_before: int = 0) -> Manifest:
@@ -320,7 +321,7 @@ def jobset_status(job: TrainJob, jobset: dict[str, Any] | None, now: datetime) -
             continue
         set_condition(conditions, Condition.model_validate({**condition, "type": renamed}), now)
     status.conditions = conditions or None
-    status.restarts = lifecycle.total_restarts(status.restarts, jobset)
+    tally_restarts(status, lifecycle.total_restarts(jobset_restarts(status), jobset), None, None)
     replicated = (jobset.get("status") or {}).get("replicatedJobsStatus")
     status.jobs_status = (
         [

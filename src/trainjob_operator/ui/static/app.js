@@ -1,9 +1,9 @@
 // trainjob-operator ui: plain JS, no build step. Live updates come from server-sent events fed by watches.
 "use strict";
 
-const SYMBOL = { Running: "▶", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "‖", Pending: "…" };
+const SYMBOL = { Running: "▶", Restarting: "↻", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "‖", Pending: "…" };
 const rows = new Map();
-let listSource = null, detailSource = null, logSource = null, current = null, lastDetail = null;
+let listSource = null, detailSource = null, logSource = null, current = null, lastDetail = null, listLoaded = false;
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -39,8 +39,10 @@ function duration(seconds) {
   return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
 }
 
-function stateBadge(state) {
-  return el("span", { class: `state state-${state}` }, `${SYMBOL[state] || "•"} ${state}`);
+function stateBadge(state, reason, message) {
+  // The reason (Unschedulable, CrashLoopBackOff, ...) beside the state, its message on hover and for screen readers.
+  return el("span", { class: `state state-${state}`, title: message || null },
+    `${SYMBOL[state] || "•"} ${state}${reason ? ` · ${reason}` : ""}`);
 }
 
 function progressCell(row) {
@@ -52,8 +54,8 @@ function progressCell(row) {
     el("span", { class: "pct" }, `${row.progress}%${left}`));
 }
 
-function table(headers, items, cells, caption) {
-  if (!items || !items.length) return el("p", { class: "muted" }, "None.");
+function table(headers, items, cells, caption, none = "None.") {
+  if (!items || !items.length) return el("p", { class: "muted" }, none);
   return el("table", {},
     caption ? el("caption", { class: "visually-hidden" }, caption) : null,
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
@@ -80,13 +82,14 @@ function renderList() {
   body.replaceChildren(...shown.map((r) => el("tr", { "data-key": key(r) },
     el("td", {}, el("a", { href: `#/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}` }, r.name)),
     el("td", {}, r.namespace),
-    el("td", {}, stateBadge(r.state)),
+    el("td", {}, stateBadge(r.state, r.reason, r.message)),
     el("td", { class: "num" }, r.nodes ?? ""),
     el("td", { class: "num" }, String(r.restarts)),
     el("td", {}, progressCell(r)),
     el("td", { class: "num", title: r.created || "" }, age(r.created)))));
-  document.getElementById("count").textContent = `(${shown.length}${shown.length !== all.length ? ` of ${all.length}` : ""})`;
-  document.getElementById("empty").hidden = all.length > 0;
+  document.getElementById("count").textContent = listLoaded ? `(${shown.length}${shown.length !== all.length ? ` of ${all.length}` : ""})` : "";
+  document.getElementById("loading").hidden = listLoaded;
+  document.getElementById("empty").hidden = !listLoaded || all.length > 0;
 }
 
 async function loadList() {
@@ -94,6 +97,7 @@ async function loadList() {
   const data = await response.json();
   rows.clear();
   for (const row of data.rows) rows.set(key(row), row);
+  listLoaded = true;
   problem(data.error ? `Cannot list TrainJobs: ${data.error}` : "");
   renderList();
 }
@@ -160,14 +164,17 @@ function chart(history) {
 function renderDetail(d) {
   lastDetail = d;
   const r = d.row;
-  document.getElementById("detail-title").replaceChildren(`${r.namespace}/${r.name} `, stateBadge(r.state));
+  document.getElementById("detail-body").hidden = false;
+  document.getElementById("detail-title").replaceChildren(`${r.namespace}/${r.name} `, stateBadge(r.state, r.reason));
   document.title = `${r.name} · TrainJobs`;
-  const summary = [["Runtime", r.runtime], ["Nodes", r.nodes ?? ""], ["Restarts", String(r.restarts)],
+  const summary = [["Runtime", r.runtime], ...(r.reason ? [["Why", `${r.reason}: ${r.message || ""}`]] : []),
+    ["Nodes", r.nodes ?? ""], ["Restarts", String(r.restarts)],
     ["Age", age(r.created)], ["Created", r.created || ""], ["Suspended", r.suspended ? "yes" : "no"]];
   document.getElementById("summary").replaceChildren(...summary.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-  document.getElementById("progress").replaceChildren(progressCell(r),
+  // replaceChildren writes a null as the text "null": only the parts that exist.
+  document.getElementById("progress").replaceChildren(...[progressCell(r),
     r.lastUpdated ? el("p", { class: "muted" }, `last report ${r.lastUpdated}`) : null,
-    table(["Metric", "Latest value"], r.metrics, (m) => [m.name, m.value], "latest reported metrics"));
+    table(["Metric", "Latest value"], r.metrics, (m) => [m.name, m.value], "latest reported metrics")].filter((n) => n));
   chart(d.history || []);
   document.getElementById("conditions").replaceChildren(table(["Type", "Status", "Reason", "Message", "Since"], d.conditions,
     (c) => [c.type, c.status, c.reason || "", c.message || "", c.lastTransitionTime || ""], "conditions"));
@@ -175,12 +182,13 @@ function renderDetail(d) {
   document.getElementById("jobset").replaceChildren(js
     ? el("div", {}, el("p", {}, `JobSet ${js.name} · ${js.suspend ? "suspended" : "not suspended"} · restarts ${js.restarts}` +
         (js.terminalState ? ` · ${js.terminalState}` : "")),
-      table(["Replicated job", "Active", "Ready", "Succeeded", "Failed", "Suspended"], js.replicatedJobs,
-        (j) => [j.name, j.active ?? 0, j.ready ?? 0, j.succeeded ?? 0, j.failed ?? 0, j.suspended ?? 0], "replicated jobs"))
-    : el("p", { class: "muted" }, "No JobSet (yet)."));
+      table(["Replicated job", "Pods", "Running", "Ready", "Pending", "Succeeded", "Failed", "Jobs active / done / failed"], js.replicatedJobs,
+        (j) => [j.name, j.pods, j.podsRunning, j.podsReady, j.podsPending, j.podsSucceeded, j.podsFailed,
+          `${j.jobsActive} / ${j.jobsSucceeded} / ${j.jobsFailed}`], "replicated jobs: pods and Jobs"))
+    : el("p", { class: "muted" }, d.jobsetNote || "No JobSet."));
   document.getElementById("pods").replaceChildren(table(["Pod", "Job", "Index", "Phase", "Ready", "Restarts", "Node", "Log"], d.pods,
     (p) => [p.name, p.replicatedJob || "", p.index ?? "", p.phase, `${p.ready}/${p.containers.length}`, String(p.restarts), p.node || "",
-      el("button", { type: "button", "data-pod": p.name, "aria-label": `Show the log of ${p.name}` }, "Log")], "pods"));
+      el("button", { type: "button", "data-pod": p.name, "aria-label": `Show the log of ${p.name}` }, "Log")], "pods", "No pods."));
   const select = document.getElementById("log-pod");
   const chosen = select.value;
   select.replaceChildren(...d.pods.map((p) => el("option", { value: p.name, selected: p.name === chosen }, p.name)));
@@ -218,18 +226,35 @@ async function showLog() {
   }
 }
 
+function clearDetail(title) {
+  // Nothing of the TrainJob shown before stays on the page while another one loads or when it does not exist.
+  lastDetail = null;
+  document.getElementById("detail-body").hidden = true;
+  document.getElementById("detail-title").replaceChildren(title);
+  for (const id of ["summary", "progress", "chart", "conditions", "jobset", "pods", "events", "log-container"]) {
+    document.getElementById(id).replaceChildren();
+  }
+  document.getElementById("snapshot").textContent = "";
+}
+
 function openDetail(namespace, name) {
   current = { namespace, name };
   document.getElementById("list-view").hidden = true;
   document.getElementById("detail-view").hidden = false;
   document.getElementById("log").textContent = "";
   document.getElementById("log-pod").replaceChildren();
+  clearDetail(`${namespace}/${name} · loading…`);
+  problem("");
   if (detailSource) detailSource.close();
   detailSource = new EventSource(`/api/trainjobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/stream`);
   detailSource.onmessage = (event) => {
     const msg = JSON.parse(event.data);
     if (msg.type !== "detail") return;
-    if (!msg.detail) { problem(`TrainJob ${namespace}/${name} not found`); return; }
+    if (!msg.detail) {
+      clearDetail(`${namespace}/${name}`);
+      problem(`TrainJob ${namespace}/${name} not found`);
+      return;
+    }
     renderDetail(msg.detail);
   };
   document.getElementById("detail-title").focus?.();
