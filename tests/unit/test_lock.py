@@ -112,7 +112,9 @@ def test_kopf_is_pinned_exactly_in_pyproject() -> None:
         ),
     ],
 )
-def test_each_file_holds_the_full_locks_pins(sentence: str, name: str, must_have: set[str], must_not_have: set[str]) -> None:
+def test_each_file_holds_the_full_locks_pins(
+    sentence: str, name: str, must_have: set[str], must_not_have: set[str]
+) -> None:
     part = read(name)
     assert {p: v for p, v in part.items() if FULL.get(p) != v} == {}, f"{sentence}: differs from lock.txt"
     assert must_have <= part.keys(), sentence
