@@ -125,6 +125,14 @@ def test_the_cli_prints_user_text_escaped(
     assert any(line.startswith(expected.format(**paths)) for line in said.splitlines()), (sentence, said)
 
 
+def test_the_operators_one_line_exit_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """`trainjob-operator run`'s one line (a config or kubeconfig error may name the user's context)."""
+    from trainjob_operator.controller.main import _exit
+
+    assert _exit(f"context {EVIL} not found", 2) == 2
+    assert capsys.readouterr().err == f"trainjob-operator: error: context {SHOWN} not found\n"
+
+
 # --- the operator's logs ---------------------------------------------------------------------------------------------
 
 
