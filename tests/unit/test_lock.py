@@ -128,3 +128,33 @@ def test_the_venv_is_made_from_the_lock() -> None:
     assert stamp_rule and "$(LOCK)" in stamp_rule.group(1).split()
     assert re.search(r"pip install .*--require-hashes .*-r \$\(UV_PIN\)", makefile)
     assert re.search(r"\$\(UV\) pip sync .*--require-hashes \$\(LOCK\)", makefile)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "locked", "latest", "expected"),
+    [
+        ("nothing moved", {"six": "1.17.0"}, {"six": "1.17.0"}, []),
+        (
+            "a newer version, a new dependency and one no longer needed, each named",
+            {"kopf": "1.45.2", "six": "1.17.0"},
+            {"kopf": "1.46.0", "typing-extensions": "4.16.0"},
+            [
+                "  kopf: 1.45.2 -> 1.46.0",
+                "  typing-extensions: new, 4.16.0",
+                "  six: no longer needed (lock has 1.17.0)",
+            ],
+        ),
+    ],
+)
+def test_deps_latest_reports_what_moved(
+    sentence: str, locked: dict[str, str], latest: dict[str, str], expected: list[str]
+) -> None:
+    from deps_latest import changes
+
+    assert changes(locked, latest) == expected, sentence
+
+
+def test_deps_latest_reads_the_lock_as_the_parser_here_does() -> None:
+    from deps_latest import pins as versions
+
+    assert versions(LOCKS / "lock.txt") == {name: version for name, (version, _) in FULL.items()}
