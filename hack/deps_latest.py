@@ -85,8 +85,8 @@ def main() -> int:
         latest_file = Path(scratch) / "latest.txt"
         print(f">> resolving the newest versions pyproject.toml allows for {python}")
         subprocess.run(
-            [args.uv, "pip", "compile", "--quiet", "--upgrade", "--python", str(python), "pyproject.toml", "-",
-             "--extra", "dev", "-o", str(latest_file)],
+            [args.uv, "pip", "compile", "--quiet", "--upgrade", "--universal", "--python-version", "3.11",
+             "pyproject.toml", "-", "--extra", "dev", "-o", str(latest_file)],  # as `make lock` resolves
             input="\n".join(build_requires), text=True, cwd=REPO, check=True,
         )  # fmt: skip
         subprocess.run([args.uv, "pip", "sync", "--quiet", "--python", str(python), str(latest_file)], check=True)
@@ -118,7 +118,8 @@ def main() -> int:
     print("\n".join(moved) if moved else "  none: the lock already holds the newest allowed versions")
     for result in results:
         print(f"{'ok    ' if result.ok else 'BROKEN'} {result.name} ({result.seconds:.0f} s)")
-        print("\n".join(f"         {line}" for line in result.detail))
+        for line in result.detail:
+            print(f"         {line}")
     broken = [r.name for r in results if not r.ok]
     if broken:
         print(f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock UPGRADE=1`.")
