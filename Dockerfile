@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The trainjob-operator image: `docker build -t trainjob-operator:0.1.0 .`
-# Stage 1 builds the wheel and installs it with its runtime dependencies into a virtualenv; stage 2 copies
+# Stage 1 builds the wheel (setuptools from requirements/build.txt) and installs it with its runtime dependencies,
+# exactly the pins and hashes of requirements/runtime.txt (`make lock`), into a virtualenv; stage 2 copies
 # only that virtualenv onto the same pinned base, runs as a non-root user and has no build tooling.
 # tests/unit/test_dockerfile.py runs the equivalent of these RUN steps (no Docker engine needed).
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
@@ -11,12 +12,16 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements/runtime.txt requirements/build.txt ./requirements/
 # crds/ is package data: src/trainjob_operator/crds is a symlink to it.
 COPY crds ./crds
 COPY src ./src
-RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+RUN python -m pip install --require-hashes -r requirements/build.txt \
+ && python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
  && python -m venv /opt/trainjob-operator \
- && /opt/trainjob-operator/bin/pip install /wheels/*.whl \
+ && /opt/trainjob-operator/bin/pip install --require-hashes -r requirements/runtime.txt \
+ && /opt/trainjob-operator/bin/pip install --no-deps /wheels/*.whl \
+ && /opt/trainjob-operator/bin/pip check \
  && /opt/trainjob-operator/bin/trainjob-operator --help > /dev/null
 
 FROM ${PYTHON_IMAGE}

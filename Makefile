@@ -5,9 +5,18 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest
 STAMP := $(VENV)/.installed
+LOCK := requirements/lock.txt
+LOCK_RUNTIME := requirements/runtime.txt
+LOCK_BUILD := requirements/build.txt
+UV_PIN := requirements/uv.txt
+UV := $(VENV)/bin/uv
+LATEST_VENV ?= .venv-latest
+UV_COMPILE = $(UV) pip compile --quiet --universal --generate-hashes --python-version 3.11 --custom-compile-command "make lock"
+BUILD_REQUIRES = $(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
 CHAOS_REPORT ?= .cluster/chaos-report.txt
+FUZZ_EXAMPLES ?= 500
 
 # The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
@@ -15,19 +24,37 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	@echo ">> creating $(VENV) and installing trainjob-operator with its dev tools"
+# Every Python dependency, runtime and dev, comes from the lock (pinned with hashes; docs/development.md, "Python
+# dependencies"). uv installs it; uv itself comes pinned with its hashes (requirements/uv.txt), installed by the
+# venv's own pip. The lock changes only through `make lock`.
+$(UV): $(UV_PIN)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e '.[dev]'
+	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(UV_PIN)
+	@touch $(UV)
+
+$(STAMP): pyproject.toml $(LOCK) $(UV)
+	@echo ">> installing $(LOCK) into $(VENV), then trainjob-operator (editable)"
+	@$(UV) pip sync --quiet --python $(PY) --require-hashes $(LOCK)
+	@$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install the package with its dev tools
+install: $(STAMP) ## create .venv from the lock (requirements/lock.txt) and install the package, editable
+
+lock: $(UV) ## refresh the lock files from pyproject.toml (keeps every pin pyproject still allows; UPGRADE=1: newest)
+	@echo ">> $(LOCK): runtime, dev and build dependencies$(if $(UPGRADE), (upgraded to the newest allowed))"
+	@$(BUILD_REQUIRES) | $(UV_COMPILE) $(if $(UPGRADE),--upgrade) pyproject.toml - --extra dev -o $(LOCK)
+	@echo ">> $(LOCK_RUNTIME) (the image), $(LOCK_BUILD) (the wheel's build backend), $(UV_PIN): the same pins"
+	@$(UV_COMPILE) pyproject.toml -c $(LOCK) -o $(LOCK_RUNTIME)
+	@$(BUILD_REQUIRES) | $(UV_COMPILE) - -c $(LOCK) -o $(LOCK_BUILD)
+	@echo uv | $(UV_COMPILE) - -c $(LOCK) -o $(UV_PIN)
+
+deps-latest: $(UV) ## the newest dependencies pyproject allows, in .venv-latest: unit tests and lint, a report of what breaks
+	@$(PY) hack/deps_latest.py --venv $(LATEST_VENV) --lock $(LOCK) --uv $(UV)
 
 # Every target that runs a built tool (helm, the control plane, upstream's controller) depends on the target that
 # builds it, so a fresh machine with an empty tool cache works; tests/unit/test_makefile_graph.py checks the order.
@@ -113,13 +140,21 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
-chaos: $(STAMP) tools ## full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover, fuzz); figures
+chaos: $(STAMP) tools ## make fuzz (2,000 cases per fuzz property), then full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover); figures
 	@mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT)
-	@echo ">> offline fuzz of validate/render/status/CLI (2,000 cases per property)"
-	@TRAINJOB_FUZZ_EXAMPLES=2000 $(PYTEST) tests/unit/test_fuzz.py -q
+	@$(MAKE) --no-print-directory fuzz FUZZ_EXAMPLES=2000
 	@echo ">> chaos scenarios, full size (figures: $(CHAOS_REPORT), table in docs/reliability.md)"
 	@TRAINJOB_CHAOS_SIZE=full TRAINJOB_CHAOS_REPORT=$(abspath $(CHAOS_REPORT)) $(PYTEST) tests/chaos -q -s -m chaos
 	@cat $(CHAOS_REPORT)
+
+# `make test` runs every property derandomized without an example database (tests/conftest.py); this is the wide
+# random campaign: a new seed each run (printed; FUZZ_SEED=N runs it again), failures kept in .hypothesis/fuzz.
+fuzz: $(STAMP) ## random property campaign: every hypothesis test, a printed seed, FUZZ_EXAMPLES per fuzz property
+	@seed=$${FUZZ_SEED:-$$($(PY) -c 'import secrets; print(secrets.randbelow(2**32))')}; \
+	echo ">> fuzz: every property test at random, seed $$seed ($(FUZZ_EXAMPLES) cases per fuzz property; again: make fuzz FUZZ_SEED=$$seed)"; \
+	TRAINJOB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) tests/unit -q -m hypothesis -p no:cacheprovider \
+		--hypothesis-profile=fuzz --hypothesis-seed=$$seed; \
+	status=$$?; echo ">> fuzz seed was $$seed"; exit $$status
 
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
@@ -146,4 +181,4 @@ demo-down: ## stop the demo's operator and cluster
 	@$(PY) hack/demo.py down
 
 clean: ## remove the virtualenv and caches (not the tool cache outside the repo)
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

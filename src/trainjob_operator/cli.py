@@ -27,7 +27,7 @@ from .api.legacy import convert, legacy_shape
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
 from .runtime import yamldump, yamltext
-from .runtime.errors import BuildError, FieldError, describe, invalid
+from .runtime.errors import BuildError, FieldError, describe, invalid, printable
 from .runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
@@ -427,14 +427,14 @@ def write_objects(said: Outcome, output: str, out: TextIO) -> None:
 
 def report(said: Outcome, err: TextIO) -> None:
     for warning in said.warnings:
-        print(f"Warning: {warning}", file=err)
+        print(printable(f"Warning: {warning}"), file=err)
     for line in said.errors:
-        print(line, file=err)
+        print(printable(line), file=err)
     for line in said.unusable:
-        print(f"{PROG}: error: {line}", file=err)
+        print(printable(f"{PROG}: error: {line}"), file=err)
     if not said.invalid:
         for note in said.notes:
-            print(note, file=err)
+            print(printable(note), file=err)
 
 
 PER_WORKER = 100
@@ -531,9 +531,11 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
         manager = foreign_manager(job)
         if manager is not None:
             print(
-                f"Warning: {doc.label}: spec.managedBy is {manager!r}: trainjob-operator does not reconcile this "
-                f"TrainJob and would not build the objects below (upstream's runtime builds them; the controller "
-                f"named in managedBy decides)",
+                printable(
+                    f"Warning: {doc.label}: spec.managedBy is {manager!r}: trainjob-operator does not reconcile this "
+                    f"TrainJob and would not build the objects below (upstream's runtime builds them; the controller "
+                    f"named in managedBy decides)"
+                ),
                 file=err,
             )
         try:
@@ -546,7 +548,7 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
             objects += built
             continue
         checked.unusable.append(line)
-        print(f"{PROG}: error: {line}", file=err)
+        print(printable(f"{PROG}: error: {line}"), file=err)
     return objects
 
 
@@ -566,14 +568,14 @@ def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:
             shape = legacy_shape(doc.raw)
             if shape is None:
                 what = "already current" if doc.raw.get("apiVersion") == c.API_VERSION else "not a Trainer object"
-                print(f"unchanged: {doc.label}: {what}", file=err)
+                print(printable(f"unchanged: {doc.label}: {what}"), file=err)
                 objects.append(doc.raw)
                 continue
             result = convert(doc.raw)
             for dropped in result.dropped:
-                print(str(dropped), file=err)
+                print(printable(str(dropped)), file=err)
             summary = f"{len(result.dropped)} field(s) without a home"
-            print(f"converted: {doc.label} -> {c.API_VERSION} ({summary})", file=err)
+            print(printable(f"converted: {doc.label} -> {c.API_VERSION} ({summary})"), file=err)
             objects.append(result.obj)
     return objects
 
@@ -651,7 +653,7 @@ def positive_int(text: str) -> int:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print(printable(f"{PROG}: error: {message}"), file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -2,8 +2,9 @@
 
 Secret material never reaches a log line: fields named like Secret data are replaced, and every text that is
 logged (messages, field values, formatted exceptions) is scrubbed of PEM private keys, their base64 form and
-`key: value` pairs of Secret keys. Exceptions are rendered as plain tracebacks (never with local variables, which
-could hold Secret data and take seconds to print), capped in length.
+`key: value` pairs of Secret keys. Its control characters are escaped (`runtime.errors.printable`): a user's name
+cannot move the cursor or clear the terminal of whoever reads the log. Exceptions are rendered as plain tracebacks
+(never with local variables, which could hold Secret data and take seconds to print), capped in length.
 """
 
 import logging
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+
+from .runtime.errors import printable
 
 SECRET_KEYS = frozenset(
     {"data", "stringData", "ssh-privatekey", "ssh-publickey", "token", "tls.key", "ca.key", "private_key", "privateKey"}
@@ -45,7 +48,7 @@ def scrub(text: str) -> str:
 
 def _clean(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
-        return scrub(value)
+        return printable(scrub(value))
     if depth > 8:
         return "<nested>"
     if isinstance(value, dict):
@@ -60,6 +63,8 @@ def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     for key in list(event):
         if key in SECRET_KEYS:
             event[key] = REDACTED
+        elif key == "exception" and isinstance(event[key], str):  # a traceback keeps its lines, each one escaped
+            event[key] = "\n".join(printable(line) for line in scrub(event[key]).split("\n"))
         elif not key.startswith("_"):
             event[key] = _clean(event[key])
     return event

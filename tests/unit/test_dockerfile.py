@@ -77,14 +77,25 @@ def test_the_chart_runs_the_image_user() -> None:
 def test_dockerignore_sends_only_what_the_build_copies() -> None:
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[0] == "*" and {"!pyproject.toml", "!README.md", "!src/", "!crds/"} <= set(ignore)
+    assert {"!requirements/runtime.txt", "!requirements/build.txt"} <= set(ignore)
+
+
+def test_the_image_installs_from_the_lock() -> None:
+    """The build stage's pip installs nothing but the pins and hashes of `make lock`'s files."""
+    (run,) = [args for ins, args in stages()[0] if ins == "RUN"]
+    assert "--require-hashes -r requirements/build.txt" in run
+    assert "--no-build-isolation" in run  # the build backend is the one build.txt pinned, not the newest
+    assert "--require-hashes -r requirements/runtime.txt" in run
+    assert "pip install --no-deps /wheels/" in run
 
 
 @pytest.mark.timeout(900)
 def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
-    """`pip wheel . --no-deps`, a clean venv, `pip install <wheel>` with its dependencies, then --help."""
+    """setuptools from the build lock, `pip wheel . --no-deps`, a clean venv with the runtime lock, the wheel,
+    `pip check`, then --help."""
     context = tmp_path / "context"  # what .dockerignore lets into the build context
-    context.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    (context / "requirements").mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "requirements/runtime.txt", "requirements/build.txt"):
         shutil.copy(REPO / name, context / name)
     shutil.copytree(REPO / "crds", context / "crds")
     shutil.copytree(
@@ -100,15 +111,25 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
         [str(c) for c in cmd], cwd=kw.get("cwd", tmp_path), env=env, capture_output=True, text=True, timeout=600
     )
 
-    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", wheels, ".", cwd=context)
+    builder = tmp_path / "build"  # the build stage's Python
+    assert run(sys.executable, "-m", "venv", builder).returncode == 0
+    backend = run(builder / "bin" / "pip", "install", "--require-hashes", "-r", "requirements/build.txt", cwd=context)
+    assert backend.returncode == 0, backend.stderr[-3000:]
+    built = run(
+        builder / "bin" / "pip", "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", wheels, ".", cwd=context
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("trainjob_operator-*.whl")
 
     venv = tmp_path / "venv"
     made = run(sys.executable, "-m", "venv", venv)
     assert made.returncode == 0, made.stderr
-    installed = run(venv / "bin" / "pip", "install", wheel)
+    locked = run(venv / "bin" / "pip", "install", "--require-hashes", "-r", "requirements/runtime.txt", cwd=context)
+    assert locked.returncode == 0, locked.stderr[-3000:]
+    installed = run(venv / "bin" / "pip", "install", "--no-deps", wheel)
     assert installed.returncode == 0, installed.stderr[-3000:]
+    checked = run(venv / "bin" / "pip", "check")
+    assert checked.returncode == 0, checked.stdout
 
     helped = run(venv / "bin" / "trainjob-operator", "--help")
     assert helped.returncode == 0, helped.stderr
@@ -124,8 +145,15 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     for requirement in declared["dependencies"]:
         assert re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-") in names
-    dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubeflow", "import-linter"}
+    dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubeflow", "import-linter", "uv"}
     assert names & dev_only == set()
+    # exactly the versions the lock pins
+    from test_lock import read
+
+    versions = {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(frozen.stdout)}
+    assert {name: versions.get(name) for name in read("runtime.txt")} == {
+        name: version for name, (version, _) in read("runtime.txt").items()
+    }
     # the package data the operator needs at run time is in the wheel
     shown = run(
         venv / "bin" / "python",

@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from builders import TrainJobBuilder
 from trainjob_operator import logs
@@ -405,6 +406,60 @@ def billion_laughs(levels: int = 12) -> str:
 def test_hostile_yaml_is_refused_clearly(text: str, message: str) -> None:
     with pytest.raises(yamltext.YamlError, match=message):
         yamltext.load_all(text)
+
+
+class PurePythonLoader(yamltext.MemoResolver, yaml.SafeLoader):  # type: ignore[misc]
+    """PyYAML's own scanner and parser: no libyaml, so no nesting limit but the project's."""
+
+
+@pytest.mark.parametrize("loader", ["installed", "pure Python"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("[" * 200_000 + "]" * 200_000, "invalid YAML at line 1", id="2e5 flow levels on one line"),
+        pytest.param(
+            "a:\n  b:\n    c: " + "{k: " * 1500 + "}" * 1500, "invalid YAML at line 3", id="1,500 flow maps on line 3"
+        ),
+        pytest.param("".join(f"{'  ' * i}a:\n" for i in range(150)), "invalid YAML at line 101", id="150 block levels"),
+        pytest.param(
+            "".join(f"{'  ' * i}a:\n" for i in range(60)) + "  " * 60 + "[" * 1200 + "]" * 1200,
+            "invalid YAML at line 61",
+            id="block, then flow past libyaml's limit",
+        ),
+    ],
+)
+def test_the_depth_bound_says_the_same_whichever_yaml_parser_reads(
+    monkeypatch: pytest.MonkeyPatch, loader: str, text: str, expected: str
+) -> None:
+    """PyYAML 6.0.4's libyaml stops at its own limit (1000 levels) while its scanner reads ahead of the events;
+    older libyaml and PyYAML's pure-Python parser have none. The message is the project's either way."""
+    if loader == "pure Python":
+        monkeypatch.setattr(yamltext, "_Loader", PurePythonLoader)
+    with pytest.raises(yamltext.YamlError) as refused:
+        yamltext.load_all(text)
+    assert str(refused.value) == f"{expected}: nested deeper than 100 levels"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "problem", "expected"),
+    [
+        (
+            "libyaml's own nesting limit is said as the project's bound, on its line",
+            yamltext.LIBYAML_NESTING_LIMIT,
+            "invalid YAML at line 4: nested deeper than 100 levels",
+        ),
+        (
+            "any other problem keeps libyaml's words and its column",
+            "found unexpected end",
+            "invalid YAML at line 4, column 1001: found unexpected end",
+        ),
+    ],
+)
+def test_libyamls_errors_in_the_projects_words(sentence: str, problem: str, expected: str) -> None:
+    """Whatever libyaml the machine has: its error is built here, as PyYAML 6.0.4's libyaml raises it."""
+    mark = yaml.Mark("<unicode string>", 4000, 3, 1000, None, None)
+    error = yaml.scanner.ScannerError("while increasing flow level", mark, problem, mark)
+    assert yamltext._where(error) == expected, sentence
 
 
 def test_yaml_values_are_made_json_like() -> None:

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_properties import FRAMEWORK, NAMES, patches, runtimes, trainer
 
-from builders import TrainJobBuilder
+from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator import cli
 from trainjob_operator.api import constants as c
-from trainjob_operator.runtime.errors import BuildError
+from trainjob_operator.runtime.errors import BuildError, printable
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.snapshot import build_snapshot
@@ -35,7 +35,7 @@ from trainjob_operator.runtime.status import trainjob_state
 from trainjob_operator.runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob
 
 EXAMPLES = int(os.environ.get("TRAINJOB_FUZZ_EXAMPLES", "150"))
-"""Per property; `make chaos` runs 2,000 (6,000 cases in all)."""
+"""Per property, derandomized in `make test` (tests/conftest.py); `make fuzz` runs 500 at random, `make chaos` 2,000."""
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
 
@@ -257,8 +257,26 @@ def pipeline(raw_job: dict[str, Any], raw_runtime: dict[str, Any]) -> str:
     return "rendered"
 
 
+def named(runtime_ref: str, runtime_name: str, nesting: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A TrainJob referring to ClusterTrainingRuntime `runtime_ref`, and one named `runtime_name`; with `nesting`, a
+    value that many levels deep in the TrainJob's env. The explicit examples below are inputs a random campaign
+    found (issue 24): each one stays in every run."""
+    kind = c.CLUSTER_TRAINING_RUNTIME_KIND
+    raw_job = TrainJobBuilder.make(name="job", runtime=runtime_ref, kind=kind).raw()
+    if nesting:
+        put(raw_job, "spec.trainer.env", nested(nesting))
+    return raw_job, RuntimeBuilder.make(name=runtime_name, kind=kind).raw()
+
+
+TERMINAL_TRICKS = "evil\r\x1b[2Jname"
+"""A carriage return and the escape sequence that clears a terminal, in a name."""
+
+
 @FUZZ
 @given(hostile_pairs())
+@example(named("\r", "\r"))
+@example(named(TERMINAL_TRICKS, TERMINAL_TRICKS))
+@example(named("r", "r", nesting=60))
 def test_the_pure_pipeline_raises_nothing_unexpected(pair: tuple[dict[str, Any], dict[str, Any]]) -> None:
     pipeline(*pair)
 
@@ -275,6 +293,10 @@ def run_cli(argv: list[str]) -> tuple[int, str]:
 
 @FUZZ
 @given(hostile_pairs(), st.sampled_from(["validate", "render-yaml", "render-json"]))
+@example(named("\r", "\r"), "validate")  # printed raw, its one line became two
+@example(named(TERMINAL_TRICKS, TERMINAL_TRICKS), "validate")  # cleared the terminal
+@example(named(TERMINAL_TRICKS, "other"), "render-yaml")  # not found: the last line names it
+@example(named("r", "r", nesting=60), "render-json")
 def test_the_cli_ends_with_a_clear_error_or_success(
     tmp_path_factory: pytest.TempPathFactory, pair: tuple[dict[str, Any], dict[str, Any]], command: str
 ) -> None:
@@ -287,6 +309,8 @@ def test_the_cli_ends_with_a_clear_error_or_success(
     code, err = run_cli(argv)
     assert code in (0, 1, 2), err
     assert "Traceback" not in err
+    lines = err.split("\n")  # not splitlines(): a carriage return must not pass for a line break here
+    assert [line for line in lines if printable(line) != line] == [], "a control character reached the terminal"
     if code == 2:  # unusable input: it ends with one line naming it (after any other object's own errors)
         assert err.splitlines()[-1].startswith("trainjob-operator: error: "), err
 
@@ -312,12 +336,17 @@ YAML_TEXT = st.one_of(
 
 @FUZZ
 @given(YAML_TEXT)
+@example("kind: TrainJob\nspec: " + "[" * 1500 + "]" * 1500)  # past libyaml's own nesting limit (1000)
+@example("kind: TrainJob\nmetadata: {name: " + TERMINAL_TRICKS + "}\n")
 def test_the_cli_survives_any_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     path = tmp_path_factory.mktemp("text") / "in.yaml"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     code, err = run_cli(["render", "-f", str(path), "-o", "json"])
     assert code in (0, 1, 2), err
     assert "Traceback" not in err
+    assert [line for line in err.split("\n") if printable(line) != line] == [], (
+        "a control character reached the terminal"
+    )
 
 
 def test_the_webhook_refuses_what_it_cannot_check_naming_the_cause() -> None:

@@ -22,7 +22,7 @@ from ..k8s.client import ApiError, Client, is_transient
 from ..logs import Aggregator, error_fields, get
 from ..metrics import Metrics
 from ..runtime import startup
-from ..runtime.errors import describe
+from ..runtime.errors import describe, printable
 
 log = get("trainjob_operator.admission")
 
@@ -60,11 +60,11 @@ def response(request: Review, verdict: Verdict) -> dict[str, Any]:
     if not verdict.allowed:
         body["status"] = {
             "code": verdict.code,
-            "message": verdict.message,
+            "message": printable(verdict.message),  # kubectl prints it to a terminal as it is
             "reason": "Forbidden" if verdict.code == 403 else "BadRequest",
         }
     if verdict.warnings:
-        body["warnings"] = list(verdict.warnings)
+        body["warnings"] = [printable(warning) for warning in verdict.warnings]
     if verdict.patch:
         body["patchType"] = "JSONPatch"
         body["patch"] = base64.b64encode(json.dumps(verdict.patch).encode()).decode()

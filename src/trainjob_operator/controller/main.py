@@ -21,6 +21,7 @@ from ..k8s import config as k8s_config
 from ..k8s.client import ApiError, Client, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
+from ..runtime.errors import printable
 from ..runtime.framework import ChildKind
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
@@ -587,7 +588,7 @@ def run(argv: Sequence[str]) -> int:
 def _exit(line: str, code: int) -> int:
     """The one line that says why the operator cannot start (exit 2: flags, config or kubeconfig; 3: the cluster)."""
     EXITING.append(line)
-    print(f"trainjob-operator: error: {line}", file=sys.stderr, flush=True)
+    print(printable(f"trainjob-operator: error: {line}"), file=sys.stderr, flush=True)
     return code
 
 

@@ -3,6 +3,7 @@
 from datetime import datetime
 
 from ..api.trainjob import Condition
+from .errors import printable
 
 
 def rfc3339(now: datetime) -> str:
@@ -19,10 +20,11 @@ def is_true(conditions: list[Condition] | None, type_: str) -> bool:
 
 
 def set_condition(conditions: list[Condition], new: Condition, now: datetime) -> None:
-    """Add or update `new` in place; lastTransitionTime moves only when the status flips."""
+    """Add or update `new` in place; lastTransitionTime moves only when the status flips. The message is stored
+    `printable`: `kubectl describe` prints it to a terminal as it is."""
     existing = find(conditions, new.type)
     if existing is None:
-        added = new.model_copy()
+        added = new.model_copy(update={"message": printable(new.message)})
         if added.last_transition_time is None:
             added.last_transition_time = rfc3339(now)
         conditions.append(added)
@@ -31,7 +33,7 @@ def set_condition(conditions: list[Condition], new: Condition, now: datetime) ->
         existing.status = new.status
         existing.last_transition_time = new.last_transition_time or rfc3339(now)
     existing.reason = new.reason
-    existing.message = new.message
+    existing.message = printable(new.message)
     existing.observed_generation = new.observed_generation
 
 

@@ -1,6 +1,7 @@
 """Field errors in the shape of Kubernetes' field.ErrorList, and the build error of the pipeline."""
 
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -111,5 +112,26 @@ class BuildError(Exception):
 
 def describe(err: BaseException, limit: int = 900) -> str:
     """An unexpected error as one line for a person (a status message, a refusal): its type and its text."""
-    text = " ".join(str(err).split()) or repr(err)
+    text = printable(" ".join(str(err).split()) or repr(err))
     return f"{type(err).__name__}: {text}"[:limit]
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _SHORT_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """`text` safe to show a person on one line: every control character (C0 with newline and carriage return, DEL,
+    C1), line and paragraph separator and bidirectional override is written as its escape, as Go's `%q` writes it
+    (`\\r`, `\\x1b`, `\\u009b`, `\\u202e`); nothing else changes, so printing it twice changes nothing more.
+
+    Every message that echoes user input goes through it where it is emitted (CLI errors, log lines, Events, status
+    condition messages, webhook denials): a name like "evil\\r\\x1b[2Jname" must neither clear a terminal nor turn
+    one line into two."""
+    return text if _UNPRINTABLE.search(text) is None else _UNPRINTABLE.sub(_escape, text)

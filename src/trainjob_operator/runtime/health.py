@@ -14,6 +14,7 @@ from typing import Any
 from ..api import constants as c
 from ..api.trainjob import RestartCounts, TrainJob, TrainJobStatus
 from .conditions import find, is_true
+from .errors import printable
 from .info import RuntimeInfo
 from .lifecycle import stuck_reason, total_restarts
 
@@ -447,7 +448,8 @@ def trainjob_warning(
     job: TrainJob, name: dict[str, str], reason: str, message: str, action: str, stamp: str
 ) -> dict[str, Any]:
     """A Warning Event about the TrainJob (its uid: a new TrainJob of the same name is another object); `name` is
-    `{"name": ...}` or `{"generateName": ...}`."""
+    `{"name": ...}` or `{"generateName": ...}`. The message is `printable`: it quotes pod and scheduler text, and
+    `kubectl describe` prints it to a terminal as it is."""
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -460,7 +462,7 @@ def trainjob_warning(
             "uid": job.metadata.uid,
         },
         "reason": reason,
-        "message": message,
+        "message": printable(message),
         "type": "Warning",
         "action": action,
         "reportingComponent": "trainer-trainjob-controller",

@@ -19,7 +19,7 @@ from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from .conditions import is_finished, rfc3339, set_condition
-from .errors import BuildError, describe
+from .errors import BuildError, describe, printable
 from .framework import Manifest, Mode
 from .health import PodWarning, apply_health, requested_nodes, trainjob_warning
 from .info import RuntimeInfo, RuntimeSource
@@ -369,7 +369,7 @@ def event(job: TrainJob, failure: Failure, last_message: str | None, now: dateti
     failure recorded for this TrainJob had the same message."""
     if last_message == failure.message:
         return None
-    note = f"TrainJob resources reconciliation failed: {failure.message}"
+    note = printable(f"TrainJob resources reconciliation failed: {failure.message}")
     if len(note) > EVENT_MESSAGE_LIMIT:
         note = note[:EVENT_MESSAGE_LIMIT] + " ..."
     name = {"generateName": f"{job.name}."}

@@ -9,6 +9,7 @@ from ..api.runtime import RunPolicy
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from . import lifecycle
 from .conditions import find, rfc3339, set_condition
+from .errors import printable
 from .health import assess
 
 
@@ -111,7 +112,7 @@ def with_reconcile_error(status: TrainJobStatus, error: tuple[str, str] | None, 
                 type=c.CONDITION_RECONCILE_FAILED,
                 status="True",
                 reason=error[0],
-                message=error[1],
+                message=printable(error[1]),
                 last_transition_time=previous.last_transition_time if previous else rfc3339(now),
             )
         )

@@ -68,10 +68,25 @@ class YamlError(ValueError):
     """The text is not YAML, or not YAML we accept; the message says where and why."""
 
 
-def _where(err: yaml.YAMLError) -> str:
+LIBYAML_NESTING_LIMIT: Final = "exceeded maximum nesting depth"
+"""The problem libyaml reports at its own nesting limit (1000 levels; the libyaml of the PyYAML 6.0.4 wheels)."""
+
+
+def too_deep(line: int, max_depth: int = MAX_DEPTH) -> str:
+    """The one message for a text nested deeper than `max_depth`, whichever found it (`check_events` or libyaml)."""
+    return f"invalid YAML at line {line}: nested deeper than {max_depth} levels"
+
+
+def _where(err: yaml.YAMLError, max_depth: int = MAX_DEPTH) -> str:
     mark = getattr(err, "problem_mark", None)
-    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     problem = getattr(err, "problem", None) or (str(err).splitlines() or [type(err).__name__])[0]
+    if problem == LIBYAML_NESTING_LIMIT and mark is not None:
+        # libyaml's scanner reads up to 1,024 characters of one line ahead of the events (a flow collection may
+        # turn out to be a key), so a line of 1,000 `[` reaches libyaml's limit before `check_events` counts level
+        # `max_depth + 1`. That level stands between the last event and the character libyaml stopped at, on the
+        # same line: said as the project's bound, the message is the one a libyaml without the limit gives.
+        return too_deep(mark.line + 1, max_depth)
+    at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     return f"invalid YAML{at}: {problem}"
 
 
@@ -93,8 +108,7 @@ def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NOD
                 depth += 1
                 nodes += 1
                 if depth > max_depth:
-                    line = event.start_mark.line + 1 if event.start_mark is not None else 0
-                    raise YamlError(f"invalid YAML at line {line}: nested deeper than {max_depth} levels")
+                    raise YamlError(too_deep(event.start_mark.line + 1 if event.start_mark else 0, max_depth))
                 open_anchors.append((event.anchor, nodes))
             elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
                 depth -= 1
@@ -104,7 +118,7 @@ def check_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NOD
             if nodes > max_nodes:
                 raise YamlError(f"invalid YAML: more than {max_nodes} values once aliases are expanded")
     except yaml.YAMLError as err:
-        raise YamlError(_where(err)) from err
+        raise YamlError(_where(err, max_depth)) from err
     return nodes
 
 
