@@ -272,7 +272,11 @@ def test_a_bad_worker_count_is_refused_naming_the_flag(
     value: str, says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     said = cli_run(capsys, "validate", "--workers", value, "-f", "unread.yaml")
-    assert (said.code, said.out, said.err.splitlines()[-1]) == (2, "", f"trainjob-operator validate: error: {says}")
+    assert (said.code, said.out, said.err) == (
+        2,
+        "",
+        f"trainjob-operator validate: error: {says}; see `trainjob-operator validate --help`\n",
+    )
 
 
 @pytest.mark.parametrize(
