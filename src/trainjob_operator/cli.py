@@ -737,7 +737,7 @@ def check_converted(done: Conversion, runtime_files: Sequence[str], framework: F
 
 def parser() -> argparse.ArgumentParser:
     p = flags.OneLineParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", help="`COMMAND --help` for its flags")
     for name, help_text in (
         ("render", "print every object the operator would apply for the TrainJobs"),
         ("validate", "run CRD-level and admission validation on TrainJobs and runtimes"),
