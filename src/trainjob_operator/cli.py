@@ -32,6 +32,7 @@ from .api.legacy import (
     choose_runtime,
     convert,
     initializer_hint,
+    initializers_of,
     legacy_shape,
     with_runtime,
 )
@@ -659,11 +660,11 @@ class Conversion:
 
 
 def convert_files(
-    paths: Sequence[str], runtime: str | None = None, choices: Sequence[RuntimeChoice] = ()
+    paths: Sequence[str], runtime: str | None = None, choices: Sequence[RuntimeChoice] = (), given: bool = False
 ) -> Conversion:
     """Every object of the files, older shapes converted; what has no home is said by path. A converted TrainJob
     without a runtime gets `runtime` (`--runtime`) or the one of `choices` that suits it best (`choose_runtime`), and
-    says which."""
+    says which; `given`: the choices are the -r files' (the caller checks the output against them)."""
     done = Conversion()
     for path in paths:
         for doc in load_documents(path):
@@ -677,7 +678,7 @@ def convert_files(
             done.lines += [str(dropped) for dropped in result.dropped]
             obj = result.obj
             if obj["kind"] == c.TRAINJOB_KIND:
-                obj = _with_a_runtime(obj, doc.label, runtime, choices, done)
+                obj = _with_a_runtime(obj, doc.label, runtime, choices, given, done)
             summary = f"{len(result.dropped)} field(s) without a home"
             done.lines.append(f"converted: {doc.label} -> {c.API_VERSION} ({summary})")
             done.docs.append(Document(doc.source, obj))
@@ -685,7 +686,12 @@ def convert_files(
 
 
 def _with_a_runtime(
-    obj: dict[str, Any], label: str, runtime: str | None, choices: Sequence[RuntimeChoice], done: Conversion
+    obj: dict[str, Any],
+    label: str,
+    runtime: str | None,
+    choices: Sequence[RuntimeChoice],
+    given: bool,
+    done: Conversion,
 ) -> dict[str, Any]:
     ref = obj["spec"].get("runtimeRef")
     if runtime is not None:
@@ -710,6 +716,9 @@ def _with_a_runtime(
     done.lines.append(
         f"runtime: {label}: no runtime named; spec.runtimeRef is {choice} ({why}); --runtime NAME names another"
     )
+    if not given:  # with -r, checking the output says it (and hints) in the API server's words
+        for what in sorted(initializers_of(obj) - choice.initializers):
+            done.lines.append(f"hint: {label}: {initializer_hint(what, str(choice), choices)}")
     return with_runtime(obj, choice)
 
 
@@ -731,7 +740,7 @@ def check_converted(done: Conversion, runtime_files: Sequence[str], framework: F
         runtime = f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME_KIND} {render_value(ref.get('name'))}"
         for what, job in (("dataset", c.DATASET_INITIALIZER), ("model", c.MODEL_INITIALIZER)):
             if any(f"must have {job} job" in str(problem) for problem in problems):
-                hints.append(initializer_hint(what, runtime, choices))
+                hints.append(f"hint: {doc.label}: {initializer_hint(what, runtime, choices)}")
     return outcome(checked, framework, None), hints
 
 
@@ -890,7 +899,7 @@ def _convert(args: argparse.Namespace) -> int:
         for doc in load_documents(path)
         if (choice := RuntimeChoice.of(doc.raw)) is not None
     ]
-    done = convert_files(trainjob_files, args.runtime, choices or SHIPPED_RUNTIMES)
+    done = convert_files(trainjob_files, args.runtime, choices or SHIPPED_RUNTIMES, bool(runtime_files))
     for line in done.lines:
         print(line, file=sys.stderr)
     code = done.exit_code

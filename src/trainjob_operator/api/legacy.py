@@ -17,6 +17,7 @@ field it could not place, with the reason. It is pure: wire dicts in, wire dicts
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -473,7 +474,7 @@ class RuntimeChoice:
         )
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.name}"
+        return f"{self.kind} {json.dumps(self.name)}"  # quoted and escaped: the name is the user's text
 
 
 SHIPPED_RUNTIMES: tuple[RuntimeChoice, ...] = (
@@ -526,16 +527,16 @@ def _framework_of(trainer: Any) -> str | None:
 
 
 def choose_runtime(trainjob: dict[str, Any], choices: Sequence[RuntimeChoice]) -> tuple[RuntimeChoice, str] | None:
-    """The runtime that suits a TrainJob without `runtimeRef` best, and why in words: first one with a job for each
-    initializer the TrainJob uses, then one whose name names its model (`torchtune-llama3.2-1b` for
-    `hf://meta-llama/Llama-3.2-1B-Instruct`), then one of the framework its trainer's image or command names; the
-    earliest of equals. None when no runtime may serve it (a TrainingRuntime of another namespace serves none)."""
+    """The runtime that suits a TrainJob without `runtimeRef` best, and why in words: first one of the framework its
+    trainer's image or command names (any, when they name none), then one with a job for each initializer the
+    TrainJob uses, then one whose name names its model (`torchtune-llama3.2-1b` for
+    `hf://meta-llama/Llama-3.2-1B-Instruct`); the earliest of equals. None when no runtime may serve it (a
+    TrainingRuntime of another namespace serves none)."""
     meta = _mapping(trainjob.get("metadata"))
     namespace = meta.get("namespace") or "default"
     spec = _mapping(trainjob.get("spec"))
-    initializer = _mapping(spec.get("initializer"))
-    needed = frozenset(what for what in INITIALIZER_JOBS if initializer.get(what))
-    model = _mapping(initializer.get("model"))
+    needed = initializers_of(trainjob)
+    model = _mapping(_mapping(spec.get("initializer")).get("model"))
     model_uri = _squeezed(str(model.get("storageUri") or ""))
     framework = _framework_of(spec.get("trainer"))
     usable = [choice for choice in choices if choice.namespace in (None, namespace)]
@@ -545,7 +546,7 @@ def choose_runtime(trainjob: dict[str, Any], choices: Sequence[RuntimeChoice]) -
         return bool(model_uri and key and key in model_uri)
 
     def score(choice: RuntimeChoice) -> tuple[bool, bool, bool]:
-        return needed <= choice.initializers, names_model(choice), framework in (choice.framework, None)
+        return framework in (choice.framework, None), needed <= choice.initializers, names_model(choice)
 
     if not usable:
         return None
@@ -560,6 +561,12 @@ def choose_runtime(trainjob: dict[str, Any], choices: Sequence[RuntimeChoice]) -
     return best, "; ".join(reasons) or "the first runtime that may serve it"
 
 
+def initializers_of(trainjob: dict[str, Any]) -> frozenset[str]:
+    """The initializers (`dataset`, `model`) a TrainJob uses."""
+    initializer = _mapping(_mapping(trainjob.get("spec")).get("initializer"))
+    return frozenset(what for what in INITIALIZER_JOBS if initializer.get(what))
+
+
 def with_runtime(trainjob: dict[str, Any], choice: RuntimeChoice) -> dict[str, Any]:
     """The TrainJob with `spec.runtimeRef` naming `choice`, first in its spec."""
     spec = _mapping(trainjob.get("spec"))
@@ -569,9 +576,9 @@ def with_runtime(trainjob: dict[str, Any], choice: RuntimeChoice) -> dict[str, A
 
 def initializer_hint(what: str, runtime: str, choices: Sequence[RuntimeChoice]) -> str:
     """What to do when the TrainJob's runtime has no job for its `what` ("dataset"/"model") initializer."""
-    having = [choice.name for choice in choices if what in choice.initializers]
+    having = [json.dumps(choice.name) for choice in choices if what in choice.initializers]
     some = f" such as {', '.join(having[:3])}" if having else ""
     return (
-        f"hint: {runtime} has no {INITIALIZER_JOBS[what]} job: name a runtime that has one{some} "
+        f"{runtime} has no {INITIALIZER_JOBS[what]} job: name a runtime that has one{some} "
         f"(convert --runtime NAME), or delete spec.initializer.{what} and load the {what} in the training code"
     )
