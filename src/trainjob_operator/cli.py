@@ -17,6 +17,7 @@ import contextlib
 import gc
 import io
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -259,6 +260,11 @@ class Checked:
         return 2 if self.unusable else 1 if self.errors else 0
 
 
+_DESCRIPTION: Final = re.compile(r"^ *description: .*\n", re.MULTILINE)
+"""A field's description in a generated CRD (one line each; a property named `description` is a mapping, never
+matched): pruning does not read them, and they are a third of the text to parse."""
+
+
 @cache
 def crd_schema(kind: str) -> Schema | None:
     """The `openAPIV3Schema` of our CRD for `kind`, from the CRDs shipped as package data (`trainjob_operator/crds`,
@@ -267,7 +273,7 @@ def crd_schema(kind: str) -> Schema | None:
     if plural is None:
         return None
     text = resources.files("trainjob_operator").joinpath("crds", f"{c.GROUP}_{plural}.yaml").read_text(encoding="utf-8")
-    schema: Schema = yamltext.load(text)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: Schema = yamltext.load(_DESCRIPTION.sub("", text))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return schema
 
 

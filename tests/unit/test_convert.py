@@ -13,6 +13,7 @@ import pytest
 import yaml
 from test_cli import run, write
 
+from builders import RuntimeBuilder
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.legacy import SHIPPED_RUNTIMES, RuntimeChoice, choose_runtime
 
@@ -510,17 +511,6 @@ def test_convert_of_an_unreadable_file_exits_2(tmp_path: Path, capsys: pytest.Ca
 # ------------------------------------------------------------------ an appliable object: runtime, model, initializers
 
 
-def runtime_doc(
-    name: str, *jobs: str, kind: str = "ClusterTrainingRuntime", framework: str = "torch"
-) -> dict[str, Any]:
-    return {
-        "apiVersion": c.API_VERSION,
-        "kind": kind,
-        "metadata": {"name": name, "labels": {c.FRAMEWORK_LABEL: framework}},
-        "spec": {"template": {"spec": {"replicatedJobs": [{"name": job} for job in jobs]}}},
-    }
-
-
 @dataclass(frozen=True)
 class ChoiceCase:
     spec: dict[str, Any]
@@ -723,30 +713,7 @@ APPLIABLE_CASES = [
                 f'runtime: {LABEL}: spec.runtimeRef is TrainingRuntime "mine" (--runtime; it named "old-name")',
                 f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
             ],
-            [
-                {
-                    **runtime_doc("mine", "node", kind="TrainingRuntime"),
-                    "spec": {
-                        "mlPolicy": {"numNodes": 1, "torch": {}},
-                        "template": {
-                            "spec": {
-                                "replicatedJobs": [
-                                    {
-                                        "name": "node",
-                                        "template": {
-                                            "spec": {
-                                                "template": {
-                                                    "spec": {"containers": [{"name": "node", "image": "pytorch"}]}
-                                                }
-                                            }
-                                        },
-                                    }
-                                ]
-                            }
-                        },
-                    },
-                }
-            ],
+            [RuntimeBuilder.make(name="mine", namespace=None).ml_policy(num_nodes=1, torch={}).raw()],
         ),
         id="--runtime names the runtime (a TrainingRuntime of the -r files by that name), and says so",
     ),
