@@ -434,10 +434,8 @@ def root_schema(model: type[BaseModel]) -> Schema:
             "description": "The versioned schema of this representation of an object: trainer.kubeflow.org/v1alpha1.",
         },
         "kind": {"type": "string", "description": f"The kind of object this is: {model.__name__}."},
-        "metadata": {
-            "type": "object",
-            "description": "Standard object metadata: name, namespace, labels, annotations.",
-        },
+        # The API server allows nothing but the type here (it describes ObjectMeta itself to kubectl explain).
+        "metadata": {"type": "object"},
     }
     for name, prop in schema.get("properties", {}).items():
         properties.setdefault(name, prop)
@@ -625,7 +623,7 @@ def structural_errors(schema: Schema) -> list[str]:
                 errors.append(f"{at}: list-map key {key!r} must be a scalar property of the items")
             elif key not in items.get("required", ()) and "default" not in key_schema:
                 errors.append(f"{at}: list-map key {key!r} must be required or defaulted")
-        if path.endswith(".metadata") and path.count(".") == 1 and set(node) - {"description"} != {"type"}:
+        if path.endswith(".metadata") and path.count(".") == 1 and node != {"type": "object"}:
             errors.append(f"{at}: the object's own metadata must be just `type: object`")
         for rule in node.get("x-kubernetes-validations", ()):
             if set(rule) - {"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"}:
