@@ -165,9 +165,10 @@ _K8S_DROP: Final = frozenset(
 )
 
 
-MAX_K8S_DESCRIPTION: Final = 200
+MAX_K8S_DESCRIPTION: Final = 160
 """Characters of a Kubernetes field's description kept in the CRDs: its first paragraph, cut at a sentence. The full
-texts would triple the runtimes' CRDs (a Pod template each); `kubectl explain pod.spec...` has them all."""
+texts would triple the runtimes' CRDs (a Pod template each) past the 256 KiB that a client-side `kubectl apply` can
+record in its last-applied annotation; `kubectl explain pod.spec...` has them all."""
 
 
 def k8s_description(text: str) -> str:
