@@ -289,7 +289,7 @@ def pruned(doc: Document, warnings: list[str], unknown_fields: str) -> tuple[dic
     if not paths or unknown_fields == "ignore":
         return result, None
     if unknown_fields == "warn":
-        warnings += [f"{doc.label}: {unknown_field_warning(path)}" for path in paths]
+        warnings += [f"{doc.label}: {unknown_field_warning(path)}" for path in sorted(paths)]  # the server's order
         return result, None
     return result, plain(strict_decoding_error(kind, paths))
 

@@ -192,7 +192,7 @@ class UnknownFieldCase:
 TYPO = TJ.trainer(numNode=2).set("spec.suspendd", True)
 STRICT = (
     'TrainJob in version "v1alpha1" cannot be handled as a TrainJob: strict decoding error: unknown field '
-    '"spec.trainer.numNode", unknown field "spec.suspendd"\n'
+    '"spec.suspendd", unknown field "spec.trainer.numNode"\n'
     "invalid: TrainJob default/test-job ({tj}#1): 1 error(s)\n"
 )
 UNKNOWN_FIELD_CASES = [
@@ -205,8 +205,8 @@ UNKNOWN_FIELD_CASES = [
         UnknownFieldCase(
             ["--validate", "warn"],
             0,
-            'Warning: TrainJob default/test-job ({tj}#1): unknown field "spec.trainer.numNode"\n'
             'Warning: TrainJob default/test-job ({tj}#1): unknown field "spec.suspendd"\n'
+            'Warning: TrainJob default/test-job ({tj}#1): unknown field "spec.trainer.numNode"\n'
             "valid: 1 TrainJob(s), 1 runtime(s)\n",
         ),
         id="--validate=warn: pruned as the API server prunes, one warning per field",

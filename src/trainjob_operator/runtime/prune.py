@@ -42,8 +42,8 @@ def unknown_field_warning(path: str) -> str:
 
 def strict_decoding_error(kind: str, paths: list[str]) -> str:
     """The API server's refusal of an object with unknown fields under strict field validation (kubectl's default,
-    `--validate=strict`), all of them in one line as it joins them."""
-    unknown = ", ".join(unknown_field_warning(path) for path in paths)
+    `--validate=strict`), all of them in one line, sorted, as it joins them (seen on kube-apiserver v1.36)."""
+    unknown = ", ".join(unknown_field_warning(path) for path in sorted(paths))
     return f'{kind} in version "{API_VERSION}" cannot be handled as a {kind}: strict decoding error: {unknown}'
 
 
