@@ -559,7 +559,7 @@ CHOICE_CASES = [
             SHIPPED_RUNTIMES,
             "torchtune-qwen2.5-1.5b",
             "it has the dataset and model initializer the TrainJob uses; its name matches the model "
-            "hf://Qwen/Qwen2.5-1.5B-Instruct",
+            '"hf://Qwen/Qwen2.5-1.5B-Instruct"',
         ),
         id="initializers and a model: the runtime with those jobs whose name names the model",
     ),
@@ -633,7 +633,7 @@ APPLIABLE_CASES = [
             [
                 f"runtime: {LABEL}: no runtime named; spec.runtimeRef is ClusterTrainingRuntime "
                 '"torchtune-llama3.2-1b" (it has the model initializer the TrainJob uses; its name matches the model '
-                "hf://meta-llama/Llama-3.2-1B-Instruct); --runtime NAME names another",
+                '"hf://meta-llama/Llama-3.2-1B-Instruct"); --runtime NAME names another',
                 f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
             ],
         ),

@@ -194,7 +194,10 @@ class _Conversion:
         if isinstance(config, str) and "://" in config:  # the pages' `config: hf://org/model`: where to load from
             src.pop("config")
             if out.setdefault("storageUri", config) != config:
-                self.drop(f"{path}.config", f"conflicts with {path}.storageUri ({out['storageUri']}), which is kept")
+                self.drop(
+                    f"{path}.config",
+                    f"conflicts with {path}.storageUri ({json.dumps(out['storageUri'])}), which is kept",
+                )
         if "secretRef" in src:
             ref = self.secret_ref(f"{path}.secretRef", src.pop("secretRef"))
             if ref is not None:
@@ -555,7 +558,7 @@ def choose_runtime(trainjob: dict[str, Any], choices: Sequence[RuntimeChoice]) -
     if needed and needed <= best.initializers:
         reasons.append(f"it has the {' and '.join(sorted(needed))} initializer the TrainJob uses")
     if names_model(best):
-        reasons.append(f"its name matches the model {model.get('storageUri')}")
+        reasons.append(f"its name matches the model {json.dumps(model.get('storageUri'))}")
     if framework is not None and framework == best.framework:
         reasons.append(f"the trainer's image or command is {framework}'s")
     return best, "; ".join(reasons) or "the first runtime that may serve it"
