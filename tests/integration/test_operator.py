@@ -213,6 +213,12 @@ def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: Opera
     )  # type: ignore[index]
     assert secret["data"]["ssh-privatekey"] not in operator.log()
     assert "PRIVATE KEY" not in operator.log()
+    built = [
+        line
+        for line in (operator.log_path.read_text() if operator.log_path else "").splitlines()  # all of it
+        if '"JobSet built"' in line and '"mpi-job"' in line and f'"{namespace}"' in line
+    ]
+    assert len(built) == 1, "one info line for the JobSet built"
 
 
 def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(
