@@ -6,17 +6,18 @@
 Our own types (`ApiModel`s and the JobSet types, which have no `k8s_definition`) start from pydantic's JSON
 schema (`model_json_schema`, with a generator subclass for the CRD conventions: `X | None` an optional, never
 nullable, property; `int` Go's int32; `Literal` a string enum) which is then made structural: `$ref`s inlined,
-titles and descriptions dropped, `str | int | float` a Quantity, only scalar non-null defaults kept. The
+titles dropped, `str | int | float` a Quantity, only scalar non-null defaults kept. Descriptions come from the
+models' docstrings: a class's for the object, the string under a field for the field (`kubectl explain` shows them). The
 `json_schema_extra` of fields and models (CEL rules, list types, `minProperties`) is merged in by pydantic;
 `x-items` in a field's extra is merged into the schema of its items.
 
 Kubernetes types embedded in ours (every model with a `k8s_definition`, and dict-typed fields carrying an
 `x-k8s-definition` marker) get their full schema from the Kubernetes OpenAPI shipped by `kubernetes-validate`,
-turned into the structural form the API server wants: `$ref`s inlined, descriptions and patch/GVK/union
-extensions dropped, `type: [X, "null"]` made `type: X`, IntOrString and Quantity made
+turned into the structural form the API server wants: `$ref`s inlined, descriptions cut to their first paragraph
+(`MAX_K8S_DESCRIPTION`), patch/GVK/union extensions dropped, `type: [X, "null"]` made `type: X`, IntOrString and Quantity made
 `x-kubernetes-int-or-string`, embedded `ObjectMeta` reduced to labels/annotations/name/namespace/finalizers,
 and the Go-marker defaults and `metav1.Condition` bounds the OpenAPI lacks added back: all as controller-gen
-does, so the result matches upstream's CRDs (less descriptions). Enums of core types are dropped, as there.
+does, so the result matches upstream's CRDs (with shorter descriptions of the Kubernetes types). Enums of core types are dropped, as there.
 
 The output is deterministic: keys sorted, lists in source order, no YAML aliases. `check_structural` enforces
 the structural schema rules the API server applies, so a broken schema fails here rather than at `kubectl apply`.
@@ -25,9 +26,13 @@ the structural schema rules the API server applies, so a broken schema fails her
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import inspect
+import itertools
 import json
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -73,12 +78,17 @@ def _embedded_object_meta() -> Schema:
     string_map = {"type": "object", "additionalProperties": {"type": "string"}}
     return {
         "type": "object",
+        "description": "Metadata of the objects made from the template: only labels and annotations are used.",
         "properties": {
-            "annotations": dict(string_map),
-            "finalizers": {"type": "array", "items": {"type": "string"}},
-            "labels": dict(string_map),
-            "name": {"type": "string"},
-            "namespace": {"type": "string"},
+            "annotations": {**string_map, "description": "Annotations added to the objects made from the template."},
+            "finalizers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Not used: the objects made from a template get no finalizers from it.",
+            },
+            "labels": {**string_map, "description": "Labels added to the objects made from the template."},
+            "name": {"type": "string", "description": "Not used: the objects are named after the TrainJob."},
+            "namespace": {"type": "string", "description": "Not used: the objects are in the TrainJob's namespace."},
         },
     }
 
@@ -143,7 +153,6 @@ _K8S_KEEP: Final = frozenset(
 )
 _K8S_DROP: Final = frozenset(
     {
-        "description",
         "$schema",
         "x-kubernetes-patch-strategy",
         "x-kubernetes-patch-merge-key",
@@ -154,6 +163,23 @@ _K8S_DROP: Final = frozenset(
         "enum",
     }
 )
+
+
+MAX_K8S_DESCRIPTION: Final = 160
+"""Characters of a Kubernetes field's description kept in the CRDs: its first paragraph, cut at a sentence. The full
+texts would triple the runtimes' CRDs (a Pod template each) past the 256 KiB that a client-side `kubectl apply` can
+record in its last-applied annotation; `kubectl explain pod.spec...` has them all."""
+
+
+def k8s_description(text: str) -> str:
+    """The first paragraph of a Kubernetes description, at most MAX_K8S_DESCRIPTION characters, cut after a
+    sentence where it can be."""
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    if len(first) <= MAX_K8S_DESCRIPTION:
+        return first
+    cut = first[:MAX_K8S_DESCRIPTION]
+    end = cut.rfind(". ")
+    return cut[: end + 1] if end > 40 else cut.rsplit(" ", 1)[0] + " ..."
 
 
 @cache
@@ -215,6 +241,8 @@ def _convert_k8s(node: Mapping[str, Any], stack: tuple[str, ...]) -> Schema:
                 out["additionalProperties"] = _convert_k8s(value, stack)
             elif value is not False:
                 raise ValueError(f"additionalProperties: {value!r} in {stack[-1]}")
+        elif key == "description":
+            out["description"] = k8s_description(value)
         elif key in _K8S_KEEP:
             out[key] = value
         else:
@@ -240,7 +268,33 @@ _K8S_MODEL: Final = "x-k8s-model"
 #: field's extra would replace `items` wholesale).
 ITEMS_MARKER: Final = "x-items"
 #: pydantic keywords that have no place in a CRD.
-_PYDANTIC_DROP: Final = frozenset({"title", "description"})
+_PYDANTIC_DROP: Final = frozenset({"title"})
+
+
+def field_docs(cls: type[BaseModel]) -> dict[str, str]:
+    """The docstrings written under the fields of a model and its bases (the string right after `name: type = ...`),
+    by wire name: the description of each field in the CRD."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not (isinstance(klass, type) and issubclass(klass, BaseModel)) or klass.__module__.startswith("pydantic"):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, after in itertools.pairwise(body):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                info = cls.model_fields.get(statement.target.id)
+                if info is not None:
+                    docs[info.alias or statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return docs
 
 
 class _CrdJsonSchema(GenerateJsonSchema):
@@ -256,7 +310,13 @@ class _CrdJsonSchema(GenerateJsonSchema):
         definition: str | None = getattr(cls, "k8s_definition", None)
         if definition is not None:
             return {_K8S_MODEL: definition}
-        return super().model_schema(schema)
+        out = super().model_schema(schema)
+        if cls.__doc__:
+            out["description"] = " ".join(inspect.cleandoc(cls.__doc__).split())
+        for name, text in field_docs(cls).items():
+            if name in out.get("properties", {}):
+                out["properties"][name]["description"] = text
+        return out
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         return self.generate_inner(schema["schema"])
@@ -298,7 +358,7 @@ def _untyped(node: Mapping[str, Any]) -> bool:
 def _structural(
     node: Mapping[str, Any], defs: Mapping[str, Schema], where: str, definition: str | None = None
 ) -> Schema:
-    """One node of pydantic's JSON schema → the structural CRD schema: `$ref`s inlined, titles and descriptions
+    """One node of pydantic's JSON schema → the structural CRD schema: `$ref`s inlined, titles
     dropped, Kubernetes types replaced by their definitions, only scalar non-null defaults kept.
 
     `definition` (from an `x-k8s-definition` in a field's extra) types the `Any`s below a dict-typed field."""
@@ -306,7 +366,10 @@ def _structural(
     definition = node.pop(DEFINITION_MARKER, definition)
     items_extra = node.pop(ITEMS_MARKER, None)
     if _K8S_MODEL in node:
-        return k8s_schema(node[_K8S_MODEL])
+        k8s = k8s_schema(node[_K8S_MODEL])
+        if "description" in node:  # our words for the field win over the Kubernetes type's
+            k8s["description"] = node["description"]
+        return k8s
     out: Schema
     if "$ref" in node:
         name = node.pop("$ref").removeprefix("#/$defs/")
@@ -367,8 +430,12 @@ def root_schema(model: type[BaseModel]) -> Schema:
     schema = model_schema(model)
     schema.pop("required", None)
     properties: Schema = {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
+        "apiVersion": {
+            "type": "string",
+            "description": "The versioned schema of this representation of an object: trainer.kubeflow.org/v1alpha1.",
+        },
+        "kind": {"type": "string", "description": f"The kind of object this is: {model.__name__}."},
+        # The API server allows nothing but the type here (it describes ObjectMeta itself to kubectl explain).
         "metadata": {"type": "object"},
     }
     for name, prop in schema.get("properties", {}).items():
@@ -481,6 +548,7 @@ def generate() -> dict[str, str]:
 
 _STRUCTURAL_KEYS: Final = frozenset(
     {
+        "description",
         "type",
         "format",
         "properties",

@@ -1,19 +1,23 @@
 """`trainjob-operator`: render and validate TrainJobs offline, exactly as the operator would.
 
 Exit codes: 0 success; 1 invalid input (field errors on stderr as `<field path>: <message>`);
-2 unusable input (unreadable file, bad YAML, unknown kind, older API shape, missing runtime) with one line
-naming it. `convert` rewrites older shapes (proposal-era `kubeflow.org/v2alpha1`, early v1alpha1) into the
+2 unusable input (unreadable file, bad YAML, unknown kind, older API shape, missing runtime, a bad flag) with one
+line naming it. `convert` rewrites older shapes (proposal-era `kubeflow.org/v2alpha1`, early v1alpha1) into the
 served one.
 Every file may hold TrainJobs and runtimes together (`-f` and `-r` accept every kind, as `kubectl apply -f`
-does). A TrainJob whose runtime is missing or cannot be built is reported and the others are still checked
-and rendered; the exit code is the worst seen (2 over 1 over 0). Fields the CRD schema does not know are
-pruned as the API server prunes them, with a `Warning: unknown field` line each (kubectl's strict mode).
+does); as with kubectl, `-f`/`-r` name files, directories (their .json, .yaml and .yml files; `-R` their
+subdirectories too) or `-` (stdin). A TrainJob whose runtime is missing or cannot be built is reported and the
+others are still checked and rendered; the exit code is the worst seen (2 over 1 over 0). Fields the CRD schema
+does not know make the object invalid, in the API server's words for kubectl's default `--validate=strict`;
+`--validate=warn` prunes them as the API server does with a `Warning: unknown field` line each, `ignore` silently.
 """
 
 import argparse
 import contextlib
 import gc
 import io
+import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -21,21 +25,36 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final, NoReturn, TextIO
 
-from . import forked, jsontext
+from . import flags, forked, jsontext
 from .api import constants as c
-from .api.legacy import convert, legacy_shape
+from .api.legacy import (
+    SHIPPED_RUNTIMES,
+    RuntimeChoice,
+    choose_runtime,
+    convert,
+    initializer_hint,
+    initializers_of,
+    legacy_shape,
+    with_runtime,
+)
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
 from .runtime import yamldump, yamltext
-from .runtime.errors import BuildError, FieldError, describe, invalid, printable
+from .runtime.errors import BuildError, FieldError, describe, invalid, plain, printable, render_value
 from .runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
-from .runtime.prune import Schema, prune, unknown_field_warning
+from .runtime.prune import Schema, prune, strict_decoding_error, unknown_field_warning
 from .runtime.snapshot import build_snapshot
 from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
 
 PROG = "trainjob-operator"
+STDIN = "-"
+"""The file name that stands for the standard input, as in kubectl's `-f -`."""
+FILE_EXTENSIONS = (".json", ".yaml", ".yml")
+"""The files of a directory that `-f DIR` reads (kubectl's list); a file named on its own is read whatever its name."""
+FIELD_VALIDATION = ("strict", "warn", "ignore")
+"""kubectl's `--validate` values: what an unknown field does (an error, a warning, nothing); true/false are strict/ignore."""
 
 
 class UsageError(Exception):
@@ -56,14 +75,60 @@ class Document:
         return f"{self.raw.get('kind')} {ref} ({self.source})"
 
 
+def shown(path: str) -> str:
+    """How a file is named in messages: stdin as kubectl names it."""
+    return "STDIN" if path == STDIN else path
+
+
+_stdin_text: list[str] = []
+"""The standard input once read (it can be read only once; the workers' path and the one-process path both read
+their files): emptied by `main` for each command."""
+
+
 def read_text(path: str) -> str:
     try:
+        if path == STDIN:
+            if not _stdin_text:
+                _stdin_text.append(sys.stdin.buffer.read().decode("utf-8"))
+            return _stdin_text[0]
         with open(path, "rb") as stream:
             return stream.read().decode("utf-8")
     except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror or err}") from err
+        raise UsageError(f"cannot read {shown(path)}: {err.strerror or err}") from err
     except UnicodeDecodeError as err:
-        raise UsageError(f"{path}: not UTF-8 text (byte {err.start})") from err
+        raise UsageError(f"{shown(path)}: not UTF-8 text (byte {err.start})") from err
+
+
+def expand_paths(paths: Sequence[str], recursive: bool) -> list[str]:
+    """The files that kubectl's `-f` reads for `paths`: a file as named, `-` (stdin, at most once), a directory's
+    .json/.yaml/.yml files in lexical order (and those of its subdirectories with `recursive`, as `-R`)."""
+    files: list[str] = []
+    for path in paths:
+        if path == STDIN or not os.path.isdir(path):
+            files.append(path)
+            continue
+        found = list(_directory_files(path, recursive))
+        if not found:
+            deeper = "" if recursive else " (-R reads its subdirectories too)"
+            raise UsageError(f"{path}: no {', '.join(FILE_EXTENSIONS)} file in the directory{deeper}")
+        files += found
+    if files.count(STDIN) > 1:
+        raise UsageError("- (stdin) is given more than once; it can be read only once")
+    return files
+
+
+def _directory_files(directory: str, recursive: bool) -> Iterator[str]:
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError as err:
+        raise UsageError(f"cannot read {directory}: {err.strerror or err}") from err
+    for entry in entries:
+        path = os.path.join(directory, entry)
+        if os.path.isdir(path):
+            if recursive:
+                yield from _directory_files(path, recursive)
+        elif entry.endswith(FILE_EXTENSIONS):
+            yield path
 
 
 def load_documents(path: str) -> Iterator[Document]:
@@ -72,7 +137,7 @@ def load_documents(path: str) -> Iterator[Document]:
     try:
         docs = yamltext.load_all(text)
     except yamltext.YamlError as err:
-        raise UsageError(f"{path}: {err}") from err
+        raise UsageError(f"{shown(path)}: {err}") from err
     return documents(path, docs)
 
 
@@ -80,19 +145,20 @@ def documents(path: str, docs: Iterable[Any], before: int = 0) -> Iterator[Docum
     """The objects of the loaded documents of a stream (empty ones skipped, `kind: List` flattened), named by
     `path#number`; `before`: how many (non-empty) documents of the stream precede `docs`."""
     index = before
+    name = shown(path)
     for doc in docs:
         if doc is None:
             continue
         index += 1
         if not isinstance(doc, dict):
-            raise UsageError(f"{path}: document {index} is not a Kubernetes object (a mapping)")
+            raise UsageError(f"{name}: document {index} is not a Kubernetes object (a mapping)")
         if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
             for item_number, item in enumerate(doc["items"], 1):
                 if not isinstance(item, dict):
-                    raise UsageError(f"{path}: item {item_number} of document {index} is not a mapping")
-                yield Document(f"{path}#{index}.{item_number}", item)
+                    raise UsageError(f"{name}: item {item_number} of document {index} is not a mapping")
+                yield Document(f"{name}#{index}.{item_number}", item)
         else:
-            yield Document(f"{path}#{index}", doc)
+            yield Document(f"{name}#{index}", doc)
 
 
 @dataclass
@@ -128,7 +194,7 @@ def read_inputs(trainjob_files: Sequence[str], runtime_files: Sequence[str], old
                 )
             found_in_f += from_f
     if trainjob_files and not found_in_f:
-        raise UsageError(f"{', '.join(trainjob_files)}: no TrainJob found")
+        raise UsageError(f"{', '.join(map(shown, trainjob_files))}: no TrainJob found")
     for path in old_files:
         for doc in load_documents(path):
             if doc.raw.get("kind") != c.TRAINJOB_KIND:
@@ -194,6 +260,11 @@ class Checked:
         return 2 if self.unusable else 1 if self.errors else 0
 
 
+_DESCRIPTION: Final = re.compile(r"^ *description: .*\n", re.MULTILINE)
+"""A field's description in a generated CRD (one line each; a property named `description` is a mapping, never
+matched): pruning does not read them, and they are a third of the text to parse."""
+
+
 @cache
 def crd_schema(kind: str) -> Schema | None:
     """The `openAPIV3Schema` of our CRD for `kind`, from the CRDs shipped as package data (`trainjob_operator/crds`,
@@ -202,25 +273,32 @@ def crd_schema(kind: str) -> Schema | None:
     if plural is None:
         return None
     text = resources.files("trainjob_operator").joinpath("crds", f"{c.GROUP}_{plural}.yaml").read_text(encoding="utf-8")
-    schema: Schema = yamltext.load(text)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: Schema = yamltext.load(_DESCRIPTION.sub("", text))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return schema
 
 
-def pruned(doc: Document, warnings: list[str]) -> dict[str, Any]:
-    """The object as the API server would store it, each dropped field named in a warning."""
-    schema = crd_schema(str(doc.raw.get("kind")))
+def pruned(doc: Document, warnings: list[str], unknown_fields: str) -> tuple[dict[str, Any], FieldError | None]:
+    """The object as the API server would store it, and the API server's refusal when it has fields the schema does
+    not know and `unknown_fields` is "strict" (kubectl's default); with "warn" each dropped field is named in a
+    warning instead, with "ignore" nowhere."""
+    kind = str(doc.raw.get("kind"))
+    schema = crd_schema(kind)
     if schema is None:
-        return doc.raw
+        return doc.raw, None
     result, paths = prune(doc.raw, schema)
-    warnings += [f"{doc.label}: {unknown_field_warning(path)}" for path in paths]
-    return result
+    if not paths or unknown_fields == "ignore":
+        return result, None
+    if unknown_fields == "warn":
+        warnings += [f"{doc.label}: {unknown_field_warning(path)}" for path in sorted(paths)]  # the server's order
+        return result, None
+    return result, plain(strict_decoding_error(kind, paths))
 
 
-def check(inputs: Inputs, framework: Framework) -> Checked:
+def check(inputs: Inputs, framework: Framework, unknown_fields: str = "strict") -> Checked:
     """CRD-level and admission validation of every runtime and TrainJob, as the API server and the webhooks
     would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`; an object the checks
     cannot handle at all raises UsageError."""
-    return check_trainjobs(inputs.trainjobs, check_runtimes(inputs), framework)
+    return check_trainjobs(inputs.trainjobs, check_runtimes(inputs, unknown_fields), framework, unknown_fields)
 
 
 @contextlib.contextmanager
@@ -234,24 +312,31 @@ def _checking() -> Iterator[None]:
         raise UsageError(f"cannot check the input: {describe(err)}") from err
 
 
-def check_runtimes(inputs: Inputs) -> Checked:
+def check_runtimes(inputs: Inputs, unknown_fields: str = "strict") -> Checked:
     """The runtimes' checks: their catalog for the TrainJobs, and what is wrong with them (`check`)."""
     with _checking():
-        return _check_runtimes(inputs)
+        return _check_runtimes(inputs, unknown_fields)
 
 
-def check_trainjobs(trainjobs: Sequence[Document], runtimes: Checked, framework: Framework) -> Checked:
+def check_trainjobs(
+    trainjobs: Sequence[Document], runtimes: Checked, framework: Framework, unknown_fields: str = "strict"
+) -> Checked:
     """The TrainJobs' checks (`check`), after what `check_runtimes` found, which the result goes on from."""
     with _checking():
-        return _check_trainjobs(trainjobs, runtimes, framework)
+        return _check_trainjobs(trainjobs, runtimes, framework, unknown_fields)
 
 
-def _check_runtimes(inputs: Inputs) -> Checked:
+def _check_runtimes(inputs: Inputs, unknown_fields: str) -> Checked:
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
     for doc in inputs.runtimes:
-        runtime, result = check_runtime(pruned(doc, warnings))
+        raw, refused = pruned(doc, warnings, unknown_fields)
+        if refused is not None:  # the API server stops there: nothing else is checked
+            catalog.add_invalid(doc.raw)
+            errors.append((doc, [refused]))
+            continue
+        runtime, result = check_runtime(raw)
         problems = list(result.errors)
         if runtime is not None:
             admission = admit_runtime(runtime)
@@ -266,14 +351,20 @@ def _check_runtimes(inputs: Inputs) -> Checked:
     return Checked([], catalog, errors, warnings, len(inputs.runtimes), old=inputs.old)
 
 
-def _check_trainjobs(trainjobs: Sequence[Document], runtimes: Checked, framework: Framework) -> Checked:
+def _check_trainjobs(
+    trainjobs: Sequence[Document], runtimes: Checked, framework: Framework, unknown_fields: str
+) -> Checked:
     catalog = runtimes.catalog
     errors, warnings, unusable = list(runtimes.errors), list(runtimes.warnings), list(runtimes.unusable)
     jobs: list[tuple[Document, TrainJob]] = []
     infos: list[RuntimeInfo | None] = []
     for doc in trainjobs:
+        raw, refused = pruned(doc, warnings, unknown_fields)
+        if refused is not None:  # the API server stops there: nothing else is checked
+            errors.append((doc, [refused]))
+            continue
         stored = runtimes.old.get(_key(doc.raw))
-        job, result = check_trainjob(pruned(doc, warnings), stored.raw if stored is not None else None)
+        job, result = check_trainjob(raw, stored.raw if stored is not None else None)
         problems = list(result.errors)
         old_job = parse(TrainJob, stored.raw)[0] if stored is not None else None
         if job is not None:
@@ -451,6 +542,7 @@ def in_workers(
     framework: Framework,
     output: str | None,
     workers: int,
+    unknown_fields: str = "strict",
 ) -> Outcome | None:
     """The outcome of the input, with its TrainJob files cut into runs of whole documents
     (`yamltext.document_chunks`), each run loaded, checked and rendered in one of `workers` forked processes; the
@@ -472,7 +564,7 @@ def in_workers(
         inputs = read_inputs([], runtime_files, old_files)
         if inputs.trainjobs:
             return None
-        runtimes = check_runtimes(inputs)
+        runtimes = check_runtimes(inputs, unknown_fields)
         crd_schema(c.TRAINJOB_KIND)  # loaded once, before the workers are forked
     except Exception:  # the one-process path reports it
         return None
@@ -491,7 +583,7 @@ def in_workers(
                     raise UsageError(f"{doc.source}: not a TrainJob")  # the one-process path decides what it is
                 trainjobs.append(doc)
         catalog_only = Checked([], runtimes.catalog, [], [], 0, old=runtimes.old)
-        return outcome(check_trainjobs(trainjobs, catalog_only, framework), framework, output)
+        return outcome(check_trainjobs(trainjobs, catalog_only, framework, unknown_fields), framework, output)
 
     said = forked.forked_map(group_outcome, range(len(groups)))
     if said is None:
@@ -539,6 +631,11 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
                 file=err,
             )
         try:
+            if not job.name:
+                raise BuildError(
+                    "metadata.name is not set: the objects are named after the name the API server generates from "
+                    "metadata.generateName; set metadata.name to render them"
+                )
             built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, info=info)]
         except BuildError as error:
             line = f"{doc.label}: cannot build: {error}"
@@ -560,95 +657,200 @@ def dump(objects: list[dict[str, Any]], output: str, out: TextIO) -> None:
         out.write(yamldump.dump_all(objects))
 
 
-def convert_files(paths: Sequence[str], err: TextIO) -> list[dict[str, Any]]:
-    """Every object of the files, older shapes converted; what has no home is reported on `err` by path."""
-    objects: list[dict[str, Any]] = []
+@dataclass
+class Conversion:
+    """What `convert` made: the objects for stdout, as documents named after their input, and what it said."""
+
+    docs: list[Document] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    """stderr, in input order: fields without a home, the runtime each TrainJob got, one summary per object."""
+    exit_code: int = 0
+
+
+def convert_files(
+    paths: Sequence[str], runtime: str | None = None, choices: Sequence[RuntimeChoice] = (), given: bool = False
+) -> Conversion:
+    """Every object of the files, older shapes converted; what has no home is said by path. A converted TrainJob
+    without a runtime gets `runtime` (`--runtime`) or the one of `choices` that suits it best (`choose_runtime`), and
+    says which; `given`: the choices are the -r files' (the caller checks the output against them)."""
+    done = Conversion()
     for path in paths:
         for doc in load_documents(path):
             shape = legacy_shape(doc.raw)
             if shape is None:
                 what = "already current" if doc.raw.get("apiVersion") == c.API_VERSION else "not a Trainer object"
-                print(printable(f"unchanged: {doc.label}: {what}"), file=err)
-                objects.append(doc.raw)
+                done.lines.append(f"unchanged: {doc.label}: {what}")
+                done.docs.append(doc)
                 continue
             result = convert(doc.raw)
-            for dropped in result.dropped:
-                print(printable(str(dropped)), file=err)
+            done.lines += [str(dropped) for dropped in result.dropped]
+            obj = result.obj
+            if obj["kind"] == c.TRAINJOB_KIND:
+                obj = _with_a_runtime(obj, doc.label, runtime, choices, given, done)
             summary = f"{len(result.dropped)} field(s) without a home"
-            print(printable(f"converted: {doc.label} -> {c.API_VERSION} ({summary})"), file=err)
-            objects.append(result.obj)
-    return objects
+            done.lines.append(f"converted: {doc.label} -> {c.API_VERSION} ({summary})")
+            done.docs.append(Document(doc.source, obj))
+    return done
+
+
+def _with_a_runtime(
+    obj: dict[str, Any],
+    label: str,
+    runtime: str | None,
+    choices: Sequence[RuntimeChoice],
+    given: bool,
+    done: Conversion,
+) -> dict[str, Any]:
+    ref = obj["spec"].get("runtimeRef")
+    if runtime is not None:
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        named = [ch for ch in choices if ch.name == runtime and ch.namespace in (None, namespace)]
+        choice = named[0] if named else RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, runtime)
+        was = f"; it named {render_value(ref.get('name'))}" if isinstance(ref, dict) else ""
+        done.lines.append(f"runtime: {label}: spec.runtimeRef is {choice} (--runtime{was})")
+        return with_runtime(obj, choice)
+    if isinstance(ref, dict):
+        return obj
+    chosen = choose_runtime(obj, choices)
+    if chosen is None:
+        done.lines.append(
+            f"{PROG}: error: {label}: no spec.runtimeRef, and no runtime of the -r files may serve it: name one with "
+            "--runtime NAME"
+        )
+        done.exit_code = 2
+        return obj
+    choice, why = chosen
+    done.lines.append(
+        f"runtime: {label}: no runtime named; spec.runtimeRef is {choice} ({why}); --runtime NAME names another"
+    )
+    if not given:  # with -r, checking the output says it (and hints) in the API server's words
+        for what in sorted(initializers_of(obj) - choice.initializers):
+            done.lines.append(f"hint: {label}: {initializer_hint(what, str(choice), choices)}")
+    return with_runtime(obj, choice)
+
+
+def check_converted(done: Conversion, runtime_files: Sequence[str], framework: Framework) -> tuple[Outcome, list[str]]:
+    """The converted TrainJobs checked against the runtimes of the -r files and of the output itself, as `validate`
+    would; with a hint for each TrainJob whose initializer its runtime has no job for."""
+    inputs = read_inputs([], runtime_files)
+    choices = [choice for d in inputs.runtimes if (choice := RuntimeChoice.of(d.raw)) is not None]
+    for doc in done.docs:
+        kind = doc.raw.get("kind")
+        if kind == c.TRAINJOB_KIND:
+            inputs.trainjobs.append(doc)
+        elif kind in c.RUNTIME_KINDS:
+            inputs.runtimes.append(doc)
+    checked = check(inputs, framework)
+    hints = []
+    for doc, problems in checked.errors:
+        ref = (doc.raw.get("spec") or {}).get("runtimeRef") or {}
+        runtime = f"{ref.get('kind') or c.CLUSTER_TRAINING_RUNTIME_KIND} {render_value(ref.get('name'))}"
+        for what, job in (("dataset", c.DATASET_INITIALIZER), ("model", c.MODEL_INITIALIZER)):
+            if any(f"must have {job} job" in str(problem) for problem in problems):
+                hints.append(f"hint: {doc.label}: {initializer_hint(what, runtime, choices)}")
+    return outcome(checked, framework, None), hints
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = flags.OneLineParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", help="`COMMAND --help` for its flags")
     for name, help_text in (
         ("render", "print every object the operator would apply for the TrainJobs"),
         ("validate", "run CRD-level and admission validation on TrainJobs and runtimes"),
     ):
-        cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument(
-            "-f",
-            "--filename",
-            action="append",
-            required=True,
-            metavar="TRAINJOBS.yaml",
-            help="TrainJobs (a YAML stream); repeatable",
-        )
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        _file_flags(cmd, "TrainJobs (and runtimes)")
         cmd.add_argument(
             "-r",
             "--runtimes",
             action="append",
             default=[],
-            metavar="RUNTIMES.yaml",
-            help="TrainingRuntimes / ClusterTrainingRuntimes (a YAML stream); repeatable",
+            metavar="FILE",
+            help="TrainingRuntimes / ClusterTrainingRuntimes: a file, a directory or - (stdin); repeatable",
+        )
+        cmd.add_argument(
+            "--validate",
+            type=field_validation,
+            default="strict",
+            metavar="MODE",
+            help="what a field the CRD does not know does, as kubectl's --validate: strict (default; the object is "
+            "invalid), warn (pruned, with a warning) or ignore (pruned silently); true/false mean strict/ignore",
         )
         cmd.add_argument(
             "--workers",
-            type=positive_int,
+            type=flags.positive_int,
             metavar="N",
             help=f"processes for a long input (at least {PER_WORKER} TrainJobs each, at most {forked.MAX_WORKERS}); "
             "the default is one per usable CPU",
         )
         if name == "render":
-            cmd.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+            _output_flag(cmd, "the objects")
         else:
             cmd.add_argument(
                 "--old",
                 action="append",
                 default=[],
-                metavar="STORED.yaml",
+                metavar="FILE",
                 help="the stored TrainJobs that -f updates (matched by namespace/name): also run the "
                 "update rules (immutable fields, resize while suspended); repeatable",
             )
-    conv = sub.add_parser(
-        "convert",
-        help="rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 "
-        "TrainJobs and runtimes as trainer.kubeflow.org/v1alpha1; stderr lists "
-        "what has no home",
+    conv_help = (
+        "rewrite proposal-era (kubeflow.org/v2alpha1) and early v1alpha1 TrainJobs and runtimes as "
+        "trainer.kubeflow.org/v1alpha1; stderr lists what has no home and the runtime each TrainJob got"
+    )
+    conv = sub.add_parser("convert", help=conv_help, description=conv_help)
+    _file_flags(conv, "objects to convert")
+    conv.add_argument(
+        "-r",
+        "--runtimes",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the runtimes the TrainJobs will run with: the output is validated against them (exit 1 when invalid) "
+        "and a TrainJob without a runtime gets the one that suits it best (default: this project's runtimes)",
     )
     conv.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="OLD.yaml",
-        help="objects to convert (a YAML stream); repeatable",
+        "--runtime",
+        metavar="NAME",
+        help="the runtime every converted TrainJob names (spec.runtimeRef; a TrainingRuntime of that name in the -r "
+        "files, else the ClusterTrainingRuntime)",
     )
-    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    _output_flag(conv, "the converted objects")
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
     return p
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+def _file_flags(cmd: argparse.ArgumentParser, what: str) -> None:
+    cmd.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help=f"{what}: a YAML or JSON file, a directory of .json/.yaml/.yml files, or - (stdin); repeatable",
+    )
+    cmd.add_argument(
+        "-R", "--recursive", action="store_true", help="read the directories of -f and -r with their subdirectories"
+    )
+
+
+def _output_flag(cmd: argparse.ArgumentParser, what: str) -> None:
+    cmd.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help=f"{what} as a YAML stream (default) or as one JSON List",
+    )
+
+
+def field_validation(text: str) -> str:
+    """kubectl's `--validate` value: strict, warn or ignore (true and false are strict and ignore)."""
+    value = {"true": "strict", "false": "ignore"}.get(text.lower(), text.lower())
+    if value not in FIELD_VALIDATION:
+        raise argparse.ArgumentTypeError(f"{render_value(text)} is not one of strict, warn, ignore (or true, false)")
     return value
 
 
@@ -680,6 +882,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(run_ui(argv[1:]))
     args = parser().parse_args(argv)
+    _stdin_text.clear()
     # A batch whose memory the input bounds: the cyclic collector would only walk the ever-growing heap of documents
     # and objects over and over (7% of `render`'s CPU for 2,000 TrainJobs); reference counting frees the rest.
     collecting = gc.isenabled()
@@ -691,11 +894,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+def _convert(args: argparse.Namespace) -> int:
+    """`convert`: the objects on stdout, what became of each on stderr; with -r, the TrainJobs checked as `validate`
+    would, the output written all the same (exit 1 when invalid, for the user to fix)."""
+    trainjob_files = expand_paths(args.filename, args.recursive)
+    runtime_files = expand_paths(args.runtimes, args.recursive)
+    if (trainjob_files + runtime_files).count(STDIN) > 1:
+        raise UsageError("- (stdin) is given more than once; it can be read only once")
+    choices = [
+        choice
+        for path in runtime_files
+        for doc in load_documents(path)
+        if (choice := RuntimeChoice.of(doc.raw)) is not None
+    ]
+    done = convert_files(trainjob_files, args.runtime, choices or SHIPPED_RUNTIMES, bool(runtime_files))
+    for line in done.lines:
+        print(printable(line), file=sys.stderr)
+    code = done.exit_code
+    if runtime_files and code == 0:
+        said, hints = check_converted(done, runtime_files, Framework.from_registry())
+        report(said, sys.stderr)
+        for hint in hints:
+            print(printable(hint), file=sys.stderr)
+        code = said.exit_code
+    dump([doc.raw for doc in done.docs], args.output, sys.stdout)
+    return code
+
+
 def _offline(args: argparse.Namespace) -> int:
     """`render`, `validate` and `convert`."""
     if args.command == "convert":
         try:
-            dump(convert_files(args.filename, sys.stderr), args.output, sys.stdout)
+            return _convert(args)
         except UsageError as err:
             fail(str(err), 2)
         except BrokenPipeError:
@@ -705,10 +935,16 @@ def _offline(args: argparse.Namespace) -> int:
     workers = forked.workers(args.workers)
     output = args.output if args.command == "render" else None
     try:
-        files = (args.filename, args.runtimes, getattr(args, "old", []))
-        said = in_workers(*files, framework, output, workers) if workers > 1 else None
+        files = (
+            expand_paths(args.filename, args.recursive),
+            expand_paths(args.runtimes, args.recursive),
+            expand_paths(getattr(args, "old", []), args.recursive),
+        )
+        if sum(paths.count(STDIN) for paths in files) > 1:
+            raise UsageError("- (stdin) is given more than once; it can be read only once")
+        said = in_workers(*files, framework, output, workers, args.validate) if workers > 1 else None
         if said is None:
-            said = outcome(check(read_inputs(*files), framework), framework, output)
+            said = outcome(check(read_inputs(*files), framework, args.validate), framework, output)
         report(said, sys.stderr)
         if output is None:
             if said.exit_code == 0:

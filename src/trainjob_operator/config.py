@@ -4,7 +4,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .flags import LOG_LEVELS
 
 
 class _Section(BaseModel):
@@ -88,11 +90,19 @@ class OperatorConfig(_Section):
     """TrainJobs reconciled at once."""
     log_format: Literal["json", "console"] = "json"
     log_level: str = "INFO"
+    """A logging level name, in any case (stored upper-case)."""
     client: ClientConnection = Field(default_factory=ClientConnection)
     webhook: Webhook = Field(default_factory=Webhook)
     status_server: StatusServer = Field(default_factory=StatusServer)
     health: Health = Field(default_factory=Health)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.lower() not in LOG_LEVELS:
+            raise ValueError(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
 
 
 class ConfigFileError(Exception):
@@ -111,5 +121,9 @@ def load(path: str | Path | None) -> OperatorConfig:
     try:
         return OperatorConfig.model_validate(raw)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
-        raise ConfigFileError(f"{path}: {problems}") from err
+        raise ConfigFileError(f"{path}: {problems(err)}") from err
+
+
+def problems(err: ValidationError) -> str:
+    """The settings' validation errors in one line: `field.path: message; ...`."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())

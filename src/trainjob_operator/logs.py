@@ -8,6 +8,7 @@ cannot move the cursor or clear the terminal of whoever reads the log. Exception
 """
 
 import logging
+import os
 import re
 import sys
 import time
@@ -79,10 +80,31 @@ def error_fields(err: BaseException) -> dict[str, str]:
     return {"error_type": type(err).__name__, "error": scrub(text)}
 
 
+def colours_for(stream: Any) -> bool:
+    """Colour codes only for a person at a terminal: a log file or a pipe gets plain text (and NO_COLOR is honoured,
+    no-color.org)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty()) and not os.environ.get("NO_COLOR")
+
+
+class RetriedRequests(logging.Filter):
+    """kopf logs every request it will retry at error level. A retried 429 (API Priority and Fairness, or "storage is
+    (re)initializing" while a new CRD's watch cache fills, seen at start-up) is routine: info; another retried failure
+    a warning. The last attempt ("escalating") stays an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and "failed; will retry" in str(record.msg):
+            level = logging.INFO if "APITooManyRequestsError" in str(record.msg) else logging.WARNING
+            record.levelno, record.levelname = level, logging.getLevelName(level)
+        return True
+
+
 def configure(fmt: str = "json", level: str = "INFO") -> None:
     renderer: Any = structlog.processors.JSONRenderer()
     if fmt != "json":  # plain tracebacks: never rich's or better-exceptions' dumps of local variables
-        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=colours_for(sys.stderr), exception_formatter=structlog.dev.plain_traceback
+        )
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -103,6 +125,7 @@ def configure(fmt: str = "json", level: str = "INFO") -> None:
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
+    handler.addFilter(RetriedRequests())  # on the handler: a logger's filters miss its children's records
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from builders import torch_runtime, trainjob_object
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
@@ -214,6 +214,12 @@ def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: Opera
     )  # type: ignore[index]
     assert secret["data"]["ssh-privatekey"] not in operator.log()
     assert "PRIVATE KEY" not in operator.log()
+    built = [
+        line
+        for line in (operator.log_path.read_text() if operator.log_path else "").splitlines()  # all of it
+        if '"JobSet built"' in line and '"mpi-job"' in line and f'"{namespace}"' in line
+    ]
+    assert len(built) == 1, "one info line for the JobSet built"
 
 
 def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(
@@ -327,6 +333,13 @@ def test_runtime_created_a_moment_before_its_trainjob_is_never_refused(
         assert result.returncode == 0, result.stderr
     for i in range(3):
         eventually(lambda i=i: kube.get("jobset", f"fresh-{i}", namespace), f"JobSet fresh-{i}")
+
+
+def test_the_sdks_configmap_is_created_where_the_operator_runs(kube: Kube, operator: OperatorProcess) -> None:
+    """`TrainerClient()` reads it at start-up; `run` creates it in its namespace before it turns ready."""
+    configmap = kube.get("configmap", c.PUBLIC_CONFIGMAP, OPERATOR_NAMESPACE)
+    assert configmap is not None, operator.log()[-2000:]
+    assert configmap["data"] == {"kubeflow_trainer_version": c.TRAINER_VERSION}
 
 
 def test_external_manager_is_left_alone(kube: Kube, operator: OperatorProcess, namespace: str) -> None:

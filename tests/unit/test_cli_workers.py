@@ -186,6 +186,7 @@ class SplitCase:
     in_workers: bool
     runtimes: str = stream(RT.raw())
     old: str | None = None
+    flags: tuple[str, ...] = ()
 
 
 def bad_env(i: int) -> dict[str, Any]:
@@ -201,8 +202,11 @@ SPLIT_CASES = {
     "a TrainJob another controller manages: the build's warning in its place": SplitCase(
         many(9, lambda i: trainjob(i, spec__managedBy=c.MULTIKUEUE_MANAGED_BY), (5,)), True
     ),
-    "unknown fields: pruned with a warning each": SplitCase(
+    "unknown fields: the API server's strict decoding error each": SplitCase(
         many(9, lambda i: trainjob(i, spec__trainer__typo=1), (2, 8)), True
+    ),
+    "unknown fields with --validate=warn: pruned with a warning each": SplitCase(
+        many(9, lambda i: trainjob(i, spec__trainer__typo=1), (2, 8)), True, flags=("--validate=warn",)
     ),
     "a run policy: its note": SplitCase(many(9, lambda i: trainjob(i, spec__activeDeadlineSeconds=60), (4,)), True),
     "a List among the documents: its items numbered": SplitCase(
@@ -253,7 +257,7 @@ def test_workers_say_what_one_process_says(
 ) -> None:
     (tmp_path / "tj.yaml").write_text(case.trainjobs)
     (tmp_path / "rt.yaml").write_text(case.runtimes)
-    argv = [*command, "-f", str(tmp_path / "tj.yaml"), "-r", str(tmp_path / "rt.yaml")]
+    argv = [*command, "-f", str(tmp_path / "tj.yaml"), "-r", str(tmp_path / "rt.yaml"), *case.flags]
     if case.old is not None:
         (tmp_path / "old.yaml").write_text(case.old)
         argv += ["--old", str(tmp_path / "old.yaml")]
@@ -272,7 +276,11 @@ def test_a_bad_worker_count_is_refused_naming_the_flag(
     value: str, says: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     said = cli_run(capsys, "validate", "--workers", value, "-f", "unread.yaml")
-    assert (said.code, said.out, said.err.splitlines()[-1]) == (2, "", f"trainjob-operator validate: error: {says}")
+    assert (said.code, said.out, said.err) == (
+        2,
+        "",
+        f"trainjob-operator validate: error: {says}; see `trainjob-operator validate --help`\n",
+    )
 
 
 @pytest.mark.parametrize(

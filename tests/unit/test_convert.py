@@ -3,6 +3,7 @@ KEP-2170 drafts) and early `trainer.kubeflow.org/v1alpha1` TrainJobs and runtime
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,9 @@ import pytest
 import yaml
 from test_cli import run, write
 
+from builders import RuntimeBuilder
 from trainjob_operator.api import constants as c
+from trainjob_operator.api.legacy import SHIPPED_RUNTIMES, RuntimeChoice, choose_runtime
 
 V2ALPHA1 = "kubeflow.org/v2alpha1"
 NO_FIELD = "no such field in trainer.kubeflow.org/v1alpha1"
@@ -503,3 +506,241 @@ def test_convert_of_an_unreadable_file_exits_2(tmp_path: Path, capsys: pytest.Ca
     result = run(capsys, "convert", "-f", str(tmp_path / "missing.yaml"))
     assert (result.code, result.out) == (2, "")
     assert result.err.startswith(f"trainjob-operator: error: cannot read {tmp_path / 'missing.yaml'}")
+
+
+# ------------------------------------------------------------------ an appliable object: runtime, model, initializers
+
+
+@dataclass(frozen=True)
+class ChoiceCase:
+    spec: dict[str, Any]
+    choices: tuple[RuntimeChoice, ...]
+    want: str | None
+    why: str = ""
+
+
+TUNE = frozenset({"dataset", "model"})
+CHOICE_CASES = [
+    pytest.param(
+        ChoiceCase(
+            {"trainer": {"image": "docker.io/custom", "command": ["torchrun", "train.py"]}},
+            SHIPPED_RUNTIMES,
+            "torch-distributed",
+            "the trainer's image or command is torch's",
+        ),
+        id="a torchrun trainer: the PyTorch runtime",
+    ),
+    pytest.param(
+        ChoiceCase(
+            {"trainer": {"image": "docker.io/custom"}},
+            SHIPPED_RUNTIMES,
+            "torch-distributed",
+            "the first runtime that may serve it",
+        ),
+        id="nothing tells: the first (the project's default)",
+    ),
+    pytest.param(
+        ChoiceCase(
+            {"trainer": {"command": ["deepspeed", "--hostfile", "/etc/mpi/hostfile", "train.py"]}},
+            SHIPPED_RUNTIMES,
+            "deepspeed-distributed",
+            "the trainer's image or command is deepspeed's",
+        ),
+        id="a deepspeed command: the DeepSpeed runtime",
+    ),
+    pytest.param(
+        ChoiceCase(
+            {
+                "initializer": {
+                    "dataset": {"storageUri": "hf://tatsu-lab/alpaca"},
+                    "model": {"storageUri": "hf://Qwen/Qwen2.5-1.5B-Instruct"},
+                }
+            },
+            SHIPPED_RUNTIMES,
+            "torchtune-qwen2.5-1.5b",
+            "it has the dataset and model initializer the TrainJob uses; its name matches the model "
+            '"hf://Qwen/Qwen2.5-1.5B-Instruct"',
+        ),
+        id="initializers and a model: the runtime with those jobs whose name names the model",
+    ),
+    pytest.param(
+        ChoiceCase(
+            {"initializer": {"model": {"storageUri": "hf://meta-llama/Llama-3-8b"}}},
+            SHIPPED_RUNTIMES,
+            "torchtune-llama3.2-1b",
+            "it has the model initializer the TrainJob uses",
+        ),
+        id="a model no runtime names: the first with a model initializer",
+    ),
+    pytest.param(
+        ChoiceCase(
+            {"trainer": {"command": ["torchrun", "train.py"]}, "initializer": {"dataset": {"storageUri": "s3://d"}}},
+            (
+                RuntimeChoice("ClusterTrainingRuntime", "plain", framework="torch"),
+                RuntimeChoice("TrainingRuntime", "with-data", framework="torch", initializers=frozenset({"dataset"})),
+            ),
+            "with-data",
+            "it has the dataset initializer the TrainJob uses; the trainer's image or command is torch's",
+        ),
+        id="the framework first, then the initializers: a TrainingRuntime of any namespace serves",
+    ),
+    pytest.param(
+        ChoiceCase({}, (RuntimeChoice("TrainingRuntime", "theirs", namespace="elsewhere"),), None),
+        id="a TrainingRuntime of another namespace serves no TrainJob here",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CHOICE_CASES)
+def test_a_runtime_is_chosen_for_a_trainjob_that_names_none(case: ChoiceCase) -> None:
+    chosen = choose_runtime(new_trainjob(case.spec), case.choices)
+    got = (chosen[0].name, chosen[1]) if chosen is not None else None
+    assert got == ((case.want, case.why) if case.want else None)
+
+
+def test_the_shipped_runtimes_are_this_projects() -> None:
+    """`convert` suggests from this table when no -r is given: it must say what runtimes/ holds."""
+    found = [RuntimeChoice.of(yaml.safe_load(path.read_text())) for path in sorted(RUNTIMES.glob("*.yaml"))]
+    assert sorted(found, key=lambda choice: choice.name if choice else "") == sorted(
+        SHIPPED_RUNTIMES, key=lambda choice: choice.name
+    )
+    assert SHIPPED_RUNTIMES[0].name == "torch-distributed"
+
+
+@dataclass(frozen=True)
+class AppliableCase:
+    spec: dict[str, Any]
+    args: list[str]
+    """After `convert -f OLD`; `{r}` is a file of `runtimes`."""
+    code: int
+    want_spec: dict[str, Any]
+    err: list[str]
+    """stderr lines; `{f}` the input file, `{r}` the runtimes file."""
+    runtimes: list[dict[str, Any]] = field(default_factory=list)
+
+
+LABEL = "TrainJob tenant-alpha/torch-ddp ({f}#1)"
+APPLIABLE_CASES = [
+    pytest.param(
+        AppliableCase(
+            {"modelConfig": {"input": {"config": "hf://meta-llama/Llama-3.2-1B-Instruct"}}},
+            [],
+            0,
+            {
+                "runtimeRef": {"name": "torchtune-llama3.2-1b"},
+                "initializer": {"model": {"storageUri": "hf://meta-llama/Llama-3.2-1B-Instruct"}},
+            },
+            [
+                f"runtime: {LABEL}: no runtime named; spec.runtimeRef is ClusterTrainingRuntime "
+                '"torchtune-llama3.2-1b" (it has the model initializer the TrainJob uses; its name matches the model '
+                '"hf://meta-llama/Llama-3.2-1B-Instruct"); --runtime NAME names another',
+                f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
+            ],
+        ),
+        id="the pages' modelConfig.input.config: hf://... is the model's storageUri; a runtime is named and said",
+    ),
+    pytest.param(
+        AppliableCase(
+            {"modelConfig": {"input": {"config": {"torch_dtype": "bfloat16"}}}, "trainer": {"image": "x"}},
+            [],
+            0,
+            {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"image": "x"}},
+            [
+                f"spec.modelConfig.input.config: {NO_FIELD.replace('in ', 'in an initializer of ')}",
+                "spec.modelConfig: no storageUri to load the model from: no model initializer is written (an empty one "
+                "would silently take the runtime's own model)",
+                f'runtime: {LABEL}: no runtime named; spec.runtimeRef is ClusterTrainingRuntime "torch-distributed" '
+                "(the first runtime that may serve it); --runtime NAME names another",
+                f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (2 field(s) without a home)",
+            ],
+        ),
+        id="never an empty initializer: a model without a URI is named, not written as model: {}",
+    ),
+    pytest.param(
+        AppliableCase(
+            {"datasetConfig": {"storageUri": "hf://tatsu-lab/alpaca"}, "trainer": {"command": ["torchrun", "t.py"]}},
+            [],
+            0,
+            {
+                "runtimeRef": {"name": "torch-distributed"},
+                "initializer": {"dataset": {"storageUri": "hf://tatsu-lab/alpaca"}},
+                "trainer": {"command": ["torchrun", "t.py"]},
+            },
+            [
+                f'runtime: {LABEL}: no runtime named; spec.runtimeRef is ClusterTrainingRuntime "torch-distributed" '
+                "(the trainer's image or command is torch's); --runtime NAME names another",
+                f'hint: {LABEL}: ClusterTrainingRuntime "torch-distributed" has no dataset-initializer job: name a '
+                'runtime that has one such as "torchtune-llama3.2-1b", "torchtune-llama3.2-3b", '
+                '"torchtune-qwen2.5-1.5b" (convert --runtime NAME), or delete spec.initializer.dataset and load the '
+                "dataset in the training code",
+                f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
+            ],
+        ),
+        id="a dataset for a runtime without a dataset initializer: a hint, even without -r",
+    ),
+    pytest.param(
+        AppliableCase(
+            {"datasetConfig": {"storageUri": "s3://d"}, "trainer": {"command": ["torchrun", "t.py"]}},
+            ["-r", str(RUNTIMES / "torch-distributed.yaml"), "-r", str(RUNTIMES / "torchtune-llama3.2-1b.yaml")],
+            1,
+            {
+                "runtimeRef": {"name": "torch-distributed"},
+                "initializer": {"dataset": {"storageUri": "s3://d"}},
+                "trainer": {"command": ["torchrun", "t.py"]},
+            },
+            [
+                f'runtime: {LABEL}: no runtime named; spec.runtimeRef is ClusterTrainingRuntime "torch-distributed" '
+                "(the trainer's image or command is torch's); --runtime NAME names another",
+                f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
+                'spec.runtimeRef: Invalid value: {"name":"torch-distributed","apiGroup":"trainer.kubeflow.org",'
+                '"kind":"ClusterTrainingRuntime"}: must have dataset-initializer job when trainJob is configured with '
+                "input datasetConfig",
+                f"invalid: {LABEL}: 1 error(s)",
+                f'hint: {LABEL}: ClusterTrainingRuntime "torch-distributed" has no dataset-initializer job: name a '
+                'runtime that has one such as "torchtune-llama3.2-1b" (convert --runtime NAME), or delete '
+                "spec.initializer.dataset and load the dataset in the training code",
+            ],
+        ),
+        id="with -r the output is checked: not valid against them is exit 1, with the hint",
+    ),
+    pytest.param(
+        AppliableCase(
+            {"trainingRuntimeRef": {"name": "old-name"}},
+            ["--runtime", "mine", "-r", "{r}"],
+            0,
+            {"runtimeRef": {"name": "mine", "kind": "TrainingRuntime"}},
+            [
+                f'runtime: {LABEL}: spec.runtimeRef is TrainingRuntime "mine" (--runtime; it named "old-name")',
+                f"converted: {LABEL} -> trainer.kubeflow.org/v1alpha1 (0 field(s) without a home)",
+            ],
+            [RuntimeBuilder.make(name="mine", namespace=None).ml_policy(num_nodes=1, torch={}).raw()],
+        ),
+        id="--runtime names the runtime (a TrainingRuntime of the -r files by that name), and says so",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", APPLIABLE_CASES)
+def test_convert_gives_an_object_a_user_can_apply(
+    case: AppliableCase, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path, "old.yaml", old_trainjob(case.spec))
+    r = write(tmp_path, "runtimes.yaml", *case.runtimes) if case.runtimes else ""
+    result = run(capsys, "convert", "-f", f, *(arg.format(r=r) for arg in case.args))
+    assert (result.code, yaml.safe_load(result.out)["spec"]) == (case.code, case.want_spec)
+    assert result.err.splitlines() == [line.replace("{f}", f).replace("{r}", r) for line in case.err]
+
+
+def test_convert_reads_stdin_and_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "old").mkdir()
+    write(tmp_path / "old", "a.yaml", old_trainjob({"trainingRuntimeRef": {"name": "torch-distributed"}}))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(yaml.safe_dump(old_trainjob({})).encode())))
+    result = run(capsys, "convert", "-f", str(tmp_path / "old"), "-f", "-", "-o", "json")
+    assert result.code == 0, result.err
+    assert [item["spec"]["runtimeRef"]["name"] for item in json.loads(result.out)["items"]] == [
+        "torch-distributed",
+        "torch-distributed",
+    ]
+    assert result.err.splitlines()[-1].startswith("converted: TrainJob tenant-alpha/torch-ddp (STDIN#1) ->")

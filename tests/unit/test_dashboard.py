@@ -109,3 +109,30 @@ def test_the_dashboard_covers_what_the_issue_asks_for() -> None:
 )
 def test_metric_extraction(expr: str, want: set[str]) -> None:
     assert metrics_in(expr) == want
+
+
+README = DASHBOARD.parents[4] / "README.md"
+
+
+def operator_metrics() -> list[str]:
+    """The operator's own metric families (not the process, platform and GC collectors')."""
+    return sorted(
+        family.name + ("_total" if family.type == "counter" else "")
+        for family in Metrics().registry.collect()
+        if family.name.startswith("trainjob_operator_")
+    )
+
+
+@pytest.mark.parametrize("metric", operator_metrics())
+def test_every_metric_is_in_the_readme_and_on_the_dashboard(metric: str) -> None:
+    readme_rows = re.findall(r"^\| `(trainjob_operator_\w+)` \|", README.read_text(), flags=re.MULTILINE)
+    on_dashboard = {name for _, expr in queries(DASH) for name in metrics_in(expr)}
+    shown = {
+        name for name in on_dashboard if name == metric or name.removeprefix(metric) in ("_bucket", "_count", "_sum")
+    }
+    assert (metric in readme_rows, bool(shown)) == (True, True)
+
+
+def test_the_readme_lists_no_metric_the_operator_lacks() -> None:
+    readme_rows = re.findall(r"^\| `(trainjob_operator_\w+)` \|", README.read_text(), flags=re.MULTILINE)
+    assert sorted(readme_rows) == operator_metrics()

@@ -245,6 +245,54 @@ def test_stdlib_logs_are_redacted_as_well(capsys: pytest.CaptureFixture[str]) ->
     assert "patch failed" in out and PRIVATE_KEY_B64[:20] not in out
 
 
+@pytest.mark.parametrize(
+    ("message", "level"),
+    [
+        pytest.param(
+            "Request attempt #1/9 failed; will retry: GET https://x/apis/trainer.kubeflow.org/v1alpha1/trainjobs -> "
+            "APITooManyRequestsError(429, 'storage is (re)initializing')",
+            "info",
+            id="a retried 429 (a new CRD's watch cache filling at start-up): info",
+        ),
+        pytest.param(
+            "Request attempt #2/9 failed; will retry: GET https://x/version -> APIServerError(503, 'unavailable')",
+            "warning",
+            id="another retried failure: a warning",
+        ),
+        pytest.param(
+            "Request attempt #9/9 failed; escalating: GET https://x/version -> APITooManyRequestsError(429, 'x')",
+            "error",
+            id="the last attempt stays an error",
+        ),
+    ],
+)
+def test_kopfs_retried_requests_are_logged_at_their_weight(
+    message: str, level: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def emit(_: Any) -> None:
+        logging.getLogger("kopf._cogs.clients.api").error(message)
+
+    line = json.loads(log_lines("json", emit, capsys).splitlines()[-1])
+    assert (line["level"], line["event"]) == (level, message)
+
+
+@pytest.mark.parametrize(("tty", "no_color", "coloured"), [(True, "", True), (False, "", False), (True, "1", False)])
+def test_console_logs_are_coloured_only_on_a_terminal(
+    tty: bool, no_color: str, coloured: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Stream:
+        def isatty(self) -> bool:
+            return tty
+
+    monkeypatch.setenv("NO_COLOR", no_color)
+    assert logs.colours_for(Stream()) is coloured
+
+
+def test_console_logs_to_a_file_are_plain(capsys: pytest.CaptureFixture[str]) -> None:
+    out = log_lines("console", lambda log: log.warning("reconcile failed", name="x"), capsys)
+    assert ("reconcile failed" in out, "\x1b[" in out) == (True, False)
+
+
 def test_failures_are_aggregated_per_window() -> None:
     clock = Clock()
     aggregator = logs.Aggregator(window=10, clock=clock)

@@ -4,10 +4,14 @@ An in-memory client stands in for the API server; the clock is fixed."""
 
 import asyncio
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from builders import PodBuilder, RuntimeBuilder, TrainJobBuilder
+from trainjob_operator import logs
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJobStatus
 from trainjob_operator.controller.reconciler import Reconciler
@@ -493,3 +497,24 @@ def test_pod_events_queue_the_trainjob_only_when_what_the_operator_reads_changed
     assert [p["metadata"]["name"] for p in cache.of_jobset(("default", "test-job"))] == ["test-job-node-0-0-abcde"]
     assert cache.remove(pod.raw()) == ("default", "test-job") and cache.of_jobset(("default", "test-job")) == []
     assert cache.remove(pod.raw()) is None and len(cache) == 0
+
+
+def test_one_info_line_per_jobset_built_or_rebuilt(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure("json", "INFO")
+    job = JOB.set("metadata.uid", "tj-uid").suspend().trainer(numNodes=2)
+    client = FakeClient()
+    rec = reconciler(client, job)
+    asyncio.run(rec.reconcile(KEY))  # built
+    asyncio.run(rec.reconcile(KEY))  # nothing changed: nothing said
+    client.trainjob = {**job.trainer(numNodes=3).raw(), "status": client.trainjob.get("status")}
+    rec.store.trainjobs.put(client.trainjob)
+    asyncio.run(rec.reconcile(KEY))  # resized: the old JobSet deleted
+    rec.store.jobsets.remove(KEY)
+    asyncio.run(rec.reconcile(KEY))  # rebuilt
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    said = [
+        (line["event"], line["name"], line["nodes"], line["uid"])
+        for line in lines
+        if line["event"] in ("JobSet built", "JobSet rebuilt")
+    ]
+    assert said == [("JobSet built", "test-job", 2, "tj-uid"), ("JobSet rebuilt", "test-job", 3, "tj-uid")]

@@ -387,3 +387,34 @@ SYNC = [
 @pytest.mark.parametrize(("steps", "pending"), [s[1:] for s in SYNC], ids=[s[0] for s in SYNC])
 def test_cache_sync(steps: list[tuple[str, str, Any]], pending: tuple[str, ...]) -> None:
     assert sync_after(steps) == pending
+
+
+@pytest.mark.parametrize(
+    ("denied", "publishes"),
+    [
+        pytest.param((), True, id="allowed: the SDK's ConfigMap is created when missing"),
+        pytest.param(
+            (Need("create", "", "configmaps", "kubeflow-system", required=False),),
+            False,
+            id="may not create ConfigMaps in its namespace: it is not tried (the start-up warning says why)",
+        ),
+        pytest.param(
+            (Need("get", "", "configmaps", "kubeflow-system", "kubeflow-trainer-public", required=False),),
+            False,
+            id="may not read it: not tried either",
+        ),
+        pytest.param(
+            (Need("delete", "trainer.kubeflow.org", "trainjobs", required=False),),
+            True,
+            id="another optional permission denied: no matter",
+        ),
+    ],
+)
+def test_the_sdks_configmap_is_published_when_allowed(denied: tuple[Need, ...], publishes: bool) -> None:
+    facts = Facts(served={}, denied=denied)
+    assert startup.may_publish_public_configmap(PLAN, facts) is publishes
+    needs = startup.permissions(PLAN)
+    assert {n for n in needs if n.resource == "configmaps" and n.namespace == "kubeflow-system"} == {
+        Need("get", "", "configmaps", "kubeflow-system", "kubeflow-trainer-public", required=False),
+        Need("create", "", "configmaps", "kubeflow-system", required=False),
+    }

@@ -201,3 +201,8 @@ EVENT_POD_CANNOT_START: Final = "PodCannotStart"
 # Beyond upstream (issue 13): the restarts a TrainJob had before its current JobSet was created, recorded on that
 # JobSet so the count and the remaining maxRestarts budget survive a re-created JobSet and an operator restart.
 RESTARTS_BEFORE_ANNOTATION: Final = "trainer.kubeflow.org/restarts-before"
+
+# What the kubeflow SDK's TrainerClient() reads (sdk-contract.md §1): a ConfigMap in the operator namespace with the
+# Kubeflow Trainer version served (the chart's publicConfigMap.trainerVersion).
+PUBLIC_CONFIGMAP: Final = "kubeflow-trainer-public"
+TRAINER_VERSION: Final = "v2.3.0"

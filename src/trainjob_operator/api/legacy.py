@@ -17,6 +17,8 @@ field it could not place, with the reason. It is pure: wire dicts in, wire dicts
 from __future__ import annotations
 
 import copy
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +55,10 @@ SERVER_METADATA = (
     "finalizers",
 )
 NO_FIELD = f"no such field in {c.API_VERSION}"
+EMPTY_INITIALIZER = (
+    "no storageUri to load the {what} from: no {what} initializer is written (an empty one would silently take the "
+    "runtime's own {what})"
+)
 # Fields a PodSpecPatch (runtimePatches) may carry, as overrides named them.
 POD_PATCH_FIELDS = (
     "serviceAccountName",
@@ -184,6 +190,14 @@ class _Conversion:
         for key in ("storageUri", "env"):
             if key in src:
                 out[key] = src.pop(key)
+        config = src.get("config")
+        if isinstance(config, str) and "://" in config:  # the pages' `config: hf://org/model`: where to load from
+            src.pop("config")
+            if out.setdefault("storageUri", config) != config:
+                self.drop(
+                    f"{path}.config",
+                    f"conflicts with {path}.storageUri ({json.dumps(out['storageUri'])}), which is kept",
+                )
         if "secretRef" in src:
             ref = self.secret_ref(f"{path}.secretRef", src.pop("secretRef"))
             if ref is not None:
@@ -199,10 +213,8 @@ class _Conversion:
         self.leftovers("", self.src)
         spec: dict[str, Any] = {}
         ref = self.runtime_ref(spec_src)
-        if ref is not None:
+        if ref is not None:  # without one, the caller names a runtime (`choose_runtime`)
             spec["runtimeRef"] = ref
-        else:
-            self.drop("spec.runtimeRef", "required: neither spec.runtimeRef nor spec.trainingRuntimeRef is set")
         initializer = self.initializer(spec_src)
         if initializer:
             spec["initializer"] = initializer
@@ -257,8 +269,10 @@ class _Conversion:
         out: dict[str, Any] = {}
         if "datasetConfig" in spec:
             dataset = self.source("spec.datasetConfig", spec.pop("datasetConfig"))
-            if dataset is not None:
+            if dataset:
                 out["dataset"] = dataset
+            elif dataset is not None:
+                self.drop("spec.datasetConfig", EMPTY_INITIALIZER.format(what="dataset"))
         if "modelConfig" in spec:
             model_src = spec.pop("modelConfig")
             if isinstance(model_src, dict):
@@ -276,8 +290,10 @@ class _Conversion:
                         "spec.modelConfig",
                         {k: model_src.pop(k) for k in ("storageUri", "env", "secretRef") if k in model_src},
                     )
-                if model is not None:
+                if model:
                     out["model"] = model
+                elif model is not None:
+                    self.drop("spec.modelConfig", EMPTY_INITIALIZER.format(what="model"))
                 self.leftovers("spec.modelConfig", model_src)
         return out
 
@@ -411,3 +427,161 @@ class _Conversion:
 
 def _ordered(values: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     return {key: values[key] for key in order if key in values}
+
+
+# --- a runtime for a converted TrainJob that names none ----------------------------------------------------------
+
+INITIALIZER_JOBS = {"dataset": c.DATASET_INITIALIZER, "model": c.MODEL_INITIALIZER}
+"""Each initializer of a TrainJob and the replicated job a runtime needs to run it."""
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """What `choose_runtime` knows of a runtime: enough to tell whether a TrainJob can use it."""
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    """A TrainingRuntime's namespace (None: a ClusterTrainingRuntime, or one that `kubectl apply -n` places)."""
+    framework: str = ""
+    """Its `trainer.kubeflow.org/framework` label."""
+    initializers: frozenset[str] = frozenset()
+    """The initializers (`dataset`, `model`) it has a replicated job for."""
+
+    @classmethod
+    def of(cls, runtime: dict[str, Any]) -> RuntimeChoice | None:
+        """From a (Cluster)TrainingRuntime as written (None: not one, or without a name)."""
+        kind, meta, spec = runtime.get("kind"), runtime.get("metadata"), runtime.get("spec")
+        if kind not in c.RUNTIME_KINDS or not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            return None
+        labels = _mapping(meta.get("labels"))
+        template = spec.get("template") if isinstance(spec, dict) else None
+        jobset = template.get("spec") if isinstance(template, dict) else None
+        jobs = jobset.get("replicatedJobs") if isinstance(jobset, dict) else None
+        job_names = {job.get("name") for job in jobs if isinstance(job, dict)} if isinstance(jobs, list) else set()
+        namespace = meta.get("namespace") if kind == c.TRAINING_RUNTIME_KIND else None
+        return cls(
+            kind=str(kind),
+            name=meta["name"],
+            namespace=namespace if isinstance(namespace, str) else None,
+            framework=str(labels.get(c.FRAMEWORK_LABEL, "")),
+            initializers=frozenset(what for what, job in INITIALIZER_JOBS.items() if job in job_names),
+        )
+
+    def ref(self) -> dict[str, Any]:
+        """The TrainJob's `spec.runtimeRef` for it (the kind only where the default, ClusterTrainingRuntime, is not)."""
+        return (
+            {"name": self.name}
+            if self.kind == c.CLUSTER_TRAINING_RUNTIME_KIND
+            else {"name": self.name, "kind": self.kind}
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind} {json.dumps(self.name)}"  # quoted and escaped: the name is the user's text
+
+
+SHIPPED_RUNTIMES: tuple[RuntimeChoice, ...] = (
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "torch-distributed", framework="torch"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "deepspeed-distributed", framework="deepspeed"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "horovod-distributed", framework="horovod"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "jax-distributed", framework="jax"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "mlx-distributed", framework="mlx"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "tensorflow-distributed", framework="tensorflow"),
+    RuntimeChoice(c.CLUSTER_TRAINING_RUNTIME_KIND, "xgboost-distributed", framework="xgboost"),
+    *(
+        RuntimeChoice(
+            c.CLUSTER_TRAINING_RUNTIME_KIND,
+            f"torchtune-{model}",
+            framework="torchtune",
+            initializers=frozenset(INITIALIZER_JOBS),
+        )
+        for model in ("llama3.2-1b", "llama3.2-3b", "qwen2.5-1.5b")
+    ),
+)
+"""The ClusterTrainingRuntimes this project ships (`runtimes/`, the chart installs them), first the default."""
+
+# Words of a trainer's image, command and args that tell its framework, most specific first.
+_FRAMEWORK_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("torchtune", ("tune run", "torchtune")),
+    ("deepspeed", ("deepspeed",)),
+    ("horovod", ("horovod",)),
+    ("mlx", ("mlx",)),
+    ("jax", ("jax",)),
+    ("xgboost", ("xgboost",)),
+    ("tensorflow", ("tensorflow", "keras")),
+    ("torch", ("torch", "pytorch")),
+)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _squeezed(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _framework_of(trainer: Any) -> str | None:
+    if not isinstance(trainer, dict):
+        return None
+    words = [trainer.get("image"), *(trainer.get("command") or []), *(trainer.get("args") or [])]
+    text = " ".join(str(word) for word in words if word is not None).lower()
+    return next((name for name, hints in _FRAMEWORK_WORDS if any(hint in text for hint in hints)), None)
+
+
+def choose_runtime(trainjob: dict[str, Any], choices: Sequence[RuntimeChoice]) -> tuple[RuntimeChoice, str] | None:
+    """The runtime that suits a TrainJob without `runtimeRef` best, and why in words: first one of the framework its
+    trainer's image or command names (any, when they name none), then one with a job for each initializer the
+    TrainJob uses, then one whose name names its model (`torchtune-llama3.2-1b` for
+    `hf://meta-llama/Llama-3.2-1B-Instruct`); the earliest of equals. None when no runtime may serve it (a
+    TrainingRuntime of another namespace serves none)."""
+    meta = _mapping(trainjob.get("metadata"))
+    namespace = meta.get("namespace") or "default"
+    spec = _mapping(trainjob.get("spec"))
+    needed = initializers_of(trainjob)
+    model = _mapping(_mapping(spec.get("initializer")).get("model"))
+    model_uri = _squeezed(str(model.get("storageUri") or ""))
+    framework = _framework_of(spec.get("trainer"))
+    usable = [choice for choice in choices if choice.namespace in (None, namespace)]
+
+    def names_model(choice: RuntimeChoice) -> bool:
+        key = _squeezed(choice.name.removeprefix(f"{choice.framework}-"))
+        return bool(model_uri and key and key in model_uri)
+
+    def score(choice: RuntimeChoice) -> tuple[bool, bool, bool]:
+        return framework in (choice.framework, None), needed <= choice.initializers, names_model(choice)
+
+    if not usable:
+        return None
+    best = max(usable, key=score)  # max keeps the first of equals
+    reasons = []
+    if needed and needed <= best.initializers:
+        reasons.append(f"it has the {' and '.join(sorted(needed))} initializer the TrainJob uses")
+    if names_model(best):
+        reasons.append(f"its name matches the model {json.dumps(model.get('storageUri'))}")
+    if framework is not None and framework == best.framework:
+        reasons.append(f"the trainer's image or command is {framework}'s")
+    return best, "; ".join(reasons) or "the first runtime that may serve it"
+
+
+def initializers_of(trainjob: dict[str, Any]) -> frozenset[str]:
+    """The initializers (`dataset`, `model`) a TrainJob uses."""
+    initializer = _mapping(_mapping(trainjob.get("spec")).get("initializer"))
+    return frozenset(what for what in INITIALIZER_JOBS if initializer.get(what))
+
+
+def with_runtime(trainjob: dict[str, Any], choice: RuntimeChoice) -> dict[str, Any]:
+    """The TrainJob with `spec.runtimeRef` naming `choice`, first in its spec."""
+    spec = _mapping(trainjob.get("spec"))
+    rest = {key: value for key, value in spec.items() if key != "runtimeRef"}
+    return {**trainjob, "spec": {"runtimeRef": choice.ref(), **rest}}
+
+
+def initializer_hint(what: str, runtime: str, choices: Sequence[RuntimeChoice]) -> str:
+    """What to do when the TrainJob's runtime has no job for its `what` ("dataset"/"model") initializer."""
+    having = [json.dumps(choice.name) for choice in choices if what in choice.initializers]
+    some = f" such as {', '.join(having[:3])}" if having else ""
+    return (
+        f"{runtime} has no {INITIALIZER_JOBS[what]} job: name a runtime that has one{some} "
+        f"(convert --runtime NAME), or delete spec.initializer.{what} and load the {what} in the training code"
+    )

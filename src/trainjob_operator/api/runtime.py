@@ -18,7 +18,10 @@ from .rules import (
 
 
 class EnvInjectionTarget(ApiModel):
+    """Containers of one replicated job that get the PyTorch distributed environment (MASTER_ADDR, WORLD_SIZE, ...)."""
+
     job_name: str = Field(min_length=1, max_length=253)
+    """Name of the replicated job."""
     container_names: list[str] = Field(
         min_length=1,
         max_length=8,
@@ -28,66 +31,108 @@ class EnvInjectionTarget(ApiModel):
             **x_validations(ENV_INJECTION_NOT_NODE),
         },
     )
+    """Names of its containers that get the environment."""
 
 
 class TorchEnvInjection(ApiModel):
+    """Where, beside the trainer, the PyTorch distributed environment is injected."""
+
     targets: list[EnvInjectionTarget] | None = Field(
         default=None,
         max_length=16,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["jobName"]},
     )
+    """The replicated jobs and containers that get it (not the node job, which always does)."""
 
 
 class TorchMLPolicySource(ApiModel):
+    """The PyTorch runtime: the trainer runs under torchrun, one process group over all nodes."""
+
     env_injection: TorchEnvInjection | None = None
+    """More containers that get the PyTorch distributed environment."""
 
 
 class MPIMLPolicySource(ApiModel):
+    """The MPI runtime: a launcher runs mpirun over the nodes through SSH, with a generated key pair and hostfile."""
+
     num_proc_per_node: int | None = Field(default=1, json_schema_extra=x_validations(MPI_NUM_PROC_PER_NODE))
+    """Slots (processes) per node in the hostfile. Defaults to 1."""
     mpi_implementation: Literal["OpenMPI", ""] | None = "OpenMPI"
+    """The MPI implementation: OpenMPI (the default)."""
     ssh_auth_mount_path: str | None = Field(default="/root/.ssh", max_length=4096)
+    """Where the SSH keys are mounted in the containers. Defaults to /root/.ssh."""
     run_launcher_as_node: bool | None = False
+    """Whether the launcher also trains, counting as one of the nodes. Defaults to false."""
 
 
 class JAXMLPolicySource(ApiModel):
+    """The JAX runtime: the coordinator address and process ids are set for jax.distributed."""
+
     pass
 
 
 class XGBoostMLPolicySource(ApiModel):
+    """The XGBoost runtime: the Rabit tracker address and worker ids are set for distributed XGBoost."""
+
     pass
 
 
 class FluxMLPolicySource(ApiModel):
+    """The Flux runtime: Flux Framework is installed into the nodes and runs the command as a Flux job."""
+
     num_proc_per_node: int | None = Field(default=1, json_schema_extra=x_validations(FLUX_NUM_PROC_PER_NODE))
+    """Processes (tasks) per node. Defaults to 1."""
 
 
 class MLPolicy(ApiModel):
+    """The distributed training framework of the runtime and its node count; at most one framework."""
+
     model_config = {"json_schema_extra": x_validations(ONE_ML_POLICY)}
 
     num_nodes: int | None = None
+    """Number of training nodes (a TrainJob's trainer.numNodes overrides it)."""
     torch: TorchMLPolicySource | None = None
+    """PyTorch distributed training (torchrun)."""
     mpi: MPIMLPolicySource | None = None
+    """MPI training (mpirun: DeepSpeed, Horovod, MLX)."""
     jax: JAXMLPolicySource | None = None
+    """JAX distributed training."""
     xgboost: XGBoostMLPolicySource | None = None
+    """Distributed XGBoost training."""
     flux: FluxMLPolicySource | None = None
+    """Training under Flux Framework (HPC)."""
 
 
 class CoschedulingPodGroupPolicySource(ApiModel):
+    """Gang scheduling with the scheduler-plugins coscheduling plugin."""
+
     schedule_timeout_seconds: int | None = 60
+    """Seconds the pods of a PodGroup may wait to be scheduled together. Defaults to 60."""
 
 
 class VolcanoNetworkTopology(ApiModel):
+    """How close in the network Volcano places the pods."""
+
     mode: Literal["hard", "soft"] | None = "hard"
+    """hard: the pods must be placed within the tier; soft: as close as possible. Defaults to hard."""
     highest_tier_allowed: int | None = 1
+    """The highest network tier the pods may span. Defaults to 1."""
 
 
 class VolcanoPodGroupPolicySource(ApiModel):
+    """Gang scheduling with Volcano (the queue comes from the scheduling.volcano.sh/queue-name annotation)."""
+
     network_topology: VolcanoNetworkTopology | None = None
+    """Network-topology-aware placement."""
 
 
 class PodGroupPolicy(ApiModel):
+    """Gang scheduling: all pods of a TrainJob are scheduled together or not at all; at most one scheduler."""
+
     coscheduling: CoschedulingPodGroupPolicySource | None = None
+    """The scheduler-plugins coscheduling plugin."""
     volcano: VolcanoPodGroupPolicySource | None = None
+    """Volcano."""
 
 
 class RunPolicy(ApiModel):
@@ -95,32 +140,47 @@ class RunPolicy(ApiModel):
     a TrainJob's own field overrides each."""
 
     active_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
+    """Default of a TrainJob's spec.activeDeadlineSeconds: seconds it may run after its last start."""
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    """Default of a TrainJob's spec.ttlSecondsAfterFinished: seconds after it finished that it is deleted."""
     startup_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
-    """Beyond upstream: see TrainJobSpec.startupDeadlineSeconds."""
+    """Beyond upstream: default of a TrainJob's spec.startupDeadlineSeconds: seconds its pods may stay unschedulable
+    or without their image."""
 
 
 class TrainingRuntimeSpec(ApiModel):
+    """The blueprint of a training job: framework, gang scheduling, run policy and the JobSet template."""
+
     model_config = {"json_schema_extra": {"minProperties": 1}}
 
     ml_policy: MLPolicy | None = None
+    """The distributed training framework and the number of nodes."""
     pod_group_policy: PodGroupPolicy | None = None
+    """Gang scheduling of the pods."""
     run_policy: RunPolicy | None = None
+    """Lifecycle defaults of the TrainJobs that use the runtime."""
     template: JobSetTemplateSpec = Field(json_schema_extra={"minProperties": 1})
+    """The JobSet each TrainJob becomes, before the TrainJob's overrides."""
 
 
 class TrainingRuntime(ApiModel):
+    """A blueprint for TrainJobs of one namespace: framework, node count and the JobSet to run."""
+
     api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["TrainingRuntime"] = c.TRAINING_RUNTIME_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainingRuntimeSpec
+    """The blueprint."""
 
 
 class ClusterTrainingRuntime(ApiModel):
+    """A blueprint for TrainJobs of every namespace: framework, node count and the JobSet to run."""
+
     api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["ClusterTrainingRuntime"] = c.CLUSTER_TRAINING_RUNTIME_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainingRuntimeSpec
+    """The blueprint."""
 
 
 AnyRuntime = TrainingRuntime | ClusterTrainingRuntime

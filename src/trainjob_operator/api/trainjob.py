@@ -36,145 +36,226 @@ _K8S = "x-k8s-definition"
 
 
 class RuntimeRef(ApiModel):
+    """The training runtime a TrainJob runs with."""
+
     name: str = Field(min_length=1, max_length=253)
+    """Name of the runtime: a ClusterTrainingRuntime, or a TrainingRuntime in the TrainJob's namespace."""
     api_group: str | None = Field(default=c.GROUP, max_length=253)
+    """API group of the runtime: trainer.kubeflow.org (the default)."""
     kind: str | None = Field(default=c.CLUSTER_TRAINING_RUNTIME_KIND, max_length=253)
+    """Kind of the runtime: ClusterTrainingRuntime (the default) or TrainingRuntime."""
 
 
 class InitializerSource(ApiModel):
+    """Where an initializer loads from, before training starts."""
+
     storage_uri: str | None = Field(default=None, max_length=2048, json_schema_extra=x_validations(STORAGE_URI))
+    """URI to load from: hf://ORG/NAME (Hugging Face), s3://BUCKET/PATH, or another scheme the initializer supports. Overrides the runtime's STORAGE_URI."""
     env: list[EnvVar] | None = Field(
         default=None,
         max_length=128,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
+    """Environment variables for the initializer container, merged over the runtime's."""
     secret_ref: LocalObjectReference | None = None
+    """A Secret in the TrainJob's namespace whose keys become environment variables of the initializer (credentials such as a Hugging Face token)."""
 
 
 class Initializer(ApiModel):
+    """The dataset and model to fetch into the shared volume before training; the runtime needs a dataset-initializer / model-initializer job for each."""
+
     dataset: InitializerSource | None = None
+    """The dataset initializer: where the training data comes from."""
     model: InitializerSource | None = None
+    """The model initializer: where the pre-trained model comes from."""
 
 
 class Trainer(ApiModel):
+    """Overrides of the runtime's trainer: what each training node runs and with which resources."""
+
     image: str | None = Field(default=None, max_length=500)
+    """Container image of the trainer (default: the runtime's)."""
     command: list[CommandItem] | None = Field(
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
+    """Entrypoint of the trainer container (default: the runtime's)."""
     args: list[CommandItem] | None = Field(
         default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
+    """Arguments to the trainer's entrypoint."""
     env: list[EnvVar] | None = Field(
         default=None,
         max_length=128,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
+    """Environment variables of the trainer container, merged over the runtime's."""
     num_nodes: int | None = Field(default=None, ge=0)
+    """Number of training nodes (default: the runtime's mlPolicy.numNodes). May change only while the TrainJob is suspended."""
     resources_per_node: ResourceRequirements | None = None
+    """Compute resources (CPU, memory, GPUs) of each training node. May change only while the TrainJob is suspended."""
     num_proc_per_node: int | None = Field(default=None, json_schema_extra=x_validations(NUM_PROC_PER_NODE))
+    """Processes per training node (torch: processes per node of torchrun; MPI: slots per node). Unset: the runtime decides."""
 
 
 class ContainerPatch(ApiModel):
+    """Changes to one container of the runtime's pod template."""
+
     name: str = Field(min_length=1, max_length=253)
+    """Name of the container of the runtime to change."""
     env: list[EnvVar] | None = Field(default=None, max_length=128, json_schema_extra=_MAP_BY_NAME)
+    """Environment variables added to the container."""
     volume_mounts: list[VolumeMount] | None = Field(default=None, max_length=128, json_schema_extra=_MAP_BY_NAME)
+    """Volume mounts added to the container."""
     security_context: dict[str, Any] | None = Field(
         default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.SecurityContext"}
     )
+    """The container's security context."""
 
 
 class PodSpecPatch(ApiModel):
+    """Changes to the pod spec of a replicated job of the runtime."""
+
     service_account_name: str | None = Field(default=None, max_length=253, json_schema_extra=x_validations(IMMUTABLE))
+    """ServiceAccount the pods run as."""
     volumes: list[Volume] | None = Field(default=None, max_length=128, json_schema_extra=_IMMUTABLE_MAP_BY_NAME)
+    """Volumes added to the pods."""
     init_containers: list[ContainerPatch] | None = Field(
         default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
     )
+    """Changes to init containers of the runtime (by name)."""
     containers: list[ContainerPatch] | None = Field(
         default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
     )
+    """Changes to containers of the runtime (by name)."""
     image_pull_secrets: list[LocalObjectReference] | None = Field(
         default=None, max_length=64, json_schema_extra=_IMMUTABLE_MAP_BY_NAME
     )
+    """Secrets to pull the images with."""
     security_context: dict[str, Any] | None = Field(
         default=None,
         json_schema_extra={_K8S: "io.k8s.api.core.v1.PodSecurityContext", **x_validations(IMMUTABLE)},
     )
+    """The pods' security context."""
     node_selector: dict[str, str] | None = None
+    """Node labels the pods must be scheduled on."""
     affinity: dict[str, Any] | None = Field(default=None, json_schema_extra={_K8S: "io.k8s.api.core.v1.Affinity"})
+    """Scheduling constraints of the pods."""
     tolerations: list[dict[str, Any]] | None = Field(
         default=None,
         max_length=128,
         json_schema_extra={_K8S: "io.k8s.api.core.v1.Toleration", "x-kubernetes-list-type": "atomic"},
     )
+    """Taints the pods tolerate."""
     scheduling_gates: list[dict[str, Any]] | None = Field(
         default=None,
         max_length=16,
         json_schema_extra={_K8S: "io.k8s.api.core.v1.PodSchedulingGate", **_MAP_BY_NAME},
     )
+    """Gates that hold the pods back from scheduling until removed."""
     termination_grace_period_seconds: int | None = Field(
         default=None, ge=0, json_schema_extra={"format": "int64", **x_validations(IMMUTABLE)}
     )
+    """Seconds a pod is given to stop gracefully."""
 
 
 class PodTemplatePatch(ApiModel):
+    """Changes to the pod template of a replicated job."""
+
     metadata: ObjectMeta | None = None
+    """Labels and annotations added to the pods."""
     spec: PodSpecPatch | None = None
+    """Changes to the pod spec."""
 
 
 class JobSpecPatch(ApiModel):
+    """Changes to the Job spec of a replicated job."""
+
     template: PodTemplatePatch | None = None
+    """Changes to the Job's pod template."""
 
 
 class JobTemplatePatch(ApiModel):
+    """Changes to the Job template of a replicated job."""
+
     metadata: ObjectMeta | None = None
+    """Labels and annotations added to the Jobs."""
     spec: JobSpecPatch | None = None
+    """Changes to the Job spec."""
 
 
 class ReplicatedJobPatch(ApiModel):
+    """Changes to one replicated job of the runtime's JobSet template."""
+
     name: str = Field(min_length=1, max_length=253)
+    """Name of the replicated job of the runtime to change."""
     template: JobTemplatePatch | None = None
+    """Changes to its Job template."""
 
 
 class JobSetSpecPatch(ApiModel):
+    """Changes to the JobSet spec of the runtime."""
+
     replicated_jobs: list[ReplicatedJobPatch] | None = Field(
         default=None, max_length=100, json_schema_extra=_MAP_BY_NAME
     )
+    """Changes per replicated job (by name; each must exist in the runtime)."""
 
 
 class JobSetTemplatePatch(ApiModel):
+    """Changes to the runtime's JobSet template."""
+
     metadata: ObjectMeta | None = None
+    """Labels and annotations added to the JobSet."""
     spec: JobSetSpecPatch | None = None
+    """Changes to the JobSet spec."""
 
 
 class TrainingRuntimeSpecPatch(ApiModel):
+    """Changes to the runtime's spec."""
+
     template: JobSetTemplatePatch | None = None
+    """Changes to the runtime's JobSet template."""
 
 
 class RuntimePatch(ApiModel):
+    """Changes one manager (a user, Kueue, another controller) makes to the runtime for this TrainJob."""
+
     manager: str = Field(min_length=1, max_length=253, json_schema_extra=x_validations(IMMUTABLE))
+    """Who made the patch, a domain-prefixed path (example.com/tool); one patch per manager. Immutable."""
     time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the patch was last changed."""
     training_runtime_spec: TrainingRuntimeSpecPatch | None = None
+    """The changes to the runtime's spec."""
 
 
 class TrainJobSpec(ApiModel):
+    """What to train and how: the runtime and the overrides of this TrainJob."""
+
     model_config = {"json_schema_extra": x_validations(RESIZE_WHILE_SUSPENDED)}
 
     runtime_ref: RuntimeRef = Field(json_schema_extra=x_validations(IMMUTABLE))
+    """The runtime this TrainJob runs with. Immutable."""
     initializer: Initializer | None = Field(default=None, json_schema_extra=x_validations(IMMUTABLE))
+    """The dataset and model to fetch before training. Immutable."""
     trainer: Trainer | None = None
-    """Immutable, except `numNodes` and `resourcesPerNode` while the TrainJob is suspended (the rule is on the spec)."""
+    """Overrides of the runtime's trainer for this TrainJob. Immutable, except numNodes and resourcesPerNode while the
+    TrainJob is suspended (the rule is on the spec)."""
     runtime_patches: list[RuntimePatch] | None = Field(
         default=None,
         max_length=16,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["manager"]},
     )
+    """Changes to the runtime for this TrainJob only, applied in order, one per manager."""
     suspend: bool | None = False
+    """Whether the TrainJob is suspended: its pods are deleted and not created again until it is resumed. Defaults to false."""
     active_deadline_seconds: int | None = Field(
         default=None, ge=1, json_schema_extra={"format": "int64", **x_validations(IMMUTABLE)}
     )
+    """Seconds the TrainJob may run, counted from its last start (creation or resume), before it fails with reason DeadlineExceeded and its pods are stopped. Immutable."""
     managed_by: str | None = Field(
         default=c.DEFAULT_MANAGED_BY, max_length=253, json_schema_extra=x_validations(MANAGED_BY, IMMUTABLE)
     )
+    """The controller that reconciles this TrainJob: trainer.kubeflow.org/trainjob-controller (the default) or kueue.x-k8s.io/multikueue (Kueue dispatches it to a worker cluster). Immutable."""
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
     """Upstream's proposal (T#4052): the TrainJob is deleted this long after it finished (mutable). Overrides the
     runtime's `runPolicy.ttlSecondsAfterFinished`."""
@@ -186,6 +267,8 @@ class TrainJobSpec(ApiModel):
 
 
 class Condition(K8sModel):
+    """A condition of the TrainJob (Suspended, Complete, Failed, Created)."""
+
     k8s_definition: ClassVar[str] = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
 
     type: str
@@ -197,26 +280,44 @@ class Condition(K8sModel):
 
 
 class JobStatus(ApiModel):
+    """Pod and Job counts of one replicated job of the TrainJob's JobSet."""
+
     name: str = Field(min_length=1, max_length=253)
+    """Name of the replicated job."""
     ready: int = Field(ge=0)
+    """Jobs with at least their expected number of ready pods."""
     succeeded: int = Field(ge=0)
+    """Jobs that completed."""
     failed: int = Field(ge=0)
+    """Jobs that failed."""
     active: int = Field(ge=0)
+    """Jobs with at least one pod running or pending."""
     suspended: int = Field(ge=0)
+    """Jobs that are suspended."""
 
 
 class TrainerMetric(ApiModel):
+    """One metric the training code reported."""
+
     name: str = Field(min_length=1, max_length=64)
+    """Name of the metric (loss, accuracy, ...)."""
     value: str = Field(min_length=1, max_length=64)
+    """Its latest value, as text."""
 
 
 class TrainerStatus(ApiModel):
+    """Progress the training code reports through the operator's status server."""
+
     progress_percentage: int | None = Field(default=None, ge=0, le=100)
+    """How far the training is, 0-100."""
     estimated_remaining_seconds: int | None = Field(default=None, ge=0)
+    """Seconds the training expects to need still."""
     metrics: list[TrainerMetric] | None = Field(
         default=None, max_length=256, json_schema_extra={"x-kubernetes-list-type": "atomic"}
     )
+    """The latest metrics of the training."""
     last_updated_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the training last reported."""
 
 
 class RestartCounts(ApiModel):
@@ -234,6 +335,8 @@ class RestartCounts(ApiModel):
 
 
 class TrainJobStatus(ApiModel):
+    """What the operator observed of the TrainJob."""
+
     # The trainerStatus rule reads `self.trainerStatus`, so it lives on `status` (upstream puts the equivalent
     # `has(self.lastUpdatedTime)` on trainerStatus itself; the message is the same).
     model_config = {"json_schema_extra": {"minProperties": 1, **x_validations(TRAINER_STATUS_TIME)}}
@@ -243,8 +346,11 @@ class TrainJobStatus(ApiModel):
         max_length=8,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
+    """The TrainJob's conditions: Suspended, Complete, Failed (what the kubeflow SDK and Kueue read)."""
     jobs_status: list[JobStatus] | None = Field(default=None, max_length=100, json_schema_extra=_MAP_BY_NAME)
+    """Counts per replicated job of the JobSet."""
     trainer_status: TrainerStatus | None = None
+    """Progress reported by the training code."""
     state: Literal["Pending", "Suspended", "Running", "Restarting", "Complete", "Failed", "Error"] | None = None
     """Beyond upstream: the lifecycle state for `kubectl get`, from the TrainJob's conditions and its pods (the
     kubeflow SDK ignores it): Running only while a pod runs and none is failing or unschedulable."""
@@ -271,13 +377,17 @@ class TrainJobStatus(ApiModel):
 
 
 class TrainJob(ApiModel):
+    """A training job: a runtime and the overrides of this run (image, command, nodes, resources, dataset and model). The operator builds a JobSet from them."""
+
     model_config = {"json_schema_extra": x_validations(NAME_RFC1035, NAME_MAX_63)}
 
     api_version: Literal["trainer.kubeflow.org/v1alpha1"] = "trainer.kubeflow.org/v1alpha1"
     kind: Literal["TrainJob"] = c.TRAINJOB_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainJobSpec
+    """What to train and how."""
     status: TrainJobStatus | None = None
+    """What the operator observed."""
 
     @property
     def name(self) -> str:

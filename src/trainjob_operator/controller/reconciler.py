@@ -290,6 +290,15 @@ class Reconciler:
             cache = self.store.children.get((ref.api_version, ref.kind))
             if cache is not None:
                 cache.put(written)
+            if ref.kind == c.JOBSET_KIND and observed.jobset is None:  # one line per JobSet made
+                log.info(
+                    "JobSet rebuilt" if uid in self.store.known.created_seen else "JobSet built",
+                    namespace=job.namespace,
+                    name=ref.name,
+                    uid=uid,
+                    nodes=children.nodes,
+                    suspended=bool(job.spec.suspend),
+                )
             if (
                 ref.kind == c.JOBSET_KIND
                 and uid not in self.store.known.created_seen

@@ -11,7 +11,7 @@ import aiohttp
 
 from ..api import constants as c
 from ..k8s.client import ApiError, Client, resource_of
-from ..logs import get
+from ..logs import error_fields, get
 from ..runtime import startup
 from ..runtime.startup import Facts, NamespaceState, Need, Plan
 
@@ -246,6 +246,26 @@ async def create_namespace(client: Client, name: str) -> None:
     log.info("created the operator namespace", namespace=name)
 
 
+async def publish_public_configmap(client: Client, namespace: str) -> None:
+    """The ConfigMap the kubeflow SDK's TrainerClient() reads, created when missing (idempotent; one that exists, the
+    chart's, is left as it is). Not being able to is a warning: training works without it."""
+    want = startup.public_configmap(namespace)
+    try:
+        if await client.get("v1", "ConfigMap", c.PUBLIC_CONFIGMAP, namespace) is not None:
+            return
+        await client.create(want, field_manager=c.FIELD_MANAGER)
+    except ApiError as err:
+        if err.status != 409:  # another replica created it first
+            log.warning(
+                "cannot create the ConfigMap the kubeflow SDK reads", name=c.PUBLIC_CONFIGMAP, **error_fields(err)
+            )
+        return
+    except (aiohttp.ClientError, OSError, TimeoutError) as err:
+        log.warning("cannot create the ConfigMap the kubeflow SDK reads", name=c.PUBLIC_CONFIGMAP, **error_fields(err))
+        return
+    log.info("created the ConfigMap the kubeflow SDK reads", name=c.PUBLIC_CONFIGMAP, namespace=namespace)
+
+
 async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNECT_DEADLINE) -> Facts:
     """Reach the API server, check CRDs, the operator namespace and RBAC; create the namespace when missing and
     allowed. Raises StartupError with the one line to print."""
@@ -261,6 +281,8 @@ async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNEC
         raise StartupError(decision.fatal)
     if decision.create_namespace:
         await create_namespace(client, plan.operator_namespace)
+    if startup.may_publish_public_configmap(plan, facts):
+        await publish_public_configmap(client, plan.operator_namespace)
     log.info(
         "cluster checked",
         server=client.connection.server,

@@ -42,7 +42,8 @@ def resolve(kubeconfig: str | None, context: str | None) -> dict[str, Any]:
 
     errors = _Errors()
     logging.getLogger().addHandler(errors)
-    path = kubeconfig or kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    # kubectl's rule: an empty $KUBECONFIG is no $KUBECONFIG (the client library would take it for a path)
+    path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
     if not any(Path(p).expanduser().is_file() for p in path.split(os.pathsep) if p):
         raise SystemExit(_fail(f"kubeconfig {path} does not exist; pass --kubeconfig PATH or set $KUBECONFIG"))
     try:

@@ -8,6 +8,8 @@ offline CLI reads files, so it prunes them itself with the same schema (the gene
 
 from typing import Any
 
+from ..api.constants import VERSION as API_VERSION
+
 Schema = dict[str, Any]
 
 #: Top-level fields the API server handles itself (`metadata` is decoded as ObjectMeta, not pruned by schema).
@@ -36,6 +38,13 @@ def prune(obj: dict[str, Any], schema: Schema) -> tuple[dict[str, Any], list[str
 def unknown_field_warning(path: str) -> str:
     """`kubectl`'s wording for a field the server dropped (server-side field validation, Warn)."""
     return f'unknown field "{path}"'
+
+
+def strict_decoding_error(kind: str, paths: list[str]) -> str:
+    """The API server's refusal of an object with unknown fields under strict field validation (kubectl's default,
+    `--validate=strict`), all of them in one line, sorted, as it joins them (seen on kube-apiserver v1.36)."""
+    unknown = ", ".join(unknown_field_warning(path) for path in sorted(paths))
+    return f'{kind} in version "{API_VERSION}" cannot be handled as a {kind}: strict decoding error: {unknown}'
 
 
 def _pruned(value: Any, schema: Schema, path: str, pruned: list[str]) -> Any:

@@ -3,7 +3,7 @@ line that tells the user why it cannot start. The executor (`controller/startup.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..api import constants as c
 from .framework import ChildKind
@@ -148,6 +148,11 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
             Need("create", "", "secrets", ons, None, fix),
             Need("update", "", "secrets", ons, plan.cert_secret_name, fix),
         ]
+    # The ConfigMap the kubeflow SDK's TrainerClient() reads, created when missing: without these, a warning.
+    needs += [
+        Need("get", "", "configmaps", ons, c.PUBLIC_CONFIGMAP, required=False),
+        Need("create", "", "configmaps", ons, required=False),
+    ]
     if plan.status_server:
         needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_STATUS_SERVER))
     if plan.leader_election:
@@ -157,6 +162,26 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
             Need("update", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
         ]
     return list(dict.fromkeys(needs))  # in order, without repeats
+
+
+def public_configmap(namespace: str) -> dict[str, Any]:
+    """The ConfigMap the kubeflow SDK's `TrainerClient()` reads at start-up (`verify_backend`: without it, a 404 dump),
+    as the chart ships it: the Kubeflow Trainer version this operator serves."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": c.PUBLIC_CONFIGMAP,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "trainjob-operator"},
+        },
+        "data": {"kubeflow_trainer_version": c.TRAINER_VERSION},
+    }
+
+
+def may_publish_public_configmap(plan: Plan, facts: "Facts") -> bool:
+    """Whether the operator may read and create the SDK's ConfigMap in its namespace (else a warning said why)."""
+    return not any(need.resource == "configmaps" and need.namespace == plan.operator_namespace for need in facts.denied)
 
 
 # --- facts and the decision ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .. import logs
+from .. import flags, logs
 from ..api import constants as c
 from ..k8s import config as k8s_config
 from ..k8s.client import ApiError, Client
@@ -361,14 +361,14 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = flags.OneLineParser(
         prog="trainjob-operator ui", description="a read-only web UI over TrainJobs, with your kubeconfig"
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
     p.add_argument("-n", "--namespace", help="only this namespace (default: all you may list)")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default: the loopback only)")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--port", type=flags.port, default=8765, help="port to listen on (default: 8765)")
     p.add_argument(
         "--any-host",
         action="store_true",

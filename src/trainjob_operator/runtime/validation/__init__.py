@@ -9,7 +9,7 @@ from typing import Any
 
 from ...api.runtime import ClusterTrainingRuntime, TrainingRuntime, runtime_model
 from ...api.trainjob import TrainJob
-from ..errors import Validation
+from ..errors import ErrorType, FieldError, Validation
 from .admission import admit_runtime, admit_trainjob
 from .cel import runtime_cel, trainjob_cel, trainjob_transition
 from .schema import CEL_SKIPPED, object_name_errors, parse, quantity_errors, schema_errors
@@ -18,8 +18,9 @@ from .schema import CEL_SKIPPED, object_name_errors, parse, quantity_errors, sch
 def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | None, Validation]:
     """Schema + CEL (+ transition rules when `old_raw` is given): what the API server enforces."""
     job, schema, blocking = schema_errors(TrainJob, raw)
-    errors = (object_name_errors(raw) if isinstance(raw, dict) else []) + schema
-    if blocking:
+    names = object_name_errors(raw) if isinstance(raw, dict) else []
+    errors = names + schema
+    if blocking or _blocks_cel(names):
         return job, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
         errors += quantity_errors(raw.get("spec"), "spec")
@@ -33,13 +34,19 @@ def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | Non
 def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | None, Validation]:
     model = runtime_model(raw.get("kind") if isinstance(raw, dict) else None)
     runtime, schema, blocking = schema_errors(model, raw)
-    errors = (object_name_errors(raw) if isinstance(raw, dict) else []) + schema
-    if blocking:
+    names = object_name_errors(raw) if isinstance(raw, dict) else []
+    errors = names + schema
+    if blocking or _blocks_cel(names):
         return runtime, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
         errors += quantity_errors(raw.get("spec"), "spec")
         errors += runtime_cel(raw)
     return runtime, Validation(tuple(errors))
+
+
+def _blocks_cel(errors: list[FieldError]) -> bool:
+    """A missing name is a Required error: the API server then skips the CEL rules, as for a schema error."""
+    return any(error.type is ErrorType.REQUIRED for error in errors)
 
 
 __all__ = ["admit_runtime", "admit_trainjob", "check_runtime", "check_trainjob", "parse"]

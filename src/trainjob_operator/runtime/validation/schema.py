@@ -122,9 +122,11 @@ def parse(model: type[M], raw: Any) -> tuple[M | None, list[FieldError]]:
 
 
 def object_name_errors(raw: dict[str, Any]) -> list[FieldError]:
-    """The API server's own check of a custom resource's name (a DNS-1123 subdomain)."""
+    """The API server's own check of a custom resource's name: present (or to be generated), a DNS-1123 subdomain."""
     metadata = raw.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not name and not (isinstance(metadata, dict) and metadata.get("generateName")):
+        return [required("metadata.name", "name or generateName is required")]
     if isinstance(name, str) and name and not names.is_dns1123_subdomain(name):
         return [invalid("metadata.name", name, names.DNS1123_SUBDOMAIN_MESSAGE)]
     return []
