@@ -356,6 +356,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         ("trainer.kubeflow.org", "trainjobs/status", "patch"),
         ("trainer.kubeflow.org", "trainjobs/finalizers", "update"),
         ("", "pods", "list"),  # the startup deadline (issue 13)
+        ("", "pods", "watch"),  # STATE from the JobSets' pods (issue 27, runtime/health.py)
         ("scheduling.k8s.io", "priorityclasses", "list"),  # the Volcano PriorityClass check in the webhook
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
         *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch")},
@@ -383,8 +384,8 @@ def test_status_server_off_drops_its_port_and_rbac(helm: str, tmp_path: Path) ->
     assert "status" not in {p["name"] for p in find(objs, "Service")["spec"]["ports"]}
     rules = find(objs, "ClusterRole")["rules"]
     assert not any("authentication.k8s.io" in r["apiGroups"] for r in rules)
-    # `get` on pods is the status server's; `list` stays for the startup deadline (issue 13)
-    assert [r["verbs"] for r in rules if "pods" in r["resources"]] == [["list"]]
+    # `get` on pods is the status server's; `list` stays for the startup deadline (issue 13), `watch` for STATE
+    assert [r["verbs"] for r in rules if "pods" in r["resources"]] == [["list", "watch"]]
 
 
 def test_grafana_dashboard_is_off_by_default_and_the_shipped_json_when_on(helm: str, tmp_path: Path) -> None:

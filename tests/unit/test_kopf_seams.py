@@ -535,6 +535,38 @@ def test_kopfs_request_path_raises_what_the_seam_makes_of_each_answer() -> None:
     assert got == {why: want for why, (_, want) in table.items()}
 
 
+def test_kopfs_retried_429_is_logged_at_info_by_its_own_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """`logs.RetriedRequests` knows kopf's retry line by its words ("failed; will retry"): kopf's real request path
+    answered a 429, then 200, must give one info line, not an error (issue 27: "storage is (re)initializing")."""
+    from trainjob_operator import logs
+
+    logs.configure("json", "INFO")
+
+    async def scenario() -> None:
+        async with FakeApiServer([TRAINJOBS]) as fake:
+            fake.answer(listing, 429, retry_after="0.01", times=1)
+            settings = kopf.OperatorSettings()
+            context = auth.APIContext(credentials.ConnectionInfo(server=fake.url))
+            try:
+                await api.request(
+                    "GET",
+                    "/apis/trainer.kubeflow.org/v1alpha1/trainjobs",
+                    settings=settings,
+                    backoffs=[0.01],
+                    context=context,
+                    logger=logging.getLogger("kopf.objects"),
+                )
+            finally:
+                await context.session.close()
+
+    asyncio.run(scenario())
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    retried = [
+        (line["level"], "APITooManyRequestsError" in line["event"]) for line in lines if "will retry" in line["event"]
+    ]
+    assert retried == [("info", True)]
+
+
 # --- which failures of a stream list again: every error class kopf lets out of `continuous_watch` ----------------
 
 

@@ -332,16 +332,12 @@ def _malloc_trim() -> Callable[[], None]:
         return lambda: None
 
 
-EXITING: list[str] = []
-"""The one line the operator exits with, once printed: nothing is logged after it (see `loop_error`)."""
-
-
-def loop_error(_: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+def loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Errors asyncio itself reports (an async generator of a watch failing to close at shutdown, a callback that
     raised): one line with the error's type and text, not a traceback. Silent once the exit line is printed: a task
     kopf cut short on a fatal start-up problem (its API discovery mid-request, issue 27 saw it once in six starts)
     is only collected then, and the exit line must stay the last thing said."""
-    if EXITING:
+    if loop.is_closed():  # `serve` has returned (the exit line, if any, comes after it): a task collected now is moot
         return
     err = context.get("exception")
     fields = logs.error_fields(err) if isinstance(err, BaseException) else {}
@@ -614,7 +610,6 @@ def run(argv: Sequence[str]) -> int:
 
 def _exit(line: str, code: int) -> int:
     """The one line that says why the operator cannot start (exit 2: flags, config or kubeconfig; 3: the cluster)."""
-    EXITING.append(line)
     print(printable(f"trainjob-operator: error: {line}"), file=sys.stderr, flush=True)
     return code
 
