@@ -1,0 +1,115 @@
+"""Pods on the real nodes: containerd containers, the pod network across nodes, cluster DNS, logs through the API
+server (issue 23, milestone 2)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from cluster_fixtures import wait_for
+from trainjob_dev import cluster as cluster_lib
+from trainjob_dev import images, realnodes
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+
+def _pod(name: str, node: str, script: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "peers"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [realnodes.REAL_NODE_TOLERATION],
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": images.ref("busybox"),
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/sh", "-c", script],
+                    "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def _create(cluster: cluster_lib.ClusterInfo, namespace: str, obj: dict[str, Any]) -> None:
+    cluster.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(obj))
+
+
+def _pod_json(cluster: cluster_lib.ClusterInfo, namespace: str, name: str) -> dict[str, Any]:
+    return dict(cluster.kubectl_json("get", "pod", name, "-n", namespace))
+
+
+def test_real_nodes_are_labelled_tainted_and_not_kwoks(cluster: cluster_lib.ClusterInfo) -> None:
+    nodes = cluster.kubectl_json("get", "nodes")["items"]
+    real = {n["metadata"]["name"]: n for n in nodes if n["metadata"].get("labels", {}).get(realnodes.REAL_NODE_LABEL)}
+    assert sorted(real) == ["real-node-0", "real-node-1"]
+    for node in real.values():
+        assert realnodes.REAL_NODE_TAINT in [
+            {k: t[k] for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])
+        ]
+        assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {})
+        assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://2.")
+    fake = [n for n in nodes if n["metadata"]["name"] not in real]
+    assert fake and all(n["metadata"]["annotations"].get("kwok.x-k8s.io/node") == "fake" for n in fake)
+
+
+def test_pods_on_two_nodes_talk_by_dns_name_and_log_through_the_api_server(
+    cluster: cluster_lib.ClusterInfo, namespace: str
+) -> None:
+    t0 = time.monotonic()
+    _create(
+        cluster,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "peers"},
+            "spec": {"clusterIP": "None", "selector": {"app": "peers"}, "publishNotReadyAddresses": True},
+        },
+    )
+    server = _pod(
+        "server",
+        "real-node-0",
+        'mkdir /www && echo "hello from $(hostname) on $NODE_NAME" > /www/index.html && exec httpd -f -p 8080 -h /www',
+        hostname="server",
+        subdomain="peers",
+    )
+    fqdn = f"server.peers.{namespace}.svc.cluster.local"
+    client = _pod(
+        "client",
+        "real-node-1",
+        # Retried with a bound: the server's DNS record and httpd appear a moment after it starts.
+        f"for i in $(seq 60); do if wget -q -T 2 -O - http://{fqdn}:8080/ > /tmp/out; then "
+        f'echo "client on $NODE_NAME got: $(cat /tmp/out)"; '
+        "nslookup example.com >/dev/null 2>&1 && echo 'outside name resolved' || echo 'outside name refused'; "
+        "exit 0; fi; sleep 0.5; done; echo 'server never answered'; exit 1",
+    )
+    _create(cluster, namespace, server)
+    _create(cluster, namespace, client)
+
+    def client_finished() -> str:
+        phase = _pod_json(cluster, namespace, "client").get("status", {}).get("phase", "")
+        return phase if phase in ("Succeeded", "Failed") else ""
+
+    phase = wait_for(client_finished, timeout=120, what="the client pod to finish")
+    logs = cluster.kubectl("logs", "-n", namespace, "client").stdout
+    assert phase == "Succeeded", logs
+    assert logs.splitlines() == [
+        "client on real-node-1 got: hello from server on real-node-0",
+        "outside name refused",
+    ]
+    for name, node in (("server", "real-node-0"), ("client", "real-node-1")):
+        pod = _pod_json(cluster, namespace, name)
+        assert pod["spec"]["nodeName"] == node
+        assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
+        assert pod["status"]["podIP"].startswith("10.244.")
+    print(f"two pods, DNS and HTTP across nodes: {time.monotonic() - t0:.1f}s")
