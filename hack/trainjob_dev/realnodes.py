@@ -211,7 +211,9 @@ def kubelet_config(node: RealNode, *, port: int, healthz_port: int, dns: str) ->
     }
 
 
-def kube_proxy_config(nodes: list[RealNode], *, kubeconfig: Path, healthz_port: int, metrics_port: int) -> dict:
+def kube_proxy_config(
+    nodes: list[RealNode], *, kubeconfig: Path, healthz_port: int, metrics_port: int
+) -> dict[str, Any]:
     return {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
