@@ -677,8 +677,8 @@ def _create_control_plane(info: ClusterInfo) -> None:
 
 def _real_node_args(info: ClusterInfo) -> list[str]:
     """With real nodes: kwok manages only its own annotated nodes (not every node, its default under kwokctl), and
-    the API server reaches kubelets at their InternalIP (a real node's Hostname does not resolve; kwok's nodes have
-    only a Hostname, localhost, which stays the fallback)."""
+    the API server reaches kubelets at their InternalIP (a real node's Hostname does not resolve), so kwok's nodes
+    get 127.0.0.1, where kwok serves their pods' logs (its default node IP is this machine's first address)."""
     if not info.real_nodes:
         return []
     from trainjob_dev import realnodes
@@ -688,6 +688,8 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
         "kwok-controller=manage-all-nodes=false",
         "--extra-args",
         f"kwok-controller=manage-nodes-with-annotation-selector={realnodes.KWOK_NODE_ANNOTATION_SELECTOR}",
+        "--extra-args",
+        "kwok-controller=node-ip=127.0.0.1",
         "--extra-args",
         "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
     ]

@@ -76,10 +76,11 @@ def test_pods_on_two_nodes_talk_by_dns_name_and_log_through_the_api_server(
             "spec": {"clusterIP": "None", "selector": {"app": "peers"}, "publishNotReadyAddresses": True},
         },
     )
+    # busybox's nc, not its wget: Debian's static busybox wget crashes (SIGSEGV) even on the host.
     server = _pod(
         "server",
         "real-node-0",
-        'mkdir /www && echo "hello from $(hostname) on $NODE_NAME" > /www/index.html && exec httpd -f -p 8080 -h /www',
+        'while true; do nc -l -p 8080 -e echo "hello from $(hostname) on $NODE_NAME"; done',
         hostname="server",
         subdomain="peers",
     )
@@ -87,8 +88,8 @@ def test_pods_on_two_nodes_talk_by_dns_name_and_log_through_the_api_server(
     client = _pod(
         "client",
         "real-node-1",
-        # Retried with a bound: the server's DNS record and httpd appear a moment after it starts.
-        f"for i in $(seq 60); do if wget -q -T 2 -O - http://{fqdn}:8080/ > /tmp/out; then "
+        # Retried with a bound: the server's DNS record and listener appear a moment after it starts.
+        f"for i in $(seq 60); do if nc -w 2 {fqdn} 8080 > /tmp/out 2>/dev/null && [ -s /tmp/out ]; then "
         f'echo "client on $NODE_NAME got: $(cat /tmp/out)"; '
         "nslookup example.com >/dev/null 2>&1 && echo 'outside name resolved' || echo 'outside name refused'; "
         "exit 0; fi; sleep 0.5; done; echo 'server never answered'; exit 1",
