@@ -49,6 +49,8 @@ REAL_NODE_TOLERATION = {"key": REAL_NODE_LABEL, "operator": "Equal", "value": "t
 KWOK_NODE_ANNOTATION_SELECTOR = "kwok.x-k8s.io/node=fake"
 
 POD_CIDR = "10.244.0.0/16"
+#: sun_path is 108 bytes; containerd appends ".ttrpc" to its socket for the second endpoint.
+SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
 NODE_READY_TIMEOUT_S = 120.0
 CONTAINERD_TIMEOUT_S = 60.0
@@ -360,6 +362,14 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         "sysctl": {},
         "processes": [],
     }
+    too_long = [str(n.socket) for n in nodes if len(str(n.socket)) > SOCKET_PATH_MAX]
+    if too_long:
+        raise cluster.ClusterError(
+            f"containerd's socket path {too_long[0]!r} is longer than a unix socket allows ({SOCKET_PATH_MAX}): "
+            "set TRAINJOB_CLUSTER_DIR to a shorter directory"
+        )
+    # What a run killed hard may have left (same cluster name, so the same bridges, chain and directories).
+    down({**real, "processes": []})
     info.real = real
     cluster._save_state(info)
 
@@ -469,6 +479,18 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
             )
     _wait_alive(real, "kubelet-0", f"{count} real nodes Ready", all_ready, NODE_READY_TIMEOUT_S)
     cluster._log(f"{count} real nodes Ready in {time.monotonic() - t0:.1f}s")
+
+
+def load_image(info: cluster.ClusterInfo, name: str) -> str:
+    """Build image `name` if needed and import it into every real node's containerd (no-op where it is); return
+    its reference. Big images (torch) are loaded by the tests that use them, not at start-up."""
+    image_ref = images.build(name)["ref"]
+    bins = Path(info.real["bins"])
+    for socket in info.real["sockets"]:
+        ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io", "images"]
+        if image_ref not in cluster._run([*ctr, "ls", "-q"]).stdout.split():
+            cluster._run([*ctr, "import", str(images.archive(name))], timeout=1200)
+    return image_ref
 
 
 def _http_ok(url: str) -> bool:

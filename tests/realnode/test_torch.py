@@ -66,7 +66,7 @@ def torch_runtime(image: str) -> dict[str, Any]:
 
 
 def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
-    image = images.ensure(["torch"])["torch"]
+    image = realnodes.load_image(kube.cluster, "torch")
     kube.create(torch_runtime(image), namespace)
     created = time.monotonic()
     kube.create(
