@@ -113,9 +113,10 @@ def metadata(name: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _lock() -> Iterator[None]:
+def _lock(name: str) -> Iterator[None]:
+    """One build of an image at a time (parallel sessions); other images are not held up."""
     cache_dir().mkdir(parents=True, exist_ok=True)
-    with open(cache_dir() / ".lock", "w") as f:
+    with open(cache_dir() / f".lock-{name}", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
 
@@ -185,7 +186,7 @@ def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
 
 def build(name: str) -> dict[str, Any]:
     """Build `name` into the cache unless it is there; return its metadata."""
-    with _lock():
+    with _lock(name):
         out = archive(name)
         meta_path = out.with_suffix(".json")
         if out.exists() and meta_path.exists():

@@ -61,6 +61,12 @@ def torch_runtime(image: str) -> dict[str, Any]:
         *container.get("env", []),
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
+        # Debian's torch 1.13 on Python 3.11: torchrun's default `--redirects 0`/`--tee 0` fail to parse
+        # (Std.from_str iterates an IntFlag, which on 3.11 yields only its single-bit members, not 0 or 3) and
+        # torchrun exits with "'NoneType' object has no attribute 'get'". stdout teed (1) parses and still reaches
+        # the pod's log; stderr is not redirected. Output only: the topology comes from the operator's PET_* alone.
+        {"name": "PET_REDIRECTS", "value": "1"},
+        {"name": "PET_TEE", "value": "1"},
     ]
     return runtime
 
