@@ -484,7 +484,7 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
 def load_image(info: cluster.ClusterInfo, name: str) -> str:
     """Build image `name` if needed and import it into every real node's containerd (no-op where it is); return
     its reference. Big images (torch) are loaded by the tests that use them, not at start-up."""
-    image_ref = images.build(name)["ref"]
+    image_ref = str(images.build(name)["ref"])
     bins = Path(info.real["bins"])
     for socket in info.real["sockets"]:
         ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io", "images"]
