@@ -468,7 +468,7 @@ def _wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float 
 # up / down
 
 
-def _kwokctl_config(bin_dir: Path) -> str:
+def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
     share = bin_dir / "share"
     hack = repo_root() / "hack" / "cluster"
     cfg = {
@@ -486,6 +486,11 @@ def _kwokctl_config(bin_dir: Path) -> str:
             "disableQPSLimits": True,
         },
     }
+    if real_nodes:
+        from trainjob_dev import realnodes
+
+        # Pods reach the API server as https://10.0.0.1 (the kubernetes Service) and its advertised address.
+        cfg["options"]["kubeApiserverCertSANs"] = list(realnodes.API_SERVER_SANS)  # type: ignore[index]
     docs = [json.dumps(cfg)]
     stages = sorted((share / "kwok-stages").glob("*.yaml")) + sorted((hack / "stages").glob("*.yaml"))
     for p in stages:
@@ -642,7 +647,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
     """Stage 3: etcd, kube-apiserver, controller-manager and scheduler under kwokctl; returns once /readyz answers."""
     sd = state_dir()
     cfg_path = sd / "kwokctl.yaml"
-    cfg_path.write_text(_kwokctl_config(info.bin_dir))
+    cfg_path.write_text(_kwokctl_config(info.bin_dir, info.real_nodes))
     _log(f"creating kwok cluster {info.name!r} (binary runtime, 127.0.0.1)")
     create_log = sd / "logs" / "kwokctl-create.log"
     proc = _run(
@@ -678,7 +683,8 @@ def _create_control_plane(info: ClusterInfo) -> None:
 def _real_node_args(info: ClusterInfo) -> list[str]:
     """With real nodes: kwok manages only its own annotated nodes (not every node, its default under kwokctl), and
     the API server reaches kubelets at their InternalIP (a real node's Hostname does not resolve), so kwok's nodes
-    get 127.0.0.1, where kwok serves their pods' logs (its default node IP is this machine's first address)."""
+    get 127.0.0.1, where kwok serves their pods' logs (its default node IP is this machine's first address); the
+    API server advertises an address pods can reach."""
     if not info.real_nodes:
         return []
     from trainjob_dev import realnodes
@@ -692,6 +698,9 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
         "kwok-controller=node-ip=127.0.0.1",
         "--extra-args",
         "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
+        # The `kubernetes` Service's endpoint: the first bridge's address, forwarded to 127.0.0.1 (realnodes.py).
+        "--extra-args",
+        f"kube-apiserver=advertise-address={realnodes.API_SERVER_ADVERTISE}",
     ]
 
 

@@ -34,6 +34,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,11 @@ REAL_NODE_TOLERATION = {"key": REAL_NODE_LABEL, "operator": "Equal", "value": "t
 KWOK_NODE_ANNOTATION_SELECTOR = "kwok.x-k8s.io/node=fake"
 
 POD_CIDR = "10.244.0.0/16"
+#: Where pods reach the API server: its advertised address (the `kubernetes` Service's endpoint), on the first
+#: bridge, forwarded by tcpforward.py to 127.0.0.1 where kwokctl binds it; and the Service's ClusterIP (the API
+#: server's default service range 10.0.0.0/24). Both are in its serving certificate.
+API_SERVER_ADVERTISE = "10.244.1.1"
+API_SERVER_SANS = (API_SERVER_ADVERTISE, "10.0.0.1")
 #: sun_path is 108 bytes; containerd appends ".ttrpc" to its socket for the second endpoint.
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
@@ -392,6 +398,22 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
     context = info.kubectl("config", "current-context").stdout.strip()
     logs = cluster.state_dir() / "logs"
 
+    # The API server for pods: the advertised address (nodes[0].ip) forwarded to where kwokctl binds it.
+    server = info.kubectl("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}").stdout
+    api_port = int(server.strip().rsplit(":", 1)[1])
+    _start(
+        "apiserver-forward",
+        [
+            sys.executable,
+            str(Path(__file__).with_name("tcpforward.py")),
+            f"{API_SERVER_ADVERTISE}:{api_port}",
+            f"127.0.0.1:{api_port}",
+        ],
+        logs / "real-apiserver-forward.log",
+        real,
+    )
+    cluster._save_state(info)
+
     # CoreDNS on the first bridge address.
     dns = dns_ip(nodes)
     base.mkdir(parents=True, exist_ok=True)
@@ -595,7 +617,7 @@ def down(real: dict[str, Any]) -> None:
         if (bins / "kube-proxy").exists():
             cluster._run([str(bins / "kube-proxy"), "--cleanup"], check=False, timeout=60)
     for name, p in procs.items():
-        if name.startswith("containerd-") or name == "coredns":
+        if name.startswith("containerd-") or name in ("coredns", "apiserver-forward"):
             _stop(p)
     # Shims left by a containerd killed hard: they carry our socket in their arguments.
     for socket in real.get("sockets", []):

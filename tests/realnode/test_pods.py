@@ -114,3 +114,34 @@ def test_pods_on_two_nodes_talk_by_dns_name_and_log_through_the_api_server(
         assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
         assert pod["status"]["podIP"].startswith("10.244.")
     print(f"two pods, DNS and HTTP across nodes: {time.monotonic() - t0:.1f}s")
+
+
+IN_CLUSTER_VERSION = """
+import json, ssl, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+ctx = ssl.create_default_context(cafile=f"{sa}/ca.crt")
+token = open(f"{sa}/token").read()
+for host in ("kubernetes.default.svc", "10.0.0.1"):
+    req = urllib.request.Request(f"https://{host}/version", headers={"Authorization": f"Bearer {token}"})
+    print(host, json.load(urllib.request.urlopen(req, context=ctx, timeout=10))["gitVersion"], flush=True)
+"""
+
+
+def test_a_pod_reaches_the_api_server_through_the_kubernetes_service(
+    cluster: cluster_lib.ClusterInfo, namespace: str
+) -> None:
+    pod = _pod("api", "real-node-1", "", restartPolicy="Never")
+    container = pod["spec"]["containers"][0]
+    container["image"] = realnodes.load_image(cluster, "python")
+    container["command"] = ["python3", "-c", IN_CLUSTER_VERSION]
+    _create(cluster, namespace, pod)
+
+    def finished() -> str:
+        phase = _pod_json(cluster, namespace, "api").get("status", {}).get("phase", "")
+        return phase if phase in ("Succeeded", "Failed") else ""
+
+    phase = wait_for(finished, timeout=120, what="the pod to finish")
+    logs = cluster.kubectl("logs", "-n", namespace, "api").stdout
+    assert phase == "Succeeded", logs
+    # TLS verified against the cluster's CA for the Service's name and its ClusterIP, a projected token accepted.
+    assert logs.splitlines() == ["kubernetes.default.svc v1.36.3", "10.0.0.1 v1.36.3"]
