@@ -58,6 +58,15 @@ RECIPES: dict[str, dict[str, Any]] = {
         "cmd": [],
     },
     "busybox": {"rootfs": "busybox", "packages": ["busybox-static"], "entrypoint": [], "cmd": ["/bin/sh"]},
+    "python": {
+        "rootfs": "debian",
+        "variant": "minbase",
+        "suite": "bookworm",
+        "include": ["python3", "python3-venv", "python3-pip", "python-is-python3"],
+        "packages": ["mmdebstrap"],
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
     "torch": {
         "rootfs": "debian",
         "suite": "bookworm",
@@ -139,7 +148,7 @@ def _buildah(*args: str, timeout: float = 600) -> str:
     ]
     # --signature-policy is a flag of the subcommands that read images.
     sub, rest = args[0], list(args[1:])
-    if sub in ("from", "push", "commit"):
+    if sub in ("from", "push", "commit", "bud"):
         rest = ["--signature-policy", str(policy), *rest]
     proc = subprocess.run(
         [*base, sub, *rest],
@@ -172,7 +181,8 @@ def _busybox_rootfs(root: Path) -> None:
 def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
     """A Debian root filesystem as a tar archive, by mmdebstrap (apt from the Debian mirror, nothing else)."""
     out = tmp / "rootfs.tar"
-    args = ["nice", "-n", "10", "mmdebstrap", "--variant=essential", "--include=" + ",".join(recipe["include"])]
+    variant = recipe.get("variant", "essential")
+    args = ["nice", "-n", "10", "mmdebstrap", f"--variant={variant}", "--include=" + ",".join(recipe["include"])]
     args += [f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES]
     args += ['--aptopt=Acquire::Languages "none"', '--aptopt=APT::Install-Recommends "false"']
     args += [recipe["suite"], str(out), DEBIAN_MIRROR]
@@ -223,6 +233,72 @@ def build(name: str) -> dict[str, Any]:
         meta = {"ref": image_ref, "digest": digest, "size": out.stat().st_size}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return meta
+
+
+#: What the project's Dockerfile copies (its .dockerignore lets only these through), hashed into the operator
+#: image's key.
+HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+OPERATOR_INPUTS = ("Dockerfile", "pyproject.toml", "README.md", "src", "crds")
+
+
+def operator_key(repo: Path) -> str:
+    h = hashlib.sha256(f"{IMAGES_VERSION} python={key('python')}".encode())
+    for name in OPERATOR_INPUTS:
+        path = repo / name
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        for f in files:
+            if "__pycache__" in f.parts or any(part.endswith(".egg-info") for part in f.parts):
+                continue
+            h.update(str(f.relative_to(repo)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_operator(repo: Path) -> dict[str, Any]:
+    """The operator image from the project's own Dockerfile (buildah bud, chroot isolation), its base the Debian
+    `python` image of RECIPES passed through the Dockerfile's PYTHON_IMAGE argument as an OCI archive; pip fetches
+    the operator's dependencies from PyPI inside the build."""
+    base = build("python")
+    k = operator_key(repo)
+    out = cache_dir() / f"operator-{k}.oci.tar"
+    meta_path = out.with_suffix(".json")
+    with _lock("operator"):
+        if out.exists() and meta_path.exists():
+            return {**json.loads(meta_path.read_text()), "archive": str(out)}
+        image_ref = f"{REPOSITORY}/operator:{k}"
+        # pip inside the build trusts what this machine trusts (a TLS-inspecting egress proxy's CA, for one):
+        # the host's CA bundle is mounted for the RUN steps only, never copied into the image.
+        ca_mount = [f"--volume={HOST_CA_BUNDLE}:{HOST_CA_BUNDLE}:ro"] if Path(HOST_CA_BUNDLE).is_file() else []
+        _buildah(
+            "bud",
+            *ca_mount,
+            "--isolation",
+            "chroot",
+            "--timestamp",
+            "0",
+            "--build-arg",
+            f"PYTHON_IMAGE=oci-archive:{archive('python')}",
+            "-t",
+            image_ref,
+            "-f",
+            str(repo / "Dockerfile"),
+            str(repo),
+            timeout=3600,
+        )
+        tmp_archive = out.with_suffix(".tmp")
+        tmp_archive.unlink(missing_ok=True)
+        _buildah("push", image_ref, f"oci-archive:{tmp_archive}:{image_ref}")
+        digest = _buildah("inspect", "--format", "{{.FromImageDigest}}", image_ref)
+        with contextlib.suppress(ImageError):
+            _buildah("rmi", "--all")  # the build's intermediate images too
+        tmp_archive.replace(out)
+        meta = {
+            "ref": image_ref,
+            "digest": digest,
+            "size": out.stat().st_size,
+            "base": base["ref"],
+        }
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+        return {**meta, "archive": str(out)}
 
 
 def ensure(names: list[str]) -> dict[str, str]:

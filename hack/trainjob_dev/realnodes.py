@@ -506,12 +506,16 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
 def load_image(info: cluster.ClusterInfo, name: str) -> str:
     """Build image `name` if needed and import it into every real node's containerd (no-op where it is); return
     its reference. Big images (torch) are loaded by the tests that use them, not at start-up."""
-    image_ref = str(images.build(name)["ref"])
+    return load_image_archive(info, str(images.build(name)["ref"]), images.archive(name))
+
+
+def load_image_archive(info: cluster.ClusterInfo, image_ref: str, archive: Path) -> str:
+    """Import the OCI archive of `image_ref` into every real node's containerd where it is not yet."""
     bins = Path(info.real["bins"])
     for socket in info.real["sockets"]:
         ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io", "images"]
         if image_ref not in cluster._run([*ctr, "ls", "-q"]).stdout.split():
-            cluster._run([*ctr, "import", str(images.archive(name))], timeout=1200)
+            cluster._run([*ctr, "import", str(archive)], timeout=1200)
     return image_ref
 
 

@@ -34,7 +34,9 @@ CONTROL_PLANE = re.compile(r"hack/cluster/build\.sh")
 NEEDS = (
     Need(
         "helm",
-        re.compile(r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart"),
+        re.compile(
+            r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart|pytest tests/realnode"
+        ),
         re.compile(r"hack/cluster/build\.sh.*--with-helm"),
     ),
     Need(
