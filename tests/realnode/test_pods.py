@@ -48,6 +48,17 @@ def _pod_json(cluster: cluster_lib.ClusterInfo, namespace: str, name: str) -> di
     return dict(cluster.kubectl_json("get", "pod", name, "-n", namespace))
 
 
+def _finished(cluster: cluster_lib.ClusterInfo, namespace: str, name: str) -> tuple[str, str]:
+    """The pod's final phase (polled with a deadline) and its log, read through the API server."""
+
+    def phase() -> str:
+        current = _pod_json(cluster, namespace, name).get("status", {}).get("phase", "")
+        return str(current) if current in ("Succeeded", "Failed") else ""
+
+    final = wait_for(phase, timeout=120, what=f"pod {name} to finish")
+    return final, cluster.kubectl("logs", "-n", namespace, name).stdout
+
+
 def test_real_nodes_are_labelled_tainted_and_not_kwoks(cluster: cluster_lib.ClusterInfo) -> None:
     nodes = cluster.kubectl_json("get", "nodes")["items"]
     real = {n["metadata"]["name"]: n for n in nodes if n["metadata"].get("labels", {}).get(realnodes.REAL_NODE_LABEL)}
@@ -97,12 +108,7 @@ def test_pods_on_two_nodes_talk_by_dns_name_and_log_through_the_api_server(
     _create(cluster, namespace, server)
     _create(cluster, namespace, client)
 
-    def client_finished() -> str:
-        phase = _pod_json(cluster, namespace, "client").get("status", {}).get("phase", "")
-        return phase if phase in ("Succeeded", "Failed") else ""
-
-    phase = wait_for(client_finished, timeout=120, what="the client pod to finish")
-    logs = cluster.kubectl("logs", "-n", namespace, "client").stdout
+    phase, logs = _finished(cluster, namespace, "client")
     assert phase == "Succeeded", logs
     assert logs.splitlines() == [
         "client on real-node-1 got: hello from server on real-node-0",
@@ -136,12 +142,7 @@ def test_a_pod_reaches_the_api_server_through_the_kubernetes_service(
     container["command"] = ["python3", "-c", IN_CLUSTER_VERSION]
     _create(cluster, namespace, pod)
 
-    def finished() -> str:
-        phase = _pod_json(cluster, namespace, "api").get("status", {}).get("phase", "")
-        return phase if phase in ("Succeeded", "Failed") else ""
-
-    phase = wait_for(finished, timeout=120, what="the pod to finish")
-    logs = cluster.kubectl("logs", "-n", namespace, "api").stdout
+    phase, logs = _finished(cluster, namespace, "api")
     assert phase == "Succeeded", logs
     # TLS verified against the cluster's CA for the Service's name and its ClusterIP, a projected token accepted.
     assert logs.splitlines() == ["kubernetes.default.svc v1.36.3", "10.0.0.1 v1.36.3"]
