@@ -4,14 +4,13 @@ torch itself computed (world size 4, the same all-reduce)."""
 
 from __future__ import annotations
 
-import copy
 import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from real_runtimes import real_node_runtime
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_dev import images, realnodes
@@ -34,46 +33,9 @@ dist.destroy_process_group()
 """
 
 
-def torch_runtime(image: str) -> dict[str, Any]:
-    """The shipped torch-distributed runtime, namespaced, with the image built here and pinned to the real nodes."""
-    shipped = yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())
-    runtime = copy.deepcopy(shipped)
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": "torch-real", "labels": shipped["metadata"]["labels"]}
-    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod["nodeSelector"] = realnodes.REAL_NODE_SELECTOR
-    pod["tolerations"] = [realnodes.REAL_NODE_TOLERATION]
-    # One pod per node, so the ranks really talk across the pod network.
-    pod["topologySpreadConstraints"] = [
-        {
-            "maxSkew": 1,
-            "topologyKey": "kubernetes.io/hostname",
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/replicatedjob-name": "node"}},
-            "nodeAffinityPolicy": "Honor",
-            "nodeTaintsPolicy": "Honor",
-        }
-    ]
-    container = pod["containers"][0]
-    container["image"] = image
-    container["imagePullPolicy"] = "Never"
-    container["env"] = [
-        *container.get("env", []),
-        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-        {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
-        # Debian's torch 1.13 on Python 3.11: torchrun's default `--redirects 0`/`--tee 0` fail to parse
-        # (Std.from_str iterates an IntFlag, which on 3.11 yields only its single-bit members, not 0 or 3) and
-        # torchrun exits with "'NoneType' object has no attribute 'get'". stdout teed (1) parses and still reaches
-        # the pod's log; stderr is not redirected. Output only: the topology comes from the operator's PET_* alone.
-        {"name": "PET_REDIRECTS", "value": "1"},
-        {"name": "PET_TEE", "value": "1"},
-    ]
-    return runtime
-
-
 def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     image = realnodes.load_image(kube.cluster, "torch")
-    kube.create(torch_runtime(image), namespace)
+    kube.create(real_node_runtime(image, "torch-real", torch_env=True), namespace)
     created = time.monotonic()
     kube.create(
         {
