@@ -24,7 +24,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -139,6 +139,9 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
+
+test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes
+	@$(PYTEST) tests/realnode -q -m realnode
 
 chaos: $(STAMP) tools ## make fuzz (2,000 cases per fuzz property), then full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover); figures
 	@mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT)

@@ -25,6 +25,9 @@ Environment:
     otherwise.
 ``TRAINJOB_OPERATOR_KEEP_NAMESPACES=1``
     Do not delete test namespaces (debugging).
+``TRAINJOB_OPERATOR_REAL_NODES=N``
+    Start the session cluster with N real nodes (containerd + kubelet) beside the kwok ones
+    (``tests/realnode`` sets 2).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ except ImportError:  # loaded without pytest's `pythonpath` (pyproject.toml), wh
 REUSE_ENV = "TRAINJOB_OPERATOR_REUSE_CLUSTER"
 KUEUE_ENV = "TRAINJOB_OPERATOR_CLUSTER_KUEUE"
 KEEP_NS_ENV = "TRAINJOB_OPERATOR_KEEP_NAMESPACES"
+REAL_NODES_ENV = "TRAINJOB_OPERATOR_REAL_NODES"
 
 RUN_FOR_ANNOTATION = cluster_lib.RUN_FOR_ANNOTATION
 EXIT_CODE_ANNOTATION = cluster_lib.EXIT_CODE_ANNOTATION
@@ -90,7 +94,7 @@ def _acquire() -> cluster_lib.ClusterInfo:
                 os.environ["TRAINJOB_CLUSTER_DIR"] = str(cluster_lib.repo_root() / ".cluster" / worker)
                 os.environ["TRAINJOB_CLUSTER_NAME"] = f"{cluster_lib.DEFAULT_NAME}-{worker}"
             try:
-                info = cluster_lib.up(kueue=_truthy(KUEUE_ENV))
+                info = cluster_lib.up(kueue=_truthy(KUEUE_ENV), real_nodes=int(os.environ.get(REAL_NODES_ENV) or 0))
             except cluster_lib.ClusterError as exc:
                 pytest.fail(f"could not start the local cluster: {exc}", pytrace=False)
             _SESSION["owned"] = True

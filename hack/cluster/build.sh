@@ -79,49 +79,15 @@ fi
 K8S_VERSION=$(mod_version k8s.io/kubernetes)
 KWOK_VERSION=$(mod_version sigs.k8s.io/kwok)
 JOBSET_VERSION=$(mod_version sigs.k8s.io/jobset)
-K8S_MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-BUILD_DATE=2000-01-01T00:00:00Z   # fixed: keeps builds reproducible
 
 # Version stamps: without them kube-apiserver reports
 # v0.0.0-master+$Format:%H$ and components that parse the server version
 # (Kueue) exit at start-up.
-LD="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  LD="$LD -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$K8S_MINOR"
-  LD="$LD -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=$BUILD_DATE"
-done
+LD=$(k8s_ldflags "$K8S_VERSION")
 LD="$LD -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}"
 LD="$LD -X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION"
 
 t_start=$(date +%s)
-ts() { echo "$(( $(date +%s) - t_start ))s"; }
-
-# go_build LOGNAME DESCRIPTION -- go build args...
-# Runs go build -v, printing a progress line every 20 s (packages compiled).
-go_build() {
-  local name=$1 desc=$2; shift 3
-  local log="$LOG_DIR/build-$name.log"
-  echo "tools: [$(ts)] building $desc (log: $log)"
-  : >"$log"
-  ( go build -v "$@" >>"$log" 2>&1 ) &
-  local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    local i
-    for i in $(seq 20); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "tools: [$(ts)]   $desc: $(grep -vc '^go: ' "$log" || true) packages compiled so far, last: $(tail -n1 "$log")"
-    fi
-  done
-  if ! wait "$pid"; then
-    echo "tools: [$(ts)] FAILED building $desc; last lines of $log:" >&2
-    tail -n 30 "$log" >&2
-    return 1
-  fi
-  echo "tools: [$(ts)] built $desc"
-}
 
 built_any=0
 if missing kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl jobset; then

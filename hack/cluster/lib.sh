@@ -45,3 +45,47 @@ mod_dir() {
   (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go mod download -json "$mod" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 }
+
+# ts: seconds since the script set t_start (for progress lines).
+ts() { echo "$(( $(date +%s) - t_start ))s"; }
+
+# go_build LOGNAME DESCRIPTION -- go build args...
+# Runs go build -v, printing a progress line every 20 s (packages compiled).
+go_build() {
+  local name=$1 desc=$2; shift 3
+  local log="$LOG_DIR/build-$name.log"
+  echo "tools: [$(ts)] building $desc (log: $log)"
+  : >"$log"
+  ( go build -v "$@" >>"$log" 2>&1 ) &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    local i
+    for i in $(seq 20); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "tools: [$(ts)]   $desc: $(grep -vc '^go: ' "$log" || true) packages compiled so far, last: $(tail -n1 "$log")"
+    fi
+  done
+  if ! wait "$pid"; then
+    echo "tools: [$(ts)] FAILED building $desc; last lines of $log:" >&2
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+  echo "tools: [$(ts)] built $desc"
+}
+
+# k8s_ldflags VERSION: -ldflags for Kubernetes binaries of k8s.io/kubernetes VERSION (vX.Y.Z).
+# Without the version stamps kube-apiserver reports v0.0.0-master+$Format:%H$ and
+# components that parse the server version (Kueue) exit at start-up. The build date
+# is fixed, which keeps builds reproducible.
+k8s_ldflags() {
+  local version=$1 minor p ld="-s -w"
+  minor=$(echo "$version" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ld="$ld -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=2000-01-01T00:00:00Z"
+  done
+  echo "$ld"
+}

@@ -203,6 +203,9 @@ class ClusterInfo:
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     controllers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     webhook_configurations: list[list[str]] = dataclasses.field(default_factory=list)
+    #: Real nodes (containerd + kubelet, `realnodes.py`) beside the kwok ones; what `down` must undo is in `real`.
+    real_nodes: int = 0
+    real: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def kubectl_path(self) -> Path:
@@ -465,7 +468,7 @@ def _wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float 
 # up / down
 
 
-def _kwokctl_config(bin_dir: Path) -> str:
+def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
     share = bin_dir / "share"
     hack = repo_root() / "hack" / "cluster"
     cfg = {
@@ -483,6 +486,11 @@ def _kwokctl_config(bin_dir: Path) -> str:
             "disableQPSLimits": True,
         },
     }
+    if real_nodes:
+        from trainjob_dev import realnodes
+
+        # Pods reach the API server as https://10.0.0.1 (the kubernetes Service) and its advertised address.
+        cfg["options"]["kubeApiserverCertSANs"] = list(realnodes.API_SERVER_SANS)  # type: ignore[index]
     docs = [json.dumps(cfg)]
     stages = sorted((share / "kwok-stages").glob("*.yaml")) + sorted((hack / "stages").glob("*.yaml"))
     for p in stages:
@@ -522,14 +530,25 @@ def up(
     nodes: int = DEFAULT_NODES,
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
+    real_nodes: int = 0,
 ) -> ClusterInfo:
     """Start a fresh cluster (tearing down a stale one of the same name first).
+
+    `real_nodes` > 0 adds that many real nodes (containerd, kubelet; `realnodes.py`, needs root and
+    `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes.
 
     On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
     is torn down before the error propagates.
     """
     try:
-        return _up(kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node, build=build)
+        return _up(
+            kueue=kueue,
+            trainer_crds=trainer_crds,
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+            build=build,
+            real_nodes=real_nodes,
+        )
     except BaseException:
         _save_component_logs()
         down(quiet=True)
@@ -552,6 +571,7 @@ def _up(
     nodes: int = DEFAULT_NODES,
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
+    real_nodes: int = 0,
 ) -> ClusterInfo:
     """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
     as soon as there is something `down` must undo)."""
@@ -559,6 +579,7 @@ def _up(
     bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
     _check_tools(bin_dir, kueue=kueue)
     info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
+    info.real_nodes = real_nodes
     _create_control_plane(info)
     _add_fake_nodes(info)
     cert_dir = state_dir() / "certs"
@@ -568,6 +589,11 @@ def _up(
     if kueue:
         _start_kueue(info, cert_dir, ca_b64)
     _wait_ready(info)
+    if real_nodes:
+        from trainjob_dev import realnodes
+
+        realnodes.up(info, real_nodes, build=build)
+        _save_state(info)
     _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={info.kubeconfig}")
     return info
 
@@ -621,7 +647,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
     """Stage 3: etcd, kube-apiserver, controller-manager and scheduler under kwokctl; returns once /readyz answers."""
     sd = state_dir()
     cfg_path = sd / "kwokctl.yaml"
-    cfg_path.write_text(_kwokctl_config(info.bin_dir))
+    cfg_path.write_text(_kwokctl_config(info.bin_dir, info.real_nodes))
     _log(f"creating kwok cluster {info.name!r} (binary runtime, 127.0.0.1)")
     create_log = sd / "logs" / "kwokctl-create.log"
     proc = _run(
@@ -641,6 +667,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
             "etcd=unsafe-no-fsync=true",
             "--extra-args",
             "kube-apiserver=advertise-address=127.0.0.1",
+            *_real_node_args(info),
         ],
         env=_kwok_env(info.bin_dir),
         check=False,
@@ -651,6 +678,30 @@ def _create_control_plane(info: ClusterInfo) -> None:
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
     _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
+
+
+def _real_node_args(info: ClusterInfo) -> list[str]:
+    """With real nodes: kwok manages only its own annotated nodes (not every node, its default under kwokctl), and
+    the API server reaches kubelets at their InternalIP (a real node's Hostname does not resolve), so kwok's nodes
+    get 127.0.0.1, where kwok serves their pods' logs (its default node IP is this machine's first address); the
+    API server advertises an address pods can reach."""
+    if not info.real_nodes:
+        return []
+    from trainjob_dev import realnodes
+
+    return [
+        "--extra-args",
+        "kwok-controller=manage-all-nodes=false",
+        "--extra-args",
+        f"kwok-controller=manage-nodes-with-annotation-selector={realnodes.KWOK_NODE_ANNOTATION_SELECTOR}",
+        "--extra-args",
+        "kwok-controller=node-ip=127.0.0.1",
+        "--extra-args",
+        "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
+        # The `kubernetes` Service's endpoint: the first bridge's address, forwarded to 127.0.0.1 (realnodes.py).
+        "--extra-args",
+        f"kube-apiserver=advertise-address={realnodes.API_SERVER_ADVERTISE}",
+    ]
 
 
 def _add_fake_nodes(info: ClusterInfo) -> None:
@@ -808,6 +859,13 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
             bin_dir = tools_bin_dir()
         except ClusterError:
             return
+    if info is not None and info.real:
+        # Real nodes first: their pods, mounts, bridges and iptables rules outlive the API server otherwise.
+        from trainjob_dev import realnodes
+
+        realnodes.down(info.real)
+        info.real = {}
+        _save_state(info)
     if info is not None:
         # Webhook configurations first: with failurePolicy Fail a registered
         # webhook whose server is gone would block object creation.
@@ -885,6 +943,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
     p_up.add_argument("--no-build", action="store_true", help="do not run build.sh first")
+    p_up.add_argument(
+        "--real-nodes",
+        type=int,
+        default=0,
+        help="also run N real nodes (containerd + kubelet; root, `make tools-nodes`)",
+    )
     sub.add_parser("down", help="stop and delete the local cluster")
     sub.add_parser("status", help="exit 0 and print the kubeconfig path if the cluster is up")
     sub.add_parser("kubeconfig", help="print the kubeconfig path")
@@ -897,6 +961,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 nodes=args.nodes,
                 gpus_per_node=args.gpus_per_node,
                 build=not args.no_build,
+                real_nodes=args.real_nodes,
             )
             print(info.kubeconfig)
         elif args.cmd == "down":
@@ -916,4 +981,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the package's module, so realnodes.py (which imports this one) shares its state.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from trainjob_dev import cluster as _cluster
+
+    sys.exit(_cluster.main())

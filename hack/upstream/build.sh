@@ -53,7 +53,7 @@ fi
 export GOTOOLCHAIN=local CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"
 mkdir -p "$BIN" "$(tools_cache_root)/logs"
-LOG="$(tools_cache_root)/logs/build-upstream-trainer.log"
+LOG_DIR=$(cd "$(tools_cache_root)/logs" && pwd)
 
 exec 9>"$BIN.lock"
 if ! flock -n 9; then
@@ -63,24 +63,11 @@ fi
 
 MOD=github.com/kubeflow/trainer/v2
 VERSION=$(mod_version "$MOD" "$UPSTREAM_DIR")
-t0=$(date +%s)
+t_start=$(date +%s)
 if [[ ! -x $BIN/trainer-controller-manager ]]; then
-  echo "upstream: building $MOD/cmd/trainer-controller-manager $VERSION (log: $LOG)"
-  : >"$LOG"
-  ( cd "$UPSTREAM_DIR" && go build -v -trimpath -ldflags "-s -w" \
-      -o "$BIN/trainer-controller-manager.tmp" "$MOD/cmd/trainer-controller-manager" ) >>"$LOG" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "upstream: [$(( $(date +%s) - t0 ))s] $(grep -vc '^go: ' "$LOG" || true) packages compiled, last: $(tail -n1 "$LOG")"
-    fi
-  done
-  if ! wait "$pid"; then
-    echo "upstream: FAILED; last lines of $LOG:" >&2
-    tail -n 30 "$LOG" >&2
-    exit 1
-  fi
+  # lib.sh's go_build: progress lines every 20 s, the log's tail on failure.
+  (cd "$UPSTREAM_DIR" && go_build upstream-trainer "$MOD/cmd/trainer-controller-manager $VERSION" -- \
+    -trimpath -ldflags "-s -w" -o "$BIN/trainer-controller-manager.tmp" "$MOD/cmd/trainer-controller-manager")
   mv "$BIN/trainer-controller-manager.tmp" "$BIN/trainer-controller-manager"
 fi
 
@@ -97,4 +84,4 @@ find "$src/manifests/base/runtimes" -name '*.yaml' ! -name kustomization.yaml -e
 chmod -R u+w "$tmp"
 echo "trainer $VERSION" >"$tmp/VERSIONS"
 rm -rf "$BIN/share"; mv "$tmp" "$BIN/share"
-echo "upstream: [$(( $(date +%s) - t0 ))s] done; $BIN ($(du -sh "$BIN" | cut -f1))"
+echo "upstream: [$(ts)] done; $BIN ($(du -sh "$BIN" | cut -f1))"

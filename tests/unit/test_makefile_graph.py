@@ -34,13 +34,15 @@ CONTROL_PLANE = re.compile(r"hack/cluster/build\.sh")
 NEEDS = (
     Need(
         "helm",
-        re.compile(r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart"),
+        re.compile(
+            r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart|pytest tests/realnode"
+        ),
         re.compile(r"hack/cluster/build\.sh.*--with-helm"),
     ),
     Need(
         "the control plane",
         re.compile(
-            r"pytest .*tests/(integration|e2e)|cluster_bench\.py|hack/demo\.py(?! down)"
+            r"pytest .*tests/(integration|e2e|realnode)|cluster_bench\.py|hack/demo\.py(?! down)"
             r"|trainjob_dev/cluster\.py up"
         ),
         CONTROL_PLANE,
@@ -50,6 +52,11 @@ NEEDS = (
         "upstream's controller",
         re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
         re.compile(r"hack/upstream/build\.sh"),
+    ),
+    Need(
+        "the real nodes' parts",
+        re.compile(r"pytest .*tests/realnode|cluster\.py up .*--real-nodes"),
+        re.compile(r"hack/cluster/build-nodes\.sh"),
     ),
     Need(
         "Chromium (the UI's browser test)",

@@ -1,0 +1,60 @@
+"""A runtime of the shipped torch-distributed shape for the real nodes (tests/realnode)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainjob_dev import realnodes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def real_node_runtime(
+    image: str, name: str, *, torch_env: bool = False, backoff_limit: int | None = None
+) -> dict[str, Any]:
+    """The shipped torch-distributed runtime, namespaced as `name`, with an image built here and pinned to the real
+    nodes, one pod per node; `torch_env` adds what torchrun and gloo need here, `backoff_limit` sets the Job's."""
+    shipped = yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())
+    runtime = copy.deepcopy(shipped)
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": name, "labels": shipped["metadata"]["labels"]}
+    job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    if backoff_limit is not None:
+        job["backoffLimit"] = backoff_limit
+    pod = job["template"]["spec"]
+    pod["nodeSelector"] = realnodes.REAL_NODE_SELECTOR
+    pod["tolerations"] = [realnodes.REAL_NODE_TOLERATION]
+    # One pod per node, so the ranks really talk across the pod network.
+    pod["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/replicatedjob-name": "node"}},
+            "nodeAffinityPolicy": "Honor",
+            "nodeTaintsPolicy": "Honor",
+        }
+    ]
+    container = pod["containers"][0]
+    container["image"] = image
+    container["imagePullPolicy"] = "Never"
+    container["env"] = [
+        *container.get("env", []),
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    ]
+    if not torch_env:
+        return runtime
+    container["env"] += [
+        {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
+        # Debian's torch 1.13 on Python 3.11: torchrun's default `--redirects 0`/`--tee 0` fail to parse
+        # (Std.from_str iterates an IntFlag, which on 3.11 yields only its single-bit members, not 0 or 3) and
+        # torchrun exits with "'NoneType' object has no attribute 'get'". stdout teed (1) parses and still reaches
+        # the pod's log; stderr is not redirected. Output only: the topology comes from the operator's PET_* alone.
+        {"name": "PET_REDIRECTS", "value": "1"},
+        {"name": "PET_TEE", "value": "1"},
+    ]
+    return runtime

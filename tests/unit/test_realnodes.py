@@ -1,0 +1,115 @@
+"""The real nodes' plan and teardown decisions (hack/trainjob_dev/realnodes.py), without a machine to run them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from trainjob_dev import realnodes
+
+
+def test_plan_gives_each_node_its_own_bridge_subnet_and_directories() -> None:
+    nodes = realnodes.plan("trainjob-operator", 2, Path("/s/real"))
+    p = realnodes.prefix("trainjob-operator")
+    assert nodes == [
+        realnodes.RealNode(0, "real-node-0", f"{p}-n0", "10.244.1.0/24", "10.244.1.1", Path("/s/real/n0")),
+        realnodes.RealNode(1, "real-node-1", f"{p}-n1", "10.244.2.0/24", "10.244.2.1", Path("/s/real/n1")),
+    ]
+    assert all(len(n.bridge) <= 15 for n in nodes)  # Linux interface names
+    assert realnodes.prefix("other") != p
+    assert realnodes.dns_ip(nodes) == "10.244.1.1"
+
+
+def test_containerd_config_has_this_machines_settings() -> None:
+    node = realnodes.plan("c", 1, Path("/s/real"))[0]
+    config = tomllib.loads(realnodes.containerd_config(node, Path("/b"), Path("/cni"), "localhost/x/pause:1"))
+    runtime = config["plugins"]["io.containerd.cri.v1.runtime"]
+    assert config["grpc"]["address"] == "/s/real/n0/containerd.sock"
+    assert (config["root"], config["state"]) == ("/s/real/n0/containerd/root", "/s/real/n0/containerd/state")
+    assert runtime["restrict_oom_score_adj"] is True
+    assert runtime["netns_mounts_under_state_dir"] is True
+    assert runtime["cni"] == {"bin_dirs": ["/cni"], "conf_dir": "/s/real/n0/cni-conf", "max_conf_num": 1}
+    assert runtime["containerd"]["runtimes"]["runc"]["options"] == {"BinaryName": "/b/runc", "SystemdCgroup": False}
+    assert config["plugins"]["io.containerd.cri.v1.images"]["pinned_images"] == {"sandbox": "localhost/x/pause:1"}
+    assert "io.containerd.nri.v1.nri" in config["disabled_plugins"]
+
+
+def test_kubelet_config_for_cgroup_v1_taint_and_cluster_dns() -> None:
+    node = realnodes.plan("c", 1, Path("/s/real"))[0]
+    config = realnodes.kubelet_config(node, port=1, healthz_port=2, dns="10.244.1.1")
+    assert {k: config[k] for k in ("cgroupDriver", "failCgroupV1", "cgroupsPerQOS", "failSwapOn")} == {
+        "cgroupDriver": "cgroupfs",
+        "failCgroupV1": False,
+        "cgroupsPerQOS": False,
+        "failSwapOn": False,
+    }
+    assert (config["address"], config["healthzBindAddress"], config["readOnlyPort"]) == ("10.244.1.1", "127.0.0.1", 0)
+    assert config["registerWithTaints"] == [realnodes.REAL_NODE_TAINT]
+    assert (config["clusterDNS"], config["resolvConf"]) == (["10.244.1.1"], "/s/real/n0/resolv.conf")
+
+
+def test_corefile_serves_cluster_local_and_forwards_nothing() -> None:
+    text = realnodes.corefile("10.244.1.1", Path("/k"), "ctx", 9)
+    assert text.startswith("cluster.local:53 {")
+    assert "forward" not in text and "kubeconfig /k ctx" in text and "bind 10.244.1.1" in text
+
+
+KUBE_PROXY_RULES = """-P PREROUTING ACCEPT
+-N KUBE-SERVICES
+-N KUBE-SVC-X
+-N OTHER
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A OUTPUT -j OTHER
+-A KUBE-SERVICES -d 10.0.0.1/32 -j KUBE-SVC-X
+"""
+
+
+@pytest.mark.parametrize(
+    ("sentence", "rules", "expected"),
+    [
+        ("an empty table needs nothing", "-P INPUT ACCEPT\n", []),
+        (
+            "jumps from built-in chains go first (quoted comments kept whole), then our chains are flushed and deleted;"
+            " other chains stay",
+            KUBE_PROXY_RULES,
+            [
+                [
+                    "-t",
+                    "nat",
+                    "-D",
+                    "PREROUTING",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    "kubernetes service portals",
+                    "-j",
+                    "KUBE-SERVICES",
+                ],
+                ["-t", "nat", "-F", "KUBE-SERVICES"],
+                ["-t", "nat", "-F", "KUBE-SVC-X"],
+                ["-t", "nat", "-X", "KUBE-SERVICES"],
+                ["-t", "nat", "-X", "KUBE-SVC-X"],
+            ],
+        ),
+        (
+            "CNI portmap chains too",
+            "-N CNI-HOSTPORT-DNAT\n-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT\n",
+            [
+                ["-t", "nat", "-D", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"],
+                ["-t", "nat", "-F", "CNI-HOSTPORT-DNAT"],
+                ["-t", "nat", "-X", "CNI-HOSTPORT-DNAT"],
+            ],
+        ),
+    ],
+)
+def test_chain_cleanup(sentence: str, rules: str, expected: list[list[str]]) -> None:
+    assert realnodes.chain_cleanup("nat", rules, realnodes.NODE_CHAIN_PREFIXES) == expected, sentence
+
+
+def test_forward_rules_keep_pod_traffic_between_our_bridges() -> None:
+    assert realnodes.forward_rules("TJ-FWD", "tjabcde-n+") == [
+        ["-A", "TJ-FWD", "-s", "10.244.0.0/16", "!", "-o", "tjabcde-n+", "-j", "DROP"],
+        ["-A", "TJ-FWD", "-d", "10.244.0.0/16", "!", "-i", "tjabcde-n+", "-j", "DROP"],
+    ]
