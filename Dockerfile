@@ -16,8 +16,11 @@ COPY requirements/runtime.txt requirements/build.txt ./requirements/
 # crds/ is package data: src/trainjob_operator/crds is a symlink to it.
 COPY crds ./crds
 COPY src ./src
-RUN python -m pip install --require-hashes -r requirements/build.txt \
- && python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+# The build backend goes into a venv of its own: a Debian-built base (PYTHON_IMAGE, the real-node images) marks
+# its system Python externally managed (PEP 668), and nothing of the build reaches the final stage anyway.
+RUN python -m venv /opt/build \
+ && /opt/build/bin/pip install --require-hashes -r requirements/build.txt \
+ && /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
  && python -m venv /opt/trainjob-operator \
  && /opt/trainjob-operator/bin/pip install --require-hashes -r requirements/runtime.txt \
  && /opt/trainjob-operator/bin/pip install --no-deps /wheels/*.whl \
