@@ -7,6 +7,7 @@ from typing import Any
 from .. import jsontext
 from ..api import constants as c
 from ..runtime.framework import ChildKind
+from ..runtime.identity import same_incarnation
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import size_view
 from ..runtime.observed import ObjectRef
@@ -66,6 +67,13 @@ class ObjectCache:
     def remove(self, key: Key) -> None:
         self._data.pop(key, None)
         self._versions.pop(key, None)
+
+    def removed(self, obj: dict[str, Any]) -> None:
+        """A DELETED event: drop the cached object only if it is that incarnation (uid). The delete of a predecessor
+        that arrives after its successor of the same name was cached leaves the successor in place."""
+        key = key_of(obj)
+        if same_incarnation(self.get(key), obj):
+            self.remove(key)
 
     def get(self, key: Key) -> dict[str, Any] | None:
         data = self._data.get(key)
