@@ -7,7 +7,7 @@ from functools import cached_property
 
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
-from .errors import BuildError, Validation
+from .errors import BuildError, Validation, aggregate
 from .framework import (
     ChildKind,
     ComponentBuilder,
@@ -22,6 +22,7 @@ from .framework import (
     TrainJobStatusPlugin,
 )
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
+from .limits import trainer_count_errors
 from .observed import NOTHING, Observed
 from .registry import PLUGINS, Factory
 from .snapshot import SNAPSHOT_KIND
@@ -65,6 +66,9 @@ class Framework:
         try:
             if info is None:
                 info = new_runtime_info(job, runtime)
+            too_many = trainer_count_errors(info, job)
+            if too_many:  # before any plugin makes something per node
+                raise BuildError(aggregate(too_many))
             for ml in self.ml_policies:
                 ml.enforce_ml_policy(info, job)
             for pod_group in self.pod_group_policies:
@@ -117,7 +121,9 @@ class Framework:
                 from .errors import invalid
 
                 return Validation((invalid("spec.runtimePatches", None, str(err)),))
-        result = Validation()
+        result = Validation(tuple(trainer_count_errors(info, new)))
+        if result.errors:  # the plugins' own size checks assume a count within the Job's limit
+            return result
         for validator in self.validators:
             found = validator.validate(info, old, new, observed)
             if found.errors or found.warnings:  # most validators find nothing: no new tuples then
