@@ -86,7 +86,8 @@ def tf_config_size_errors(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
     trainer, nodes = info.ancestor(c.ANCESTOR_TRAINER), trainer_nodes(info, job)
     if trainer is None or nodes is None:
         return []
-    size = hosts_bytes(info, job, trainer, len(f'"":{c.CONTAINER_TRAINER_PORT},'), nodes) + len(tf_config([], ""))
+    workers = hosts_bytes(info, job, trainer, len(f'"":{c.CONTAINER_TRAINER_PORT},'), nodes) - 1  # no last comma
+    size = max(workers, 0) + len(tf_config([], f"$({c.TF_ENV_TASK_INDEX})"))
     if size <= ENV_VALUE_LIMIT:
         return []
     return [too_large(f"{c.TF_ENV_CONFIG} value", size, ENV_VALUE_LIMIT, nodes)]
