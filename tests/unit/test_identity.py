@@ -21,6 +21,7 @@ from trainjob_operator.runtime.observed import ObjectRef, Observed, SSHKeyPair, 
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plan import Blocked, Stage
 from trainjob_operator.runtime.snapshot import build_snapshot
+from trainjob_operator.ui import view
 
 FRAMEWORK = Framework.from_registry()
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
@@ -414,3 +415,28 @@ def test_the_cache_drops_only_the_incarnation_deleted() -> None:
     assert cache.get(("default", "test-job")) == successor
     cache.removed(successor)
     assert cache.get(("default", "test-job")) is None
+
+
+# --- the UI shows a TrainJob's own JobSet, pods and events only --------------------------------------------------
+
+TRAINJOB = {"metadata": {"name": "test-job", "uid": "uid", "creationTimestamp": "2026-11-22T11:00:00Z"}}
+
+
+def test_the_ui_shows_no_predecessors_jobset_pods_or_events() -> None:
+    theirs = jobset(PREDECESSOR)
+    mine = jobset(owner("uid"))
+    assert view.own_jobset(TRAINJOB, theirs) is None
+    assert view.own_jobset(TRAINJOB, mine) == mine
+    pods = [
+        {"metadata": {"name": "old", "labels": {c.JOBSET_UID_LABEL: "js-old"}}},
+        {"metadata": {"name": "new", "labels": {c.JOBSET_UID_LABEL: "js-uid"}}},
+    ]
+    assert [p["metadata"]["name"] for p in view.own_pods(mine, pods)] == ["new"]
+    assert view.own_pods(None, pods) == []
+    events = [
+        {"involvedObject": {"kind": c.TRAINJOB_KIND, "uid": "old-uid"}, "lastTimestamp": "2026-11-22T11:30:00Z"},
+        {"involvedObject": {"kind": "Job", "name": "test-job-node-0"}, "lastTimestamp": "2026-11-22T10:59:59Z"},
+        {"involvedObject": {"kind": c.TRAINJOB_KIND, "uid": "uid"}, "lastTimestamp": "2026-11-22T11:00:01Z"},
+        {"involvedObject": {"kind": "Job", "name": "test-job-node-0"}, "lastTimestamp": "2026-11-22T11:00:02Z"},
+    ]
+    assert view.own_events(TRAINJOB, events) == events[2:]
