@@ -23,6 +23,9 @@ from trainjob_operator.api import constants as c
 pytestmark = pytest.mark.cluster
 
 RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
+PENDING, WAITING_FOR_PREVIOUS = "Pending", "WaitingForPreviousTrainJob"
+"""c.CONDITION_PENDING and c.REASON_PREVIOUS_TRAINJOB, spelled out so the test also runs against the code before
+issue 28 (where it fails: the new TrainJob finishes with its predecessor's state)."""
 
 
 def controller_manager_pid(cluster: Any) -> int:
@@ -94,18 +97,29 @@ def test_a_trainjob_applied_again_under_its_name_never_inherits_its_predecessor(
     assert old is not None
     old_uid = old["metadata"]["uid"]
 
+    before = {}
+    for kind, names in (("configmap", configmaps), ("secret", secrets)):
+        for name in names:
+            found = kube.get(kind, name, namespace)
+            assert found is not None and owner_uid(found) == old_uid
+            before[(kind, name)] = (found["metadata"]["uid"], found["metadata"]["resourceVersion"])
+
     with garbage_collector_held(cluster):
         kube.run("delete", "trainjob", "again", "-n", namespace, "--wait=true")
         kube.apply(train("user/train:v3"))
         new = kube.get("trainjob", "again", namespace)
         assert new is not None and new["metadata"]["uid"] != old_uid
         new_uid = new["metadata"]["uid"]
-        waiting = eventually(
-            lambda: condition(kube.get("trainjob", "again", namespace), c.CONDITION_PENDING),
-            "the new TrainJob waiting for its predecessor's objects",
+        seen = eventually(
+            lambda: (lambda tj: condition(tj, PENDING) or condition(tj, "Complete") or condition(tj, "Failed"))(
+                kube.get("trainjob", "again", namespace)
+            ),
+            "the new TrainJob reconciled: waiting, or (the bug) finished with its predecessor's status",
             timeout=30,
         )
-        assert waiting["reason"] == c.REASON_PREVIOUS_TRAINJOB
+        assert seen["type"] == PENDING, f"the new TrainJob inherited its predecessor's state: {seen}"
+        waiting = seen
+        assert waiting["reason"] == WAITING_FOR_PREVIOUS
         assert old_uid in waiting["message"]
         # The collector is stopped: the predecessor's JobSet is still there (deleted in the foreground, waiting
         # for the collector), and nothing of it reached the new TrainJob.
@@ -115,14 +129,15 @@ def test_a_trainjob_applied_again_under_its_name_never_inherits_its_predecessor(
         current = kube.get("trainjob", "again", namespace) or {}
         assert condition(current, "Complete") is None and condition(current, "Failed") is None
         assert (current.get("status") or {}).get("state") == c.STATE_PENDING
-        for kind, names in (("configmap", configmaps), ("secret", secrets)):
-            for name in names:  # the predecessor's are deleted at once (no dependents); none is the new one's yet
-                found = kube.get(kind, name, namespace)
-                assert found is None or owner_uid(found) == new_uid, f"{kind} {name} of the predecessor"
+        for (kind, name), (uid, version) in before.items():  # gone, or untouched: never adopted nor patched
+            found = kube.get(kind, name, namespace)
+            if found is not None and found["metadata"]["uid"] == uid:
+                assert found["metadata"]["resourceVersion"] == version, f"{kind} {name} of the predecessor patched"
+                assert owner_uid(found) == old_uid, f"{kind} {name} of the predecessor adopted"
         events = [
             e
             for e in kube.items("events", namespace)
-            if e["involvedObject"].get("uid") == new_uid and e["reason"] == c.REASON_PREVIOUS_TRAINJOB
+            if e["involvedObject"].get("uid") == new_uid and e["reason"] == WAITING_FOR_PREVIOUS
         ]
         assert events and events[0]["type"] == "Normal"
 
@@ -139,7 +154,8 @@ def test_a_trainjob_applied_again_under_its_name_never_inherits_its_predecessor(
     )
     final = kube.get("trainjob", "again", namespace) or {}
     assert done["lastTransitionTime"] >= final["metadata"]["creationTimestamp"]
-    assert condition(final, c.CONDITION_PENDING) is None, "the Pending condition is dropped once the wait is over"
-    for kind, names in (("configmap", configmaps), ("secret", secrets)):
-        for name in names:
-            assert owner_uid(kube.get(kind, name, namespace)) == new_uid, f"{kind} {name} is the new TrainJob's own"
+    assert condition(final, PENDING) is None, "the Pending condition is dropped once the wait is over"
+    for (kind, name), (uid, _) in before.items():
+        found = kube.get(kind, name, namespace)
+        assert found is not None and found["metadata"]["uid"] != uid, f"{kind} {name}: a new one"
+        assert owner_uid(found) == new_uid, f"{kind} {name} is the new TrainJob's own"
