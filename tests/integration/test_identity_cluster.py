@@ -6,10 +6,6 @@ once the collector has run it builds and completes on its own children."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +13,7 @@ import pytest
 import yaml
 
 from builders import torch_runtime, trainjob_object
+from cluster_fixtures import garbage_collector_held
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 
@@ -26,29 +23,6 @@ RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
 PENDING, WAITING_FOR_PREVIOUS = "Pending", "WaitingForPreviousTrainJob"
 """c.CONDITION_PENDING and c.REASON_PREVIOUS_TRAINJOB, spelled out so the test also runs against the code before
 issue 28 (where it fails: the new TrainJob finishes with its predecessor's state)."""
-
-
-def controller_manager_pid(cluster: Any) -> int:
-    """The kube-controller-manager of this cluster only (kwokctl's binary runtime keeps its pid under the cluster's
-    state directory; the process is checked to be that binary, started with this cluster's kubeconfig dir)."""
-    state = Path(os.environ.get("TRAINJOB_CLUSTER_DIR") or Path(cluster.kubeconfig).parent)
-    for pidfile in state.glob(f"**/clusters/{cluster.name}/pids/kube-controller-manager.pid"):
-        pid = int(pidfile.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if cmdline and cmdline[0].decode().endswith("kube-controller-manager"):
-            return pid
-    raise AssertionError(f"no kube-controller-manager pid file for cluster {cluster.name} under {state}")
-
-
-@contextlib.contextmanager
-def garbage_collector_held(cluster: Any) -> Iterator[None]:
-    """The controller-manager (and with it the garbage collector) stopped; always continued."""
-    pid = controller_manager_pid(cluster)
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
 
 
 def owner_uid(obj: dict[str, Any] | None) -> str | None:
