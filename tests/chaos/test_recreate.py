@@ -32,6 +32,8 @@ from trainjob_operator.k8s.client import ApiError
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
 
 KINDS = (("jobset.x-k8s.io/v1alpha2", "JobSet"), ("v1", "Secret"), ("v1", "ConfigMap"))
+WAITING_FOR_PREVIOUS = "WaitingForPreviousTrainJob"
+"""c.REASON_PREVIOUS_TRAINJOB, spelled out so the scenario also runs against the code before issue 28."""
 
 
 def controller_uid(obj: dict[str, Any]) -> str | None:
@@ -191,7 +193,7 @@ def test_trainjobs_deleted_and_created_again_by_name_inherit_nothing(
             1 for uid in new_uids.values() for image, _ in owners.jobsets.get(uid, []) if image != "trainer:gen2"
         )
         waits = sum(
-            process.metric("trainjob_operator_identity_waits_total", reason=c.REASON_PREVIOUS_TRAINJOB)
+            process.metric("trainjob_operator_identity_waits_total", reason=WAITING_FOR_PREVIOUS)
             for slot in replicas.slots
             if (process := slot.process) is not None
         )
