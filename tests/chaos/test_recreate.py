@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos_support import FULL, Api, Figures, runtimes, scan_logs, secret_needles, size, trainjobs
+from chaos_support import FULL, Api, Figures, Poller, runtimes, scan_logs, secret_needles, size, trainjobs
 from test_chaos import Replicas, wait
 
 from operator_fixtures import Kube
@@ -56,36 +55,16 @@ def terminal(job: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-class Owners:
+class Owners(Poller):
     """Polls the children: every object uid with every TrainJob uid seen controlling it, the JobSets by owner uid
     (with their node image and whether they completed), and the MPI Secrets' data (to scan the logs for)."""
 
     def __init__(self, api_factory: Callable[[], Api], namespace: str) -> None:
-        self.namespace, self._api_factory = namespace, api_factory
+        super().__init__(api_factory, namespace, interval=0.3)
         self.controllers: dict[str, set[str]] = {}
         self.jobsets: dict[str, list[tuple[str | None, bool]]] = {}
         """Owner uid → (node image, completed) of each of its JobSets seen."""
         self.secret_values: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> Owners:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-
-    def _run(self) -> None:
-        api = self._api_factory()
-        try:
-            while not self._stop.is_set():
-                with contextlib.suppress(Exception):
-                    self.observe(api)
-                self._stop.wait(0.3)
-        finally:
-            api.close()
 
     def observe(self, api: Api) -> None:
         for api_version, kind in KINDS:
