@@ -460,3 +460,25 @@ def test_a_resize_deletes_only_the_version_read() -> None:
     rec = reconciler(client, JOB.suspend().trainer(numNodes=3), OLD_SHAPE)
     asyncio.run(rec.reconcile(KEY))
     assert jobset_calls(client) == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "old-uid", "7")]
+
+
+def test_a_status_write_that_lands_on_another_incarnation_is_refused_and_dropped() -> None:
+    """The TrainJob was deleted and created again under its name while this pass ran: the JSON patch's uid test
+    fails (a bare 422) and the status of the incarnation read is not written on the new one, nor is it an error."""
+
+    @dataclass
+    class Replaced(FakeClient):
+        async def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.calls.append(("refused patch",))
+            raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request", {})
+
+        async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Any:
+            if kind == c.TRAINJOB_KIND:
+                return {"metadata": {"name": name, "uid": "the-successor"}}
+            return await super().get(api_version, kind, name, namespace)
+
+    client = Replaced()
+    job = JOB.set("status", {"state": "Pending", "startTime": EARLIER})
+    result = asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
+    assert ("refused patch",) in client.calls
+    assert result.error is False

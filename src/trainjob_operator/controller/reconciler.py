@@ -440,15 +440,21 @@ class Reconciler:
         except ApiError as err:
             if err.not_found:
                 return
-            if err.conflict or (err.status == 422 and request.json_patch and "test" in err.message):
-                # Replaced under the same name (or, for the first write, changed) since it was read: the watch
-                # event of the change brings it back; this incarnation's status is never written on another.
+            if err.conflict or (err.status == 422 and request.json_patch and await self._replaced(job)):
+                # Changed (the first write) or replaced under the same name since it was read (the uid test failed:
+                # the API server answers a bare 422): the watch event of the change brings it back; this
+                # incarnation's status is never written on another.
                 log.info(
                     "TrainJob changed since it was read; status not written", namespace=job.namespace, name=job.name
                 )
                 return
             raise
         self.store.trainjobs.put(updated)
+
+    async def _replaced(self, job: TrainJob) -> bool:
+        """The TrainJob under this name is gone or is another incarnation (a JSON patch's uid test failed)."""
+        current = await self.client.get(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace)
+        return current is None or (current.get("metadata") or {}).get("uid") != job.metadata.uid
 
     async def _event(self, job: TrainJob, failure: Failure) -> None:
         uid = job.metadata.uid or ""

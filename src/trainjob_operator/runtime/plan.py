@@ -380,7 +380,8 @@ class StatusRequest:
 
     json_patch: bool
     """True: a JSON patch whose first operation tests metadata.uid; False: a merge patch locked to the
-    resourceVersion read (the first status write, when there is no status to patch field by field)."""
+    resourceVersion read (the first status write, when there is no status to patch field by field; a uid in a merge
+    patch of the status is ignored by the API server, the resourceVersion is not)."""
     body: dict[str, Any] | list[dict[str, Any]]
 
 
@@ -389,8 +390,8 @@ def status_request(job: TrainJob, patch: dict[str, Any], resource_version: str |
     version read). Field by field as the merge patch was, so fields other writers own (trainerStatus, by the status
     server) are left as they are."""
     if job.status is None or not job.status.to_wire():
-        meta = {"uid": job.metadata.uid, "resourceVersion": resource_version}
-        return StatusRequest(False, {"metadata": {k: v for k, v in meta.items() if v}, "status": patch})
+        lock = {"metadata": {"resourceVersion": resource_version}} if resource_version else {}
+        return StatusRequest(False, {**lock, "status": patch})
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": job.metadata.uid}]
     for key in sorted(patch):
         path = "/status/" + key.replace("~", "~0").replace("/", "~1")
