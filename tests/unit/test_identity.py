@@ -236,6 +236,18 @@ WAITS = {
             False,
         ),
     ),
+    "right after deleting it looks again at once, however long it has waited": (
+        pending_since("2026-11-22T11:59:00Z"),
+        (OLD_SECRET,),
+        plan.Waiting(
+            (plan.Delete("v1", "Secret", "test-job-mpi-ssh-auth", "default", "Background", "secret-old"),),
+            c.REASON_PREVIOUS_TRAINJOB,
+            "waiting for the objects of a previous TrainJob of this name to be deleted: Secret "
+            "default/test-job-mpi-ssh-auth (controlled by TrainJob 'test-job' (uid old-uid)); nothing of them is reused",
+            0.5,
+            False,
+        ),
+    ),
     "an object being deleted already is waited for, not deleted again": (
         JOB,
         (GOING_JOBSET,),

@@ -21,7 +21,7 @@ from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from .conditions import find, is_finished, rfc3339, set_condition
 from .errors import BuildError, describe
 from .framework import Manifest, Mode
-from .identity import WAIT_NOTICE_SECONDS, Stranger, own, stranger, wait_seconds
+from .identity import WAIT_FIRST_SECONDS, WAIT_NOTICE_SECONDS, Stranger, own, stranger, wait_seconds
 from .info import RuntimeInfo, RuntimeSource
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
@@ -519,7 +519,10 @@ def waiting(job: TrainJob, strangers: tuple[Stranger, ...], now: datetime) -> Wa
             f"; still present after {int(WAIT_NOTICE_SECONDS)} s: the garbage collector "
             "(kube-controller-manager) has not removed them"
         )
-    return Waiting(deletes, reason, message, wait_seconds(waited), overdue)
+    # Right after deleting, look again at once: a Secret or ConfigMap is gone then, and the next of the
+    # predecessor's objects (each found as the build gets to it) is deleted without waiting out a backoff.
+    requeue = WAIT_FIRST_SECONDS if deletes else wait_seconds(waited)
+    return Waiting(deletes, reason, message, requeue, overdue)
 
 
 def pending(status: TrainJobStatus, wait: Waiting | None, now: datetime) -> TrainJobStatus:
