@@ -109,8 +109,8 @@ class Manager:
         key = key_of(obj)
         self._seen("trainjobs", event, key)
         if event.get("type") == "DELETED":
-            self.store.trainjobs.removed(obj)
-            self._count_state(self.states.pop(key, None), None)
+            if self.store.trainjobs.removed(obj):  # this incarnation's: its successor's state stays counted
+                self._count_state(self.states.pop(key, None), None)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
             return
         self.store.trainjobs.put(obj)

@@ -68,12 +68,14 @@ class ObjectCache:
         self._data.pop(key, None)
         self._versions.pop(key, None)
 
-    def removed(self, obj: dict[str, Any]) -> None:
-        """A DELETED event: drop the cached object only if it is that incarnation (uid). The delete of a predecessor
-        that arrives after its successor of the same name was cached leaves the successor in place."""
+    def removed(self, obj: dict[str, Any]) -> bool:
+        """A DELETED event: drop the cached object only if it is that incarnation (uid); True when dropped. The
+        delete of a predecessor that arrives after its successor of the same name was cached leaves the successor."""
         key = key_of(obj)
-        if same_incarnation(self.get(key), obj):
-            self.remove(key)
+        if not same_incarnation(self.get(key), obj):
+            return False
+        self.remove(key)
+        return True
 
     def get(self, key: Key) -> dict[str, Any] | None:
         data = self._data.get(key)
