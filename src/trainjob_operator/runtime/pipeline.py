@@ -165,7 +165,7 @@ class Framework:
 
 
 def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
-    """One entry per (apiVersion, kind): a kind two plugins declare is watched, probed or deleted if either says
+    """One entry per (apiVersion, kind): a kind two plugins declare is watched or probed if either says
     so, and optional only if both do (how each plugin writes its own objects stays with that plugin)."""
     merged: dict[tuple[str, str], ChildKind] = {}
     for k in kinds:
@@ -177,7 +177,6 @@ def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
             seen,
             probe=seen.probe or k.probe,
             watch=seen.watch or k.watch,
-            deleted=seen.deleted or k.deleted,
             optional=seen.optional and k.optional,
             cache_spec=seen.cache_spec or k.cache_spec,
             purpose="; ".join(p for p in (seen.purpose, k.purpose) if p),
