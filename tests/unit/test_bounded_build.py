@@ -131,6 +131,21 @@ REFUSALS = {
 }
 
 
+def test_a_runtime_too_large_to_snapshot_is_refused_naming_the_runtime_ref() -> None:
+    huge = (
+        RuntimeBuilder.make("huge")
+        .ml_policy(num_nodes=1, torch={})
+        .node_container(env=[{"name": "BLOB", "value": "x" * (1 << 20)}])
+    )
+    job = TrainJobBuilder.make(runtime="huge")
+    ok, errors = admitted(job.raw(), huge.raw())
+    assert not ok
+    [error] = errors
+    assert error.startswith("spec.runtimeRef: Invalid value: ")
+    assert "the runtime is too large to snapshot: the ConfigMap test-job-runtime-snapshot would be " in error
+    assert error.endswith("bytes, over the API's limit of 1048576 bytes")
+
+
 def test_refusals_name_the_field_and_the_limit() -> None:
     for sentence, (runtime, trainer, want) in REFUSALS.items():
         job = TrainJobBuilder.make(runtime=runtime.raw()["metadata"]["name"]).trainer(**trainer)
