@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import FRAMEWORK, runtimes
 
-from builders import RuntimeBuilder, TrainJobBuilder, container_of
+from builders import RuntimeBuilder, TrainJobBuilder, container_of, standard_jobs
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource, new_runtime_info
 from trainjob_operator.runtime.limits import INDEXED_JOB_LIMIT
@@ -144,6 +144,34 @@ def test_a_runtime_too_large_to_snapshot_is_refused_naming_the_runtime_ref() -> 
     assert error.startswith("spec.runtimeRef: Invalid value: ")
     assert "the runtime is too large to snapshot: the ConfigMap test-job-runtime-snapshot would be " in error
     assert error.endswith("bytes, over the API's limit of 1048576 bytes")
+
+
+TORCH = (  # one replicated job, `node`, like the default torch-distributed runtime's
+    RuntimeBuilder.make("torch")
+    .ml_policy(num_nodes=1, torch={})
+    .jobs([j for j in standard_jobs() if j["name"] == c.NODE])
+)
+POD_NAMES = {
+    # (TrainJob name length, numNodes) → accepted; each verdict equals JobSet v0.10's webhook on the JobSet built
+    # (`kubectl create --dry-run=server` on the local control plane, 25 November 2026)
+    "48 characters and 2 nodes fit: <name>-node-0-1-xxxxx is 63": (48, 2, True),
+    "49 characters and 2 nodes do not": (49, 2, False),
+    "48 characters and 10 nodes fit (pod index 9)": (48, 10, True),
+    "48 characters and 11 nodes do not (pod index 10)": (48, 11, False),
+    "47 characters and 11 nodes fit": (47, 11, True),
+    "45 characters and 101 nodes fit": (45, 101, True),
+}
+
+
+def test_pod_names_within_jobsets_limit_as_jobset_judges_them() -> None:
+    for sentence, (length, nodes, want) in POD_NAMES.items():
+        job = TrainJobBuilder.make(name="a" * length, runtime="torch").trainer(numNodes=nodes)
+        ok, errors = admitted(job.raw(), TORCH.raw())
+        assert ok is want, (sentence, errors)
+        if not ok:
+            [error] = errors
+            assert error.startswith(f'metadata.name: Invalid value: "{"a" * length}": must be no more than '), error
+            assert "at most 63 characters" in error
 
 
 def test_refusals_name_the_field_and_the_limit() -> None:

@@ -17,6 +17,11 @@ INDEXED_JOB_LIMIT = 100_000
 one trainer Job, so the most nodes a TrainJob can ask for."""
 CONFIGMAP_DATA_LIMIT = 1 << 20
 """The bytes a ConfigMap's (or a Secret's) data may hold in all (core/v1 validation)."""
+POD_NAME_LIMIT = 63
+"""JobSet refuses a JobSet whose pod names `<jobset>-<replicated job>-<job index>-<pod index>-<5 characters>` could
+exceed 63 characters ("JobSet name is too long, pod names generated for this JobSet will exceed 63 characters")."""
+POD_NAME_SUFFIX = 6
+"""`-` and the 5 random characters the Job controller appends to a pod's name."""
 ENV_VALUE_LIMIT = 1 << 20
 """The bytes of one generated environment value (TF_CONFIG): the JobSet that carries it must stay within the
 API server's object size (etcd's default request limit is 1.5 MiB)."""
@@ -64,6 +69,30 @@ def trainer_count_errors(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
             "(completions and parallelism)",
         )
     ]
+
+
+def pod_name_errors(info: RuntimeInfo, job: TrainJob, enforced: bool) -> list[FieldError]:
+    """JobSet's limit on the pod names it will generate, for every replicated job. `enforced`: the ML policies have
+    set the counts (the build); otherwise (admission) the trainer's and `node`'s counts are taken as the TrainJob's
+    numNodes, which overstates an MPI launcher-as-node job's by one pod at most (a digit, only at a power of ten)."""
+    nodes = trainer_nodes(info, job)
+    for pod_set in info.pod_sets:
+        count = pod_set.count
+        if not enforced and nodes is not None and (pod_set.ancestor == c.ANCESTOR_TRAINER or pod_set.name == c.NODE):
+            count = max(count, nodes)
+        longest = len(f"{job.name}-{pod_set.name}-{pod_set.replicas - 1}-{max(count - 1, 0)}") + POD_NAME_SUFFIX
+        if longest > POD_NAME_LIMIT:
+            room = len(job.name) - (longest - POD_NAME_LIMIT)
+            return [
+                invalid(
+                    "metadata.name",
+                    job.name,
+                    f"must be no more than {max(room, 0)} characters for this runtime and size: JobSet names its "
+                    f"pods <name>-{pod_set.name}-<job index>-<pod index>-<5 characters>, at most "
+                    f"{POD_NAME_LIMIT} characters (here {longest})",
+                )
+            ]
+    return []
 
 
 def too_large(what: str, size: int, limit: int, nodes: int) -> FieldError:

@@ -22,7 +22,7 @@ from .framework import (
     TrainJobStatusPlugin,
 )
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
-from .limits import trainer_count_errors
+from .limits import pod_name_errors, trainer_count_errors
 from .observed import NOTHING, Observed
 from .registry import PLUGINS, Factory
 from .snapshot import SNAPSHOT_KIND
@@ -75,6 +75,9 @@ class Framework:
                 pod_group.enforce_pod_group_policy(info, job)
             for pod_spec in self.pod_specs:
                 pod_spec.enforce_pod_spec(info, job, observed)
+            too_long = pod_name_errors(info, job, enforced=True)
+            if too_long:  # JobSet would refuse it: say so naming the field, as admission does
+                raise BuildError(aggregate(too_long))
         except (ValueError, ArithmeticError) as err:  # a quantity or number the plugins cannot compute with
             if isinstance(err, BuildError):
                 raise
@@ -121,7 +124,7 @@ class Framework:
                 from .errors import invalid
 
                 return Validation((invalid("spec.runtimePatches", None, str(err)),))
-        result = Validation(tuple(trainer_count_errors(info, new)))
+        result = Validation(tuple(trainer_count_errors(info, new) + pod_name_errors(info, new, enforced=False)))
         if result.errors:  # the plugins' own size checks assume a count within the Job's limit
             return result
         for validator in self.validators:
