@@ -32,8 +32,10 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
 import time
 import uuid
@@ -165,3 +167,29 @@ def namespace(cluster: cluster_lib.ClusterInfo, request: pytest.FixtureRequest) 
     finally:
         if not _truthy(KEEP_NS_ENV):
             cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+# --- the garbage collector held back (issue 28) ------------------------------------------------------------------
+
+
+def controller_manager_pid(cluster: Any) -> int:
+    """The kube-controller-manager of this cluster only: kwokctl's binary runtime keeps its pid under this cluster's
+    state directory (`TRAINJOB_CLUSTER_DIR`), and the process is checked to be that binary."""
+    state = cluster_lib.state_dir()
+    for pidfile in state.glob(f"**/clusters/{cluster.name}/pids/kube-controller-manager.pid"):
+        pid = int(pidfile.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if cmdline and cmdline[0].decode().endswith("kube-controller-manager"):
+            return pid
+    raise AssertionError(f"no kube-controller-manager pid file for cluster {cluster.name} under {state}")
+
+
+@contextlib.contextmanager
+def garbage_collector_held(cluster: Any) -> Iterator[None]:
+    """The controller-manager (and with it the garbage collector) stopped; always continued."""
+    pid = controller_manager_pid(cluster)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -86,6 +86,12 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.identity_waits = Counter(
+            "trainjob_operator_identity_waits_total",
+            "Reconciles of a TrainJob that waited for objects under its children's names that are not its own",
+            ["reason"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "trainjob_operator_leader", "1 while this replica holds the leader Lease", registry=self.registry
         )

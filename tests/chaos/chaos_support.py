@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from trainjob_operator.api import constants as c
 from trainjob_operator.k8s import config as k8s_config
@@ -261,20 +261,17 @@ class Seen:
         return self.order[:-1]
 
 
-class Tracker:
-    """Polls JobSets and Secrets of a namespace (lists survive API server restarts; a watch would need re-listing
-    anyway) and remembers every uid, the generation of each JobSet once running and every Secret's data."""
+class Poller:
+    """A thread that calls `observe` with an Api of its own every `interval` seconds until stopped (lists survive
+    API server restarts; a watch would need re-listing anyway)."""
 
     def __init__(self, api_factory: Callable[[], Api], namespace: str, interval: float = 1.0) -> None:
         self.namespace, self.interval = namespace, interval
-        self.jobsets: dict[str, Seen] = {}
-        self.secrets: dict[str, Seen] = {}
-        self.secret_values: set[str] = set()
         self._stop = threading.Event()
         self._api_factory = api_factory
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> Tracker:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -291,6 +288,20 @@ class Tracker:
                 self._stop.wait(self.interval)
         finally:
             api.close()
+
+    def observe(self, api: Api) -> None:
+        raise NotImplementedError
+
+
+class Tracker(Poller):
+    """Polls JobSets and Secrets of a namespace and remembers every uid, the generation of each JobSet once running
+    and every Secret's data."""
+
+    def __init__(self, api_factory: Callable[[], Api], namespace: str, interval: float = 1.0) -> None:
+        super().__init__(api_factory, namespace, interval)
+        self.jobsets: dict[str, Seen] = {}
+        self.secrets: dict[str, Seen] = {}
+        self.secret_values: set[str] = set()
 
     def observe(self, api: Api) -> None:
         for js in api.run(api.client.list("jobset.x-k8s.io/v1alpha2", "JobSet", self.namespace)):

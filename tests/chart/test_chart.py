@@ -359,11 +359,12 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         ("", "pods", "watch"),  # STATE from the JobSets' pods (issue 27, runtime/health.py)
         ("scheduling.k8s.io", "priorityclasses", "list"),  # the Volcano PriorityClass check in the webhook
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
-        *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch")},
+        # delete: a previous TrainJob's object under a child's name (issue 28), only that incarnation
+        *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch", "delete")},
         *{
             (g, "podgroups", v)
             for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
-            for v in ("get", "create", "patch")
+            for v in ("get", "create", "patch", "delete")
         },
         ("", "events", "create"),
         ("authentication.k8s.io", "tokenreviews", "create"),

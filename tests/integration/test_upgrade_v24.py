@@ -61,7 +61,8 @@ def launcher_env(jobset: dict[str, Any]) -> set[str]:
 
 def old_shape_jobset(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
     """The JobSet a pre-v2.4 operator built: today's, without the PRTE env (and without an owner, which the
-    test cannot know before the TrainJob exists; the operator adopts it on its first apply)."""
+    test cannot know before the TrainJob exists: it adds the TrainJob's controller reference then, as the old
+    operator had; the operator never adopts an object another uid or nothing controls)."""
     job = TrainJob.model_validate({**trainjob, "metadata": {**trainjob["metadata"], "uid": "0"}})
     objects = Framework.from_registry().desired_objects(job, RuntimeSource.of(TrainingRuntime.model_validate(runtime)))
     jobset = next(o for o in objects if o["kind"] == c.JOBSET_KIND)
@@ -109,6 +110,13 @@ def test_suspended_mpi_trainjob_built_before_v24_resumes(kube: Kube, operator: O
     kube.apply(trainjob)
     tj_uid = eventually(
         lambda: (kube.get("trainjob", "mpi-old", namespace) or {}).get("metadata", {}).get("uid"), "the TrainJob"
+    )
+    owner = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": "mpi-old", "uid": tj_uid}
+    kube.patch(
+        "jobset",
+        "mpi-old",
+        namespace,
+        {"metadata": {"ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}]}},
     )
 
     # While the TrainJob stays suspended the old-shape JobSet is kept as it is (taking over suspended JobSets

@@ -86,6 +86,10 @@ HOSTILE = st.one_of(
             -1,
             1,
             2**31,
+            2**31 - 1,  # accepted by the CRD: the build must stay bounded (issue 28, item 4)
+            100_000,
+            100_001,
+            30_000,
             2**53 + 1,
             2**63 - 1,
             -(2**63),

@@ -33,17 +33,27 @@ COMPLETE = {
 KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
 SSH_SECRET = ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")
 GROUP = ObjectRef(c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND, "test-job")
+HOSTFILE = ObjectRef("v1", "ConfigMap", "test-job-mpi-hostfile")
 MPI = RuntimeBuilder.make().ml_policy(
     num_nodes=2, mpi={"numProcPerNode": 1, "mpiImplementation": "OpenMPI", "sshAuthMountPath": "/root/.ssh"}
 )
 GANG = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}).coscheduling()
 
 
+OWNER = {"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": "test-job", "uid": "uid", "controller": True}
+
+
 def jobset(suspend: bool, **meta: Any) -> dict[str, Any]:
     return {
         "apiVersion": c.JOBSET_API_VERSION,
         "kind": c.JOBSET_KIND,
-        "metadata": {"name": "test-job", "namespace": "default", "uid": "js-uid", **meta},
+        "metadata": {
+            "name": "test-job",
+            "namespace": "default",
+            "uid": "js-uid",
+            "ownerReferences": [OWNER],
+            **meta,
+        },
         "spec": {"suspend": suspend},
     }
 
@@ -157,11 +167,18 @@ BUILDS = {
             ("Apply", "ConfigMap", "test-job-mpi-hostfile"),
             ("Apply", "JobSet", "test-job"),
         ],
+        (HOSTFILE,),
     ),
     "an SSH Secret known to exist is not created again": BuildCase(
         JOB,
         MPI,
-        Observed(existing=frozenset({SSH_SECRET})),
+        Observed(existing=frozenset({SSH_SECRET, HOSTFILE})),
+        [("Apply", "ConfigMap", "test-job-mpi-hostfile"), ("Apply", "JobSet", "test-job")],
+    ),
+    "a hostfile read this pass and found absent is applied without another read": BuildCase(
+        JOB,
+        MPI,
+        Observed(existing=frozenset({SSH_SECRET}), read={HOSTFILE: None}),
         [("Apply", "ConfigMap", "test-job-mpi-hostfile"), ("Apply", "JobSet", "test-job")],
     ),
     "a PodGroup not known to exist is probed before it is applied": BuildCase(

@@ -71,17 +71,25 @@ class FakeClient:
             raise ApiError(409, "AlreadyExists", "exists", {})
         return obj
 
-    async def merge_patch(
+    async def patch(
         self,
         api_version: str,
         kind: str,
         name: str,
         namespace: str | None,
-        patch: dict[str, Any],
+        body: Any,
+        content_type: str,
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        self.calls.append(("patch", kind, name, patch))
-        status = {**(self.trainjob.get("status") or {}), **patch["status"]}
+        """A merge patch ({"status": …}) or a JSON patch (a uid test, then add/remove under /status), recorded as the
+        status fields it changes."""
+        if isinstance(body, list):
+            assert body[0] == {"op": "test", "path": "/metadata/uid", "value": self.trainjob["metadata"]["uid"]}
+            changed = {op["path"].removeprefix("/status/"): op.get("value") for op in body[1:]}
+        else:
+            changed = body["status"]
+        self.calls.append(("patch", kind, name, {"status": changed}))
+        status = {**(self.trainjob.get("status") or {}), **changed}
         self.trainjob = {**self.trainjob, "status": {k: v for k, v in status.items() if v is not None}}
         return self.trainjob
 
@@ -158,13 +166,17 @@ def test_a_trainjob_being_deleted_is_left_alone() -> None:
     assert client.calls == []
 
 
+OWNED = [{"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": "test-job", "uid": "uid", "controller": True}]
+"""The controller ownerReference of this TrainJob's children (TrainJobBuilder's uid)."""
 RUNNING_JOBSET = {
     "apiVersion": c.JOBSET_API_VERSION,
     "kind": c.JOBSET_KIND,
-    "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1"},
+    "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1", "ownerReferences": OWNED},
     "spec": {"suspend": False},
     "status": {},
 }
+PODS_OF_JS_1 = "jobset.sigs.k8s.io/jobset-name=test-job,jobset.sigs.k8s.io/jobset-uid=js-1"
+"""Only this JobSet's pods: a predecessor's pod under the same JobSet name never fails this TrainJob."""
 UNSCHEDULABLE_POD = {
     "metadata": {"name": "test-job-node-0-1"},
     "status": {
@@ -182,7 +194,7 @@ def test_a_pod_stuck_after_the_startup_deadline_fails_the_trainjob() -> None:
         pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}}, UNSCHEDULABLE_POD]
     )
     asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
-    assert ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job") in client.calls
+    assert ("list", "Pod", "default", PODS_OF_JS_1) in client.calls
     [status_patch] = [call[3]["status"] for call in client.calls if call[0] == "patch"]
     assert status_patch["conditions"] == [
         {
@@ -195,7 +207,7 @@ def test_a_pod_stuck_after_the_startup_deadline_fails_the_trainjob() -> None:
         }
     ]
     assert (status_patch["state"], status_patch["completionTime"]) == ("Failed", "2026-11-22T12:00:00Z")
-    assert ("delete", c.JOBSET_KIND, "test-job", "Background", None) in client.calls
+    assert ("delete", c.JOBSET_KIND, "test-job", "Background", "js-1") in client.calls
 
 
 def test_started_pods_end_the_startup_checks() -> None:
@@ -204,9 +216,7 @@ def test_started_pods_end_the_startup_checks() -> None:
     rec = reconciler(client, job, RUNNING_JOBSET)
     assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
     assert asyncio.run(rec.reconcile(KEY)).requeue_after is None
-    assert [call for call in client.calls if call[0] == "list"] == [
-        ("list", "Pod", "default", "jobset.sigs.k8s.io/jobset-name=test-job")
-    ]
+    assert [call for call in client.calls if call[0] == "list"] == [("list", "Pod", "default", PODS_OF_JS_1)]
 
 
 def test_pods_still_starting_are_checked_again_soon() -> None:
@@ -290,12 +300,15 @@ def test_an_mpi_ssh_secret_is_created_once_and_never_again() -> None:
 
 
 def test_an_ssh_secret_that_exists_already_counts_as_created() -> None:
-    client = FakeClient(objects={("Secret", "default", "test-job-mpi-ssh-auth"): {}})
+    client = FakeClient(
+        objects={("Secret", "default", "test-job-mpi-ssh-auth"): {"metadata": {"ownerReferences": OWNED}}}
+    )
     rec = suspended_with(MPI_RT, client)
     assert asyncio.run(rec.reconcile(KEY)).error is False
     asyncio.run(rec.reconcile(KEY))
     assert [call for call in child_writes(client) if call[1] == "Secret"] == [
-        ("create", "Secret", "test-job-mpi-ssh-auth")
+        ("create", "Secret", "test-job-mpi-ssh-auth"),
+        ("get", "Secret", "test-job-mpi-ssh-auth"),  # whose it is: this TrainJob's, so it counts as created
     ]
 
 
@@ -343,7 +356,14 @@ def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_ch
 
 
 def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() -> None:
-    client = FakeClient(objects={(c.POD_GROUP_KIND, "default", "test-job"): {"kind": c.POD_GROUP_KIND}})
+    client = FakeClient(
+        objects={
+            (c.POD_GROUP_KIND, "default", "test-job"): {
+                "kind": c.POD_GROUP_KIND,
+                "metadata": {"ownerReferences": OWNED},
+            }
+        }
+    )
     rec = reconciler(client, JOB)
     rec.store.runtimes.put(GANG_RT.raw())
     asyncio.run(rec.reconcile(KEY))
@@ -367,7 +387,13 @@ def _old_shape() -> dict[str, Any]:
     assert built is not None
     return {
         **built,
-        "metadata": {"name": "test-job", "namespace": "default", "uid": "old-uid", "resourceVersion": "7"},
+        "metadata": {
+            "name": "test-job",
+            "namespace": "default",
+            "uid": "old-uid",
+            "resourceVersion": "7",
+            "ownerReferences": OWNED,
+        },
         "status": {},
     }
 
@@ -449,7 +475,13 @@ def with_pods(client: FakeClient, pods: list[dict[str, Any]]) -> Reconciler:
     jobset = {
         "apiVersion": c.JOBSET_API_VERSION,
         "kind": c.JOBSET_KIND,
-        "metadata": {"name": "test-job", "namespace": "default", "uid": "jobset-uid", "resourceVersion": "5"},
+        "metadata": {
+            "name": "test-job",
+            "namespace": "default",
+            "uid": "jobset-uid",
+            "resourceVersion": "5",
+            "ownerReferences": OWNED,
+        },
         "spec": {"suspend": False},
         "status": {"restarts": 0},
     }
@@ -518,3 +550,25 @@ def test_one_info_line_per_jobset_built_or_rebuilt(capsys: pytest.CaptureFixture
         if line["event"] in ("JobSet built", "JobSet rebuilt")
     ]
     assert said == [("JobSet built", "test-job", 2, "tj-uid"), ("JobSet rebuilt", "test-job", 3, "tj-uid")]
+
+
+def test_a_status_write_that_lands_on_another_incarnation_is_refused_and_dropped() -> None:
+    """The TrainJob was deleted and created again under its name while this pass ran: the JSON patch's uid test
+    fails (a bare 422) and the status of the incarnation read is not written on the new one, nor is it an error."""
+
+    @dataclass
+    class Replaced(FakeClient):
+        async def patch(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.calls.append(("refused patch",))
+            raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request", {})
+
+        async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Any:
+            if kind == c.TRAINJOB_KIND:
+                return {"metadata": {"name": name, "uid": "the-successor"}}
+            return await super().get(api_version, kind, name, namespace)
+
+    client = Replaced()
+    job = JOB.set("status", {"state": "Pending", "startTime": EARLIER})
+    result = asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
+    assert ("refused patch",) in client.calls
+    assert result.error is False

@@ -156,6 +156,11 @@ RUNTIME_DEPRECATION_POLICY_URL: Final = (
 # Beyond upstream: a condition that carries build/apply errors to the TrainJob (removed once the cause is
 # fixed, so a healthy job carries no extra condition), and the states of `status.state`.
 CONDITION_RECONCILE_FAILED: Final = "ReconcileFailed"
+CONDITION_PENDING: Final = "Pending"
+"""Beyond upstream: present only while the TrainJob waits for objects under its children's names that are not its
+own (runtime/identity.py); removed once they are gone."""
+REASON_PREVIOUS_TRAINJOB: Final = "WaitingForPreviousTrainJob"
+REASON_NAME_IN_USE: Final = "ChildNameInUse"
 REASON_RUNTIME_NOT_FOUND: Final = "RuntimeNotFound"
 REASON_INVALID_SNAPSHOT: Final = "InvalidRuntimeSnapshot"
 REASON_BUILD_FAILED: Final = "BuildFailed"

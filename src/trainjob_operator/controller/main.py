@@ -111,8 +111,8 @@ class Manager:
         key = key_of(obj)
         self._seen("trainjobs", event, key)
         if event.get("type") == "DELETED":
-            self.store.trainjobs.remove(key)
-            self._count_state(self.states.pop(key, None), None)
+            if self.store.trainjobs.removed(obj):  # this incarnation's: its successor's state stays counted
+                self._count_state(self.states.pop(key, None), None)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
             return
         self.store.trainjobs.put(obj)
@@ -138,7 +138,7 @@ class Manager:
         self._seen(kind.plural, event, key)
         cache = self.store.children[(kind.api_version, kind.kind)]
         if event.get("type") == "DELETED":
-            cache.remove(key)
+            cache.removed(obj)
         else:
             cache.put(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
@@ -179,7 +179,7 @@ class Manager:
             "clustertrainingruntimes" if cluster else "trainingruntimes", event, ("", "") if cluster else key_of(obj)
         )
         if event.get("type") == "DELETED":
-            cache.remove(key_of(obj))
+            cache.removed(obj)
         else:
             cache.put(obj)
 

@@ -15,18 +15,19 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
-from ..k8s.client import ApiError, Client, Resource, register
+from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client, Resource, register
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import plan
 from ..runtime.conditions import rfc3339
 from ..runtime.errors import BuildError
 from ..runtime.health import PodWarning, warning_event
+from ..runtime.identity import own
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import check_startup, effective_run_policy
-from ..runtime.observed import Observed, StatusServer
+from ..runtime.observed import ObjectRef, Observed, StatusServer
 from ..runtime.pipeline import Framework
-from ..runtime.plan import Failure, Stage
+from ..runtime.plan import Blocked, Failure, Stage
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome
 from .runtimes import RuntimeResolver
@@ -107,6 +108,7 @@ class Reconciler:
         now = self.clock()
         uid = job.metadata.uid or ""
         failure: Failure | None = None
+        wait: plan.Waiting | None = None
         nodes: int | None = job.status.nodes if job.status is not None else None
         policy = await self._run_policy(job)
         stage = plan.stage(job, self.store.jobsets.get(key))
@@ -124,6 +126,8 @@ class Reconciler:
                 else:
                     nodes = self.store.known.nodes.get(uid, nodes)
                 self.store.known.last_error.pop(uid, None)
+            except Blocked as blocked:
+                wait = await self._wait(job, blocked, now)
             except Failure as err:
                 failure = err
                 self.metrics.apply_errors.labels(reason=err.reason).inc()
@@ -134,9 +138,11 @@ class Reconciler:
             if outcome.check_startup:
                 outcome = await self._check_startup(job, outcome, policy, now)
             if outcome.delete_jobset:
-                bound.info("deadline exceeded; deleting the JobSet")
-                await self._send(plan.delete_jobset(job))
-                self.store.jobsets.remove(key)
+                delete = plan.delete_jobset(job, own(job, self.store.jobsets.get(key)))
+                if delete is not None:
+                    bound.info("deadline exceeded; deleting the JobSet")
+                    await self._send(delete)
+                    self.store.jobsets.remove(key)
         if outcome.delete_trainjob:
             bound.info(
                 "TTL after finished expired; deleting the TrainJob",
@@ -146,12 +152,44 @@ class Reconciler:
             await self._send(plan.delete_trainjob(job))
             self.metrics.ttl_deletions.inc()
             return Result()
-        jobset = self.store.jobsets.get(key)
+        jobset = own(job, self.store.jobsets.get(key))  # a predecessor's JobSet and pods say nothing of this one
         pods = self.store.pods.of_jobset(key) if self.store.pods is not None else None
         status, warnings = plan.observed_status(job, outcome, failure, nodes, now, jobset, pods)
+        status = plan.pending(status, wait, now)
         await self._pod_warnings(job, warnings)
-        await self._write_status(job, status)
-        return Result(requeue_after=outcome.requeue_after, error=failure is not None)
+        await self._write_status(job, status, (body.get("metadata") or {}).get("resourceVersion"))
+        requeue = outcome.requeue_after
+        if wait is not None:
+            requeue = min(requeue, wait.requeue_after) if requeue else wait.requeue_after
+        return Result(requeue_after=requeue, error=failure is not None)
+
+    async def _wait(self, job: TrainJob, blocked: Blocked, now: dt.datetime) -> plan.Waiting:
+        """Objects under this TrainJob's child names are not its own: delete the predecessor's (only those
+        incarnations), record why it waits (one Event per change of the wait), and look again with backoff."""
+        wait = plan.waiting(job, blocked.strangers, now)
+        uid = job.metadata.uid or ""
+        self.metrics.identity_waits.labels(reason=wait.reason).inc()
+        log.info(
+            "waiting for objects that are not this TrainJob's",
+            namespace=job.namespace,
+            name=job.name,
+            uid=uid,
+            reason=wait.reason,
+            objects=[s.describe(job.namespace) for s in blocked.strangers],
+        )
+        for delete in wait.deletes:
+            try:
+                await self._send(delete)
+            except ApiError as err:  # looked at again on the next pass
+                log.warning("cannot delete a previous TrainJob's object", object=delete.name, error=str(err))
+        event = plan.waiting_event(job, wait, self.store.known.last_error.get(uid), now)
+        if event is not None:
+            self.store.known.last_error[uid] = wait.message
+            try:
+                await self._write("event", self.client.create(event))
+            except ApiError as err:
+                log.warning("cannot record event", error=str(err))
+        return wait
 
     def _status(self, job: TrainJob, now: dt.datetime, policy: RunPolicy) -> tuple[StatusOutcome, Failure | None]:
         outcome, failure = plan.status(
@@ -186,9 +224,17 @@ class Reconciler:
         uid = job.metadata.uid or ""
         if uid in self.store.known.started:
             return outcome
-        try:
+        jobset_uid = ((own(job, self.store.jobsets.get((job.namespace, job.name))) or {}).get("metadata") or {}).get(
+            "uid"
+        )
+        if not jobset_uid:  # no JobSet of its own (yet): nothing of this TrainJob's can be stuck
+            return plan.pods_unreadable(outcome)
+        try:  # this JobSet's pods only: a predecessor's pod under the same JobSet name never fails this TrainJob
             pods = await self.client.list(
-                "v1", "Pod", job.namespace, label_selector=f"{c.JOBSET_NAME_LABEL}={job.name}"
+                "v1",
+                "Pod",
+                job.namespace,
+                label_selector=f"{c.JOBSET_NAME_LABEL}={job.name},{c.JOBSET_UID_LABEL}={jobset_uid}",
             )
         except ApiError as err:
             log.warning(
@@ -247,10 +293,11 @@ class Reconciler:
         self.store.known.snapshots[uid] = source
         return source
 
-    def _observed(self, job: TrainJob) -> Observed:
+    def _observed(self, job: TrainJob, read: dict[ObjectRef, dict[str, Any] | None] | None = None) -> Observed:
         return Observed(
             jobset=self.store.jobsets.get((job.namespace, job.name)),
             existing=self.store.known.exists(job.metadata.uid or ""),
+            read=read or {},
             status_server=self.status_server(),
         )
 
@@ -259,16 +306,18 @@ class Reconciler:
         uid = job.metadata.uid or ""
         observed = self._observed(job)
         children = plan.children(self.framework, job, runtime, observed)
-        if children.probes:  # objects of probed kinds not known yet: read whether they exist, then plan again
+        if children.probes:  # children not known yet: read whether they exist and whose they are, then plan again
+            read: dict[ObjectRef, dict[str, Any] | None] = {}
             try:
                 for ref in children.probes:
-                    if await self.client.get(ref.api_version, ref.kind, ref.name, job.namespace) is not None:
-                        self.store.known.add(uid, ref)
+                    read[ref] = await self.client.get(ref.api_version, ref.kind, ref.name, job.namespace)
             except ApiError as err:
                 raise Failure(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
-            if self.store.known.exists(uid) != observed.existing:
-                observed = self._observed(job)
-                children = plan.children(self.framework, job, runtime, observed)
+            observed = self._observed(job, read)
+            children = plan.children(self.framework, job, runtime, observed)  # raises Blocked for a stranger
+            for ref, obj in read.items():
+                if obj is not None:
+                    self.store.known.add(uid, ref)
         for write in children.writes:
             if isinstance(write, plan.Delete):
                 log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
@@ -277,16 +326,15 @@ class Reconciler:
             applied = self.store.known.applied.get(uid, {})
             if plan.unchanged(write, applied):
                 continue
-            written = await self._send_child(write, observed, bool(job.spec.suspend))
+            written = await self._send_child(job, write, observed)
             if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
                 continue
             ref = plan.ref_of(write.obj)
             digest = plan.applied_digest(write)
             if digest is not None:
                 self.store.known.applied.setdefault(uid, {})[ref] = digest
-            kind = self.framework.kind(ref.api_version, ref.kind)
-            if isinstance(write, plan.Create) or (kind is not None and kind.probe):
-                self.store.known.add(uid, ref)  # tracked: the builder skips it from now on
+            if ref.kind != c.JOBSET_KIND:
+                self.store.known.add(uid, ref)  # its own now: not read again; a created-once one is skipped
             cache = self.store.children.get((ref.api_version, ref.kind))
             if cache is not None:
                 cache.put(written)
@@ -310,7 +358,7 @@ class Reconciler:
         return children.nodes
 
     async def _send_child(
-        self, write: plan.Apply | plan.Create, observed: Observed, suspended: bool
+        self, job: TrainJob, write: plan.Apply | plan.Create, observed: Observed
     ) -> dict[str, Any] | None:
         """One child's write; a conflict on a create means it exists; a refused apply may be kept as it is (None)
         or rebuilt."""
@@ -318,8 +366,8 @@ class Reconciler:
             return await self._send(write)  # type: ignore[no-any-return]
         except ApiError as err:
             if isinstance(write, plan.Create) and err.conflict:
-                return write.obj
-            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed, suspended)
+                return await self._existing(job, write.obj)
+            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed, bool(job.spec.suspend))
             if rebuild is None:
                 raise plan.write_failed(write, err.message) from err
             name, namespace = write.obj["metadata"]["name"], write.obj["metadata"].get("namespace")
@@ -344,6 +392,22 @@ class Reconciler:
             return await self._send(write)  # type: ignore[no-any-return]
         except ApiError as err:
             raise plan.write_failed(write, err.message) from err
+
+    async def _existing(self, job: TrainJob, obj: dict[str, Any]) -> dict[str, Any]:
+        """A create conflicted: something of that name exists. Read it and let the plan judge whose it is (a
+        predecessor's or a foreign object raises Blocked); this TrainJob's own is taken as created."""
+        ref = plan.ref_of(obj)
+        namespace = obj["metadata"].get("namespace")
+        try:
+            found = await self.client.get(ref.api_version, ref.kind, ref.name, namespace)
+        except ApiError as err:
+            raise plan.write_failed(plan.Create(obj), f"exists, and cannot be read: {err.message}") from err
+        if found is None:  # gone between the create and the read: create it on the next pass
+            raise plan.write_failed(plan.Create(obj), "exists, and was deleted before it could be read")
+        blocking = plan.strangers(job, Observed(read={ref: found}))
+        if blocking:
+            raise Blocked(blocking)
+        return found
 
     async def _send(self, write: plan.Write) -> Any:
         """One write of a plan."""
@@ -370,19 +434,34 @@ class Reconciler:
             raise NotLeading(verb)
         return await call
 
-    async def _write_status(self, job: TrainJob, status: Any) -> None:
+    async def _write_status(self, job: TrainJob, status: Any, version: str | None) -> None:
         patch = plan.status_patch(job, status)
         if patch is None:
             return
+        request = plan.status_request(job, patch, version)
         try:
             updated = await self._write(
                 "status",
-                self.client.merge_patch(
-                    c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, {"status": patch}, subresource="status"
+                self.client.patch(
+                    c.API_VERSION,
+                    c.TRAINJOB_KIND,
+                    job.name,
+                    job.namespace,
+                    request.body,
+                    JSON_PATCH if request.json_patch else MERGE,
+                    subresource="status",
                 ),
             )
         except ApiError as err:
             if err.not_found:
+                return
+            if err.conflict or (err.status == 422 and request.json_patch and await self._replaced(job)):
+                # Changed (the first write) or replaced under the same name since it was read (the uid test failed:
+                # the API server answers a bare 422): the watch event of the change brings it back; this
+                # incarnation's status is never written on another.
+                log.info(
+                    "TrainJob changed since it was read; status not written", namespace=job.namespace, name=job.name
+                )
                 return
             raise
         self.store.trainjobs.put(updated)
@@ -403,6 +482,11 @@ class Reconciler:
                 if not err.conflict:  # tried again on the next pass
                     self.store.known.warned.get(uid, set()).discard(warning.key)
                     log.warning("cannot record event", error=str(err))
+
+    async def _replaced(self, job: TrainJob) -> bool:
+        """The TrainJob under this name is gone or is another incarnation (a JSON patch's uid test failed)."""
+        current = await self.client.get(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace)
+        return current is None or (current.get("metadata") or {}).get("uid") != job.metadata.uid
 
     async def _event(self, job: TrainJob, failure: Failure) -> None:
         uid = job.metadata.uid or ""

@@ -47,7 +47,7 @@ class StatusServer:
         self.cfg, self.client, self.store, self.metrics = cfg, client, store, metrics
         self.clock, self.wall = clock, wall
         self.limits = progress.RateLimits(cfg.qps, cfg.burst)
-        self.reviews: OrderedDict[tuple[str, str, str], _Cached] = OrderedDict()
+        self.reviews: OrderedDict[tuple[str, str, str, str | None], _Cached] = OrderedDict()
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
@@ -122,7 +122,11 @@ class StatusServer:
 
     async def _authorized(self, token: str, namespace: str, name: str) -> bool:
         digest = hashlib.sha256(token.encode()).hexdigest()
-        key = (digest, namespace, name)
+        # The incarnation is part of the key: a verdict for a TrainJob deleted and created again under its name
+        # (a pod of the predecessor, still running while the garbage collector is late) never lets that pod
+        # write the new TrainJob's progress.
+        known = self.store.trainjobs.get((namespace, name))
+        key = (digest, namespace, name, ((known or {}).get("metadata") or {}).get("uid"))
         now = self.clock()
         cached = self.reviews.get(key)
         if cached is not None and cached.until > now:

@@ -8,6 +8,7 @@ from .. import jsontext
 from ..api import constants as c
 from ..runtime.framework import ChildKind
 from ..runtime.health import EVENT_KEYS_PER_TRAINJOB, pod_summary
+from ..runtime.identity import same_incarnation
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import size_view
 from ..runtime.observed import ObjectRef
@@ -67,6 +68,15 @@ class ObjectCache:
     def remove(self, key: Key) -> None:
         self._data.pop(key, None)
         self._versions.pop(key, None)
+
+    def removed(self, obj: dict[str, Any]) -> bool:
+        """A DELETED event: drop the cached object only if it is that incarnation (uid); True when dropped. The
+        delete of a predecessor that arrives after its successor of the same name was cached leaves the successor."""
+        key = key_of(obj)
+        if not same_incarnation(self.get(key), obj):
+            return False
+        self.remove(key)
+        return True
 
     def get(self, key: Key) -> dict[str, Any] | None:
         data = self._data.get(key)

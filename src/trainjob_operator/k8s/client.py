@@ -8,7 +8,7 @@ import contextlib
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -23,6 +23,7 @@ from .config import Connection
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 
 
 class ApiError(Exception):
@@ -463,8 +464,21 @@ class Client:
         patch: dict[str, Any],
         subresource: str | None = None,
     ) -> dict[str, Any]:
+        return await self.patch(api_version, kind, name, namespace, patch, MERGE, subresource)
+
+    async def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        body: dict[str, Any] | Sequence[dict[str, Any]],
+        content_type: str,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """A PATCH of any type (MERGE, JSON_PATCH: a list of operations, whose `test` makes it conditional)."""
         path = resource_of(api_version, kind).path(namespace, name, subresource)
-        return await self.request("PATCH", path, body=patch, content_type=MERGE)
+        return await self.request("PATCH", path, body=body, content_type=content_type)
 
     async def delete(
         self,

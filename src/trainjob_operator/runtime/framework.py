@@ -50,8 +50,6 @@ class ChildKind:
     """Watched and cached: a change re-reconciles the TrainJob that controls the object."""
     cache_spec: tuple[str, ...] = ()
     """Of a watched kind: the only spec fields its cache keeps (empty: the whole object)."""
-    deleted: bool = False
-    """The operator deletes it (deadlines, rebuilds), not only garbage collection."""
     optional: bool = False
     """Only some runtimes make it: a missing permission is a start-up warning, not a refusal to start."""
     purpose: str = ""
@@ -68,15 +66,11 @@ class ChildKind:
 
     @property
     def verbs(self) -> tuple[str, ...]:
-        """The requests the shell makes for it: get (probes, read-through), create and patch (server-side apply,
-        create once), list and watch (watched kinds), delete."""
-        return (
-            "get",
-            *(("list", "watch") if self.watch else ()),
-            "create",
-            "patch",
-            *(("delete",) if self.deleted else ()),
-        )
+        """The requests the shell makes for it: get (probes, reads of whose an object is, read-through), create and
+        patch (server-side apply, create once), list and watch (watched kinds), delete (every kind: an object a
+        previous TrainJob of the same name left under a child's name is deleted, only that incarnation; the JobSet
+        also on deadlines and rebuilds)."""
+        return ("get", *(("list", "watch") if self.watch else ()), "create", "patch", "delete")
 
 
 class OwnsKinds(Plugin):

@@ -444,10 +444,10 @@ def requested_nodes(info: RuntimeInfo) -> int | None:
     return trainer.count if trainer is not None else None
 
 
-def trainjob_warning(
-    job: TrainJob, name: dict[str, str], reason: str, message: str, action: str, stamp: str
+def trainjob_event(
+    job: TrainJob, name: dict[str, str], reason: str, message: str, action: str, stamp: str, type_: str = "Warning"
 ) -> dict[str, Any]:
-    """A Warning Event about the TrainJob (its uid: a new TrainJob of the same name is another object); `name` is
+    """An Event (a Warning unless `type_` says otherwise) about the TrainJob (its uid: a new TrainJob of the same name is another object); `name` is
     `{"name": ...}` or `{"generateName": ...}`. The message is `printable`: it quotes pod and scheduler text, and
     `kubectl describe` prints it to a terminal as it is."""
     return {
@@ -463,7 +463,7 @@ def trainjob_warning(
         },
         "reason": reason,
         "message": printable(message),
-        "type": "Warning",
+        "type": type_,
         "action": action,
         "reportingComponent": "trainer-trainjob-controller",
         "reportingInstance": "trainjob-operator",
@@ -479,4 +479,4 @@ def warning_event(job: TrainJob, warning: PodWarning, now: str) -> dict[str, Any
     so a crash loop (or an operator restart) records it once."""
     digest = hashlib.blake2b(f"{job.metadata.uid}/{warning.key}".encode(), digest_size=8).hexdigest()
     name = {"name": f"{job.name}.{digest}"}
-    return trainjob_warning(job, name, warning.reason, _clip(warning.message, MESSAGE_LIMIT), "Watching", now)
+    return trainjob_event(job, name, warning.reason, _clip(warning.message, MESSAGE_LIMIT), "Watching", now)

@@ -1,5 +1,6 @@
 """What already exists in the cluster, read by the shell and handed to the pure pipeline."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,9 +33,13 @@ class ObjectRef:
 @dataclass(frozen=True)
 class Observed:
     jobset: dict[str, Any] | None = None
-    """The JobSet named like the TrainJob, as read from the API (None when absent)."""
+    """The JobSet named like the TrainJob, as read from the API (None when absent); whoever controls it: the plan
+    reads it only when it is this TrainJob's (runtime/identity.py)."""
     existing: frozenset[ObjectRef] = frozenset()
-    """Children of a tracked kind (created once, or probed) known to exist."""
+    """This TrainJob's children known to exist (created once, probed, or applied by this process)."""
+    read: Mapping[ObjectRef, dict[str, Any] | None] = field(default_factory=dict)
+    """Objects under the names of this build's children, read this pass (probes, a create that conflicted): None
+    when absent. Whoever controls them: the plan decides."""
     priority_classes: frozenset[str] | None = None
     """Names of existing PriorityClasses, or None when unknown (then the Volcano check is skipped)."""
     ssh_key: SSHKeyPair | None = field(default=None, repr=False)

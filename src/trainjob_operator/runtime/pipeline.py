@@ -7,7 +7,7 @@ from functools import cached_property
 
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
-from .errors import BuildError, Validation
+from .errors import BuildError, Validation, aggregate
 from .framework import (
     ChildKind,
     ComponentBuilder,
@@ -22,6 +22,7 @@ from .framework import (
     TrainJobStatusPlugin,
 )
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
+from .limits import pod_name_errors, trainer_count_errors
 from .observed import NOTHING, Observed
 from .registry import PLUGINS, Factory
 from .snapshot import SNAPSHOT_KIND
@@ -65,12 +66,18 @@ class Framework:
         try:
             if info is None:
                 info = new_runtime_info(job, runtime)
+            too_many = trainer_count_errors(info, job)
+            if too_many:  # before any plugin makes something per node
+                raise BuildError(aggregate(too_many))
             for ml in self.ml_policies:
                 ml.enforce_ml_policy(info, job)
             for pod_group in self.pod_group_policies:
                 pod_group.enforce_pod_group_policy(info, job)
             for pod_spec in self.pod_specs:
                 pod_spec.enforce_pod_spec(info, job, observed)
+            too_long = pod_name_errors(info, job, enforced=True)
+            if too_long:  # JobSet would refuse it: say so naming the field, as admission does
+                raise BuildError(aggregate(too_long))
         except (ValueError, ArithmeticError) as err:  # a quantity or number the plugins cannot compute with
             if isinstance(err, BuildError):
                 raise
@@ -117,7 +124,9 @@ class Framework:
                 from .errors import invalid
 
                 return Validation((invalid("spec.runtimePatches", None, str(err)),))
-        result = Validation()
+        result = Validation(tuple(trainer_count_errors(info, new) + pod_name_errors(info, new, enforced=False)))
+        if result.errors:  # the plugins' own size checks assume a count within the Job's limit
+            return result
         for validator in self.validators:
             found = validator.validate(info, old, new, observed)
             if found.errors or found.warnings:  # most validators find nothing: no new tuples then
@@ -159,7 +168,7 @@ class Framework:
 
 
 def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
-    """One entry per (apiVersion, kind): a kind two plugins declare is watched, probed or deleted if either says
+    """One entry per (apiVersion, kind): a kind two plugins declare is watched or probed if either says
     so, and optional only if both do (how each plugin writes its own objects stays with that plugin)."""
     merged: dict[tuple[str, str], ChildKind] = {}
     for k in kinds:
@@ -171,7 +180,6 @@ def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
             seen,
             probe=seen.probe or k.probe,
             watch=seen.watch or k.watch,
-            deleted=seen.deleted or k.deleted,
             optional=seen.optional and k.optional,
             cache_spec=seen.cache_spec or k.cache_spec,
             purpose="; ".join(p for p in (seen.purpose, k.purpose) if p),

@@ -18,10 +18,11 @@ from typing import Any
 from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
-from .conditions import is_finished, rfc3339, set_condition
+from .conditions import find, is_finished, rfc3339, set_condition
 from .errors import BuildError, describe, printable
 from .framework import Manifest, Mode
-from .health import PodWarning, apply_health, requested_nodes, trainjob_warning
+from .health import PodWarning, apply_health, requested_nodes, trainjob_event
+from .identity import WAIT_FIRST_SECONDS, WAIT_NOTICE_SECONDS, Stranger, own, stranger, wait_seconds
 from .info import RuntimeInfo, RuntimeSource
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
@@ -129,11 +130,13 @@ def supported(job: TrainJob) -> bool:
 
 
 def stage(job: TrainJob, jobset: dict[str, Any] | None) -> Stage:
+    """`jobset`: the JobSet under the TrainJob's name, whoever controls it (only its own counts)."""
     if is_finished((job.status or TrainJobStatus()).conditions):
         return Stage.FINISHED
     if not supported(job):
         return Stage.UNSUPPORTED
-    if jobset is not None and not job.spec.suspend and not (jobset.get("spec") or {}).get("suspend"):
+    mine = own(job, jobset)
+    if mine is not None and not job.spec.suspend and not (mine.get("spec") or {}).get("suspend"):
         return Stage.RUNNING
     return Stage.BUILD
 
@@ -175,9 +178,13 @@ def runtime_missing(job: TrainJob) -> Failure:
 
 def snapshot_source(job: TrainJob, configmap: dict[str, Any] | None) -> RuntimeSource:
     """The snapshot path (the live runtime is gone, or its snapshot exists already: the create conflicted): the
-    runtime saved in the snapshot ConfigMap, checked against the TrainJob's owner and runtimeRef. Raises Failure."""
+    runtime saved in the snapshot ConfigMap, checked against the TrainJob's owner and runtimeRef. Raises Failure, or
+    Blocked for a predecessor's snapshot (never read: the TrainJob waits for it to go)."""
     if configmap is None:
         raise runtime_missing(job)
+    found = stranger(job, configmap)
+    if found is not None and found.predecessor:
+        raise Blocked((found,))
     try:
         return runtime_from_snapshot(job, configmap)
     except BuildError as err:
@@ -192,13 +199,25 @@ class Children:
     writes: tuple[Write, ...]
     """In order: JobSet rebuild deletes take the place of the JobSet's apply."""
     probes: tuple[ObjectRef, ...] = ()
-    """Objects of probed kinds the build emits without knowing whether they exist: read them, then plan again."""
+    """Children the build would apply (or of probed kinds) not known yet: read whether they exist and whose they
+    are, then plan again (an apply would otherwise take over a predecessor's object of the same name)."""
     nodes: int | None = None
     """The nodes as the TrainJob asks for them (status.nodes, `health.requested_nodes`)."""
 
 
+def strangers(job: TrainJob, observed: Observed) -> tuple[Stranger, ...]:
+    """The objects under this build's child names that are not this TrainJob's (the JobSet first)."""
+    found = (stranger(job, obj) for obj in (observed.jobset, *observed.read.values()))
+    return tuple(s for s in found if s is not None)
+
+
 def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observed: Observed) -> Children:
-    """Every write of a build. Raises Failure (BuildFailed) for what the plugins cannot build."""
+    """Every write of a build. Raises Failure (BuildFailed) for what the plugins cannot build, Blocked when an
+    object under a child's name is not this TrainJob's (nothing is written then)."""
+    blocking = strangers(job, observed)
+    if blocking:
+        raise Blocked(blocking)
+    observed = replace(observed, existing=observed.existing | {ref for ref, obj in observed.read.items() if obj})
     try:
         info: RuntimeInfo = framework.runtime_info(job, runtime, observed)
         built = framework.build(info, job, observed)
@@ -209,8 +228,11 @@ def children(framework: Framework, job: TrainJob, runtime: RuntimeSource, observ
     probed = {(k.api_version, k.kind) for k in framework.kinds() if k.probe}
     probes = tuple(
         ref
-        for ref in (ref_of(obj) for obj, _ in built)
-        if (ref.api_version, ref.kind) in probed and ref not in observed.existing
+        for ref, mode in ((ref_of(obj), mode) for obj, mode in built)
+        if ref.kind != c.JOBSET_KIND  # watched: the cache tells
+        and (mode is Mode.APPLY or (ref.api_version, ref.kind) in probed)  # a create's conflict tells
+        and ref not in observed.existing
+        and ref not in observed.read
     )
     writes: list[Write] = []
     for obj, mode in built:
@@ -294,10 +316,11 @@ def write_failed(write: Write, message: str) -> Failure:
 def status(
     framework: Framework, job: TrainJob, jobset: dict[str, Any] | None, now: datetime, policy: RunPolicy
 ) -> tuple[StatusOutcome, Failure | None]:
-    """The status plugin's view and the lifecycle timers; if that fails on this TrainJob, the status keeps what it
-    had and the failure is reported (BuildFailed)."""
+    """The status plugin's view and the lifecycle timers, from this TrainJob's own JobSet only (`jobset` as read,
+    whoever controls it: terminal conditions never come from another incarnation's); if that fails on this
+    TrainJob, the status keeps what it had and the failure is reported (BuildFailed)."""
     try:
-        return framework.status(job, Observed(jobset=jobset), now, policy), None
+        return framework.status(job, Observed(jobset=own(job, jobset)), now, policy), None
     except Exception as err:  # pure code: whatever it raises is about this TrainJob, never an outage
         current = job.status or TrainJobStatus()
         return StatusOutcome(current.model_copy(deep=True)), Failure(
@@ -364,24 +387,155 @@ def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | Non
     return {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
 
 
+@dataclass(frozen=True)
+class StatusRequest:
+    """How a status patch is sent so that it lands on this incarnation of the TrainJob only (a reconcile that
+    started before the TrainJob was deleted and created again under its name must not write the new one)."""
+
+    json_patch: bool
+    """True: a JSON patch whose first operation tests metadata.uid; False: a merge patch locked to the
+    resourceVersion read (the first status write, when there is no status to patch field by field; a uid in a merge
+    patch of the status is ignored by the API server, the resourceVersion is not)."""
+    body: dict[str, Any] | list[dict[str, Any]]
+
+
+def status_request(job: TrainJob, patch: dict[str, Any], resource_version: str | None) -> StatusRequest:
+    """`patch` (status_patch's changed fields) as a request bound to this TrainJob's uid (`resource_version`: the
+    version read). Field by field as the merge patch was, so fields other writers own (trainerStatus, by the status
+    server) are left as they are."""
+    if job.status is None or not job.status.to_wire():
+        lock = {"metadata": {"resourceVersion": resource_version}} if resource_version else {}
+        return StatusRequest(False, {**lock, "status": patch})
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": job.metadata.uid}]
+    for key in sorted(patch):
+        path = "/status/" + key.replace("~", "~0").replace("/", "~1")
+        value = patch[key]
+        ops.append({"op": "remove", "path": path} if value is None else {"op": "add", "path": path, "value": value})
+    return StatusRequest(True, ops)
+
+
 def event(job: TrainJob, failure: Failure, last_message: str | None, now: datetime) -> dict[str, Any] | None:
     """One Warning Event per distinct failure (upstream's reason and note), not one per retry: None when the last
     failure recorded for this TrainJob had the same message."""
     if last_message == failure.message:
         return None
-    note = printable(f"TrainJob resources reconciliation failed: {failure.message}")
+    note = f"TrainJob resources reconciliation failed: {failure.message}"
+    return event_body(job, c.EVENT_RESOURCES_CREATION_FAILED, note, "Warning", "Reconciling", now)
+
+
+def event_body(job: TrainJob, reason: str, note: str, type_: str, action: str, now: datetime) -> dict[str, Any]:
+    """An Event about this TrainJob (this incarnation: its uid), the note escaped (`printable`) and cut to what the
+    API server accepts."""
+    note = printable(note)
     if len(note) > EVENT_MESSAGE_LIMIT:
         note = note[:EVENT_MESSAGE_LIMIT] + " ..."
-    name = {"generateName": f"{job.name}."}
-    return trainjob_warning(job, name, c.EVENT_RESOURCES_CREATION_FAILED, note, "Reconciling", rfc3339(now))
+    return trainjob_event(job, {"generateName": f"{job.name}."}, reason, note, action, rfc3339(now), type_)
 
 
-def delete_jobset(job: TrainJob) -> Delete:
-    """A deadline passed (active or startup): the JobSet goes, the TrainJob stays Failed."""
-    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace)
+def delete_jobset(job: TrainJob, jobset: dict[str, Any] | None) -> Delete | None:
+    """A deadline passed (active or startup): this TrainJob's JobSet goes (only that incarnation), the TrainJob
+    stays Failed. None when it has no JobSet of its own (an object under its name that is not its own is never
+    touched here)."""
+    uid = ((jobset or {}).get("metadata") or {}).get("uid")
+    if not uid:
+        return None
+    return Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, uid=uid)
 
 
 def delete_trainjob(job: TrainJob) -> Delete:
     """ttlSecondsAfterFinished: the TrainJob itself goes (this incarnation only), its children by garbage
     collection."""
     return Delete(c.API_VERSION, c.TRAINJOB_KIND, job.name, job.namespace, uid=job.metadata.uid)
+
+
+# --- objects under the children's names that are not this TrainJob's (runtime/identity.py) -------------------------
+
+
+class Blocked(Exception):
+    """Objects under this TrainJob's child names are not its own: nothing is built until they are gone."""
+
+    def __init__(self, strangers: tuple[Stranger, ...]) -> None:
+        super().__init__(", ".join(s.ref.name for s in strangers))
+        self.strangers = strangers
+
+
+@dataclass(frozen=True)
+class Waiting:
+    deletes: tuple[Delete, ...]
+    """The predecessor's objects not being deleted yet: deleted now (only that incarnation)."""
+    reason: str
+    message: str
+    requeue_after: float
+    overdue: bool
+    """Waited past WAIT_NOTICE_SECONDS: the Event is a Warning."""
+
+
+def waiting(job: TrainJob, strangers: tuple[Stranger, ...], now: datetime) -> Waiting:
+    """What a blocked TrainJob does: delete its predecessor's objects (a JobSet in the foreground, so its Jobs go
+    before it and a new JobSet of this name cannot take them), leave any other object alone, and look again with
+    backoff, saying in a Pending condition what it waits for and since when."""
+    deletes = tuple(
+        Delete(
+            s.ref.api_version,
+            s.ref.kind,
+            s.ref.name,
+            job.namespace,
+            "Foreground" if s.ref.kind == c.JOBSET_KIND else "Background",
+            uid=s.uid or None,
+        )
+        for s in strangers
+        if s.predecessor and not s.deleting
+    )
+    foreign = [s for s in strangers if not s.predecessor]
+    previous = find((job.status or TrainJobStatus()).conditions, c.CONDITION_PENDING)
+    since = now
+    if previous is not None and previous.status == "True" and previous.last_transition_time:
+        since = min(now, datetime.fromisoformat(previous.last_transition_time.replace("Z", "+00:00")))
+    waited = (now - since).total_seconds()
+    named = "; ".join(s.describe(job.namespace) for s in strangers[:5])
+    if len(strangers) > 5:
+        named += f"; and {len(strangers) - 5} more"
+    if foreign:
+        reason = c.REASON_NAME_IN_USE
+        message = (
+            f"waiting: objects under this TrainJob's child names are not its own and are left alone: {named}; "
+            "delete them, or create the TrainJob under another name"
+        )
+    else:
+        reason = c.REASON_PREVIOUS_TRAINJOB
+        message = (
+            f"waiting for the objects of a previous TrainJob of this name to be deleted: {named}; "
+            "nothing of them is reused"
+        )
+    overdue = waited >= WAIT_NOTICE_SECONDS
+    if overdue and not foreign:
+        message += (
+            f"; still present after {int(WAIT_NOTICE_SECONDS)} s: the garbage collector "
+            "(kube-controller-manager) has not removed them"
+        )
+    # Right after deleting, look again at once: a Secret or ConfigMap is gone then, and the next of the
+    # predecessor's objects (each found as the build gets to it) is deleted without waiting out a backoff.
+    requeue = WAIT_FIRST_SECONDS if deletes else wait_seconds(waited)
+    return Waiting(deletes, reason, message, requeue, overdue)
+
+
+def pending(status: TrainJobStatus, wait: Waiting | None, now: datetime) -> TrainJobStatus:
+    """The Pending condition while `wait` lasts; dropped (not set False) once it is over, so a TrainJob that never
+    waited carries no such condition."""
+    result = status.model_copy(deep=True)
+    conditions = [cond for cond in result.conditions or [] if cond.type != c.CONDITION_PENDING]
+    if wait is not None:
+        kept = list(result.conditions or [])
+        set_condition(
+            kept, Condition(type=c.CONDITION_PENDING, status="True", reason=wait.reason, message=wait.message), now
+        )
+        conditions = kept
+    result.conditions = conditions or None
+    return result
+
+
+def waiting_event(job: TrainJob, wait: Waiting, last_message: str | None, now: datetime) -> dict[str, Any] | None:
+    """One Event when the wait begins (Normal) and one when it is overdue (Warning); None otherwise."""
+    if last_message == wait.message:
+        return None
+    return event_body(job, wait.reason, wait.message, "Warning" if wait.overdue else "Normal", "Waiting", now)

@@ -103,7 +103,11 @@ class UI:
 
     def row(self, key: tuple[str, str]) -> dict[str, Any] | None:
         trainjob = self.trainjobs.items.get(key)
-        return view.trainjob_row(trainjob, self.jobsets.items.get(key)) if trainjob is not None else None
+        return (
+            view.trainjob_row(trainjob, view.own_jobset(trainjob, self.jobsets.items.get(key)))
+            if trainjob is not None
+            else None
+        )
 
     def _trainjob_changed(self, kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -112,7 +116,7 @@ class UI:
             self.history.forget(meta.get("uid", ""))
             self._broadcast({"type": "deleted", "namespace": key[0], "name": key[1]})
             return
-        row = view.trainjob_row(obj, self.jobsets.items.get(key))
+        row = view.trainjob_row(obj, view.own_jobset(obj, self.jobsets.items.get(key)))
         self.history.record(row)
         self._broadcast({"type": "row", "row": row})
 
@@ -131,7 +135,7 @@ class UI:
             trainjob = await self.client.get(c.API_VERSION, c.TRAINJOB_KIND, name, namespace)
             if trainjob is None:
                 return None
-        jobset = self.jobsets.items.get(key)
+        jobset = view.own_jobset(trainjob, self.jobsets.items.get(key))  # a predecessor's is not shown as its own
         problems: list[str] = []
 
         async def read(what: str, call: Any, default: Any) -> Any:
@@ -148,7 +152,7 @@ class UI:
         )
         row = view.trainjob_row(trainjob, jobset)
         self.history.record(row)
-        pod_rows = view.pods_of(pods)
+        pod_rows = view.pods_of(view.own_pods(jobset, pods))
         shown_jobset = view.jobset_view(jobset)
         if shown_jobset is not None:
             shown_jobset["replicatedJobs"] = view.replicated_jobs(jobset, pod_rows)
@@ -160,9 +164,12 @@ class UI:
             "jobsetNote": view.jobset_note(trainjob, jobset),
             "pods": pod_rows,
             "events": view.events_of(
-                events, name, [p["name"] for p in pod_rows], view.replicated_job_names(trainjob, jobset)
+                view.own_events(trainjob, events),
+                name,
+                [p["name"] for p in pod_rows],
+                view.replicated_job_names(trainjob, jobset),
             ),
-            "snapshot": ((snapshot or {}).get("data") or {}).get("runtime"),
+            "snapshot": ((view.own_child(trainjob, snapshot) or {}).get("data") or {}).get("runtime"),
             "history": self.history.of(row["uid"]),
             "problems": problems,
         }
@@ -195,7 +202,10 @@ class UI:
 
     async def list_rows(self, request: web.Request) -> web.Response:
         await self.trainjobs.synced.wait()
-        rows = [view.trainjob_row(tj, self.jobsets.items.get(k)) for k, tj in sorted(self.trainjobs.items.items())]
+        rows = [
+            view.trainjob_row(tj, view.own_jobset(tj, self.jobsets.items.get(k)))
+            for k, tj in sorted(self.trainjobs.items.items())
+        ]
         return web.json_response({"rows": rows, "error": self.trainjobs.error, "namespace": self.namespace})
 
     async def get_detail(self, request: web.Request) -> web.Response:

@@ -237,3 +237,39 @@ class History:
 
     def forget(self, uid: str) -> None:
         self.points.pop(uid, None)
+
+
+# --- identity is the uid: what a TrainJob created again under a name shows of its own (issue 28) -------------------
+
+
+def own_child(trainjob: dict[str, Any], child: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`child` when its controller ownerReference names this TrainJob's uid: a predecessor's object of the same
+    name (the garbage collector not there yet) is not shown as this TrainJob's."""
+    uid = _meta(trainjob).get("uid")
+    owners = _meta(child or {}).get("ownerReferences") or []
+    mine = any(o.get("controller") and o.get("kind") == c.TRAINJOB_KIND and o.get("uid") == uid for o in owners)
+    return child if uid and mine else None
+
+
+own_jobset = own_child
+
+
+def own_pods(jobset: dict[str, Any] | None, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods of this JobSet (by its uid label), none without a JobSet of its own."""
+    uid = _meta(jobset or {}).get("uid")
+    return [p for p in pods if uid and (_meta(p).get("labels") or {}).get(c.JOBSET_UID_LABEL) == uid]
+
+
+def own_events(trainjob: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events of this incarnation: none about a TrainJob of another uid, none from before it was created."""
+    meta = _meta(trainjob)
+    uid, created = meta.get("uid"), meta.get("creationTimestamp") or ""
+    kept = []
+    for event in events:
+        involved = event.get("involvedObject") or {}
+        if involved.get("kind") == c.TRAINJOB_KIND and involved.get("uid") not in (None, uid):
+            continue
+        if (event_row(event)["time"] or created) < created:
+            continue
+        kept.append(event)
+    return kept

@@ -26,7 +26,7 @@ from ...api import constants as c
 from ...api.core import Container, Volume, VolumeMount
 from ...api.runtime import FluxMLPolicySource
 from ...api.trainjob import TrainJob
-from ..errors import BuildError, FieldError, Validation, invalid
+from ..errors import BuildError, FieldError, Validation, invalid, required
 from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
@@ -151,6 +151,13 @@ class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
             return Validation()
         errors: list[FieldError] = []
         trainer = new.spec.trainer
+        if trainer is None or trainer.num_nodes is None:  # upstream reads both; what admission accepts must build
+            errors.append(
+                required(
+                    "spec.trainer.numNodes" if trainer is not None else "spec.trainer",
+                    "must be set for a TrainJob whose runtime has mlPolicy.flux",
+                )
+            )
         per_node = (
             trainer.num_proc_per_node
             if trainer is not None and trainer.num_proc_per_node is not None

@@ -56,7 +56,6 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Own
                 c.JOBSET_KIND,
                 "jobsets",
                 watch=True,
-                deleted=True,
                 cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs"),
                 purpose="the JobSet: server-side applied, watched, deleted on deadlines and rebuilds",
             )

@@ -9,7 +9,8 @@ from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
-from ..info import RuntimeInfo
+from ..info import PodSet, RuntimeInfo
+from ..limits import CONFIGMAP_DATA_LIMIT, hosts_bytes, too_large
 from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
@@ -48,9 +49,8 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
         if policy.mpi_implementation != OPEN_MPI:
             raise BuildError(f"MPI implementation for {policy.mpi_implementation} doesn't supported")
         node_set = info.pod_set(c.NODE)
-        num_nodes = job.spec.trainer.num_nodes if job.spec.trainer is not None else None
-        if num_nodes is not None and node_set is not None:
-            node_set.count = max(num_nodes - 1, 1) if policy.run_launcher_as_node else num_nodes
+        if node_set is not None:
+            node_set.count = node_count(job, policy, node_set.count)
         secret_volume = Volume.model_validate(
             {
                 "name": c.MPI_SSH_AUTH_VOLUME,
@@ -142,6 +142,9 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
                     "have either launcher and node",
                 )
             )
+        node_set = info.pod_set(c.NODE)
+        if node_set is not None:
+            errors += hostfile_size_errors(info, new, policy, node_count(new, policy, node_set.count))
         reserved = sorted({e.name for e in trainer.env or []} & c.OMPI_RESERVED_ENVS)
         if reserved:
             errors.append(
@@ -177,8 +180,40 @@ def launcher_env(slots_per_node: str) -> list[EnvVar]:
     ]
 
 
+def hostfile_pod_sets(info: RuntimeInfo, policy: MPIMLPolicySource) -> list[PodSet]:
+    return [p for p in info.pod_sets if p.name == c.NODE or (p.name == c.LAUNCHER and policy.run_launcher_as_node)]
+
+
+def node_count(job: TrainJob, policy: MPIMLPolicySource, runtime_count: int) -> int:
+    """The pods of `node`: the TrainJob's numNodes (less the launcher when it runs as a node), else the runtime's."""
+    num_nodes = job.spec.trainer.num_nodes if job.spec.trainer is not None else None
+    if num_nodes is None:
+        return runtime_count
+    return max(num_nodes - 1, 1) if policy.run_launcher_as_node else num_nodes
+
+
+def hostfile_size_errors(
+    info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource, nodes: int | None = None
+) -> list[FieldError]:
+    """The hostfile within a ConfigMap's limit, computed without writing it (`nodes`: the pods of `node` when the
+    ML policy has not set them yet, as in admission)."""
+    line_end = len(f" slots={slots(info, job, policy)}\n")
+    size = sum(
+        hosts_bytes(info, job, p, line_end, nodes if p.name == c.NODE else None)
+        for p in hostfile_pod_sets(info, policy)
+    )
+    if size <= CONFIGMAP_DATA_LIMIT:
+        return []
+    asked = job.spec.trainer.num_nodes if job.spec.trainer is not None else None
+    return [too_large(f"MPI hostfile (ConfigMap {hostfile_name(job)})", size, CONFIGMAP_DATA_LIMIT, asked or 0)]
+
+
 def hostfile(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> str:
-    """One `<endpoint> slots=N` line per pod of `node` (and `launcher` with runLauncherAsNode), template order."""
+    """One `<endpoint> slots=N` line per pod of `node` (and `launcher` with runLauncherAsNode), template order.
+    Raises BuildError past a ConfigMap's limit, before any line is made."""
+    too_large_errors = hostfile_size_errors(info, job, policy)
+    if too_large_errors:
+        raise BuildError(str(too_large_errors[0]))
     per_node = slots(info, job, policy)
     lines = []
     for pod_set in info.pod_sets:

@@ -18,9 +18,10 @@ from typing import ClassVar
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..errors import Validation, forbidden
+from ..errors import BuildError, FieldError, Validation, forbidden
 from ..framework import CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
+from ..limits import ENV_VALUE_LIMIT, hosts_bytes, too_large, trainer_nodes
 from ..observed import Observed
 from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, pod_hosts
@@ -52,6 +53,9 @@ class TensorFlow(EnforceMLPolicy, CustomValidation):
         node = trainer.container(c.NODE) if trainer is not None else None
         if trainer is None or node is None:
             return
+        too_many = tf_config_size_errors(info, job)
+        if too_many:  # before the worker list is made
+            raise BuildError(str(too_many[0]))
         workers = [f"{host}:{c.CONTAINER_TRAINER_PORT}" for host in pod_hosts(info, job, trainer)]
         # Dependent env only sees variables defined earlier: drop any earlier copies, then the index, then the config.
         node.env = [e for e in node.env or [] if e.name not in c.TF_RESERVED_ENVS]
@@ -65,12 +69,25 @@ class TensorFlow(EnforceMLPolicy, CustomValidation):
         upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
-        if not is_tensorflow(info) or new.spec.trainer is None:
+        if not is_tensorflow(info):
             return Validation()
-        return Validation(
-            tuple(
-                forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the TensorFlow runtime")
-                for i, env in enumerate(new.spec.trainer.env or [])
-                if env.name in c.TF_RESERVED_ENVS
-            )
-        )
+        errors = tf_config_size_errors(info, new)
+        errors += [
+            forbidden(f"spec.trainer.env[{i}]", f"{env.name} is reserved for the TensorFlow runtime")
+            for i, env in enumerate(new.spec.trainer.env or [] if new.spec.trainer is not None else [])
+            if env.name in c.TF_RESERVED_ENVS
+        ]
+        return Validation(tuple(errors))
+
+
+def tf_config_size_errors(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:
+    """TF_CONFIG within the bound of one generated value, computed without making the worker list: each worker is
+    `"<host>:<port>",` around the hosts."""
+    trainer, nodes = info.ancestor(c.ANCESTOR_TRAINER), trainer_nodes(info, job)
+    if trainer is None or nodes is None:
+        return []
+    workers = hosts_bytes(info, job, trainer, len(f'"":{c.CONTAINER_TRAINER_PORT},'), nodes) - 1  # no last comma
+    size = max(workers, 0) + len(tf_config([], f"$({c.TF_ENV_TASK_INDEX})"))
+    if size <= ENV_VALUE_LIMIT:
+        return []
+    return [too_large(f"{c.TF_ENV_CONFIG} value", size, ENV_VALUE_LIMIT, nodes)]

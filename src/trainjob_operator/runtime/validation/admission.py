@@ -9,6 +9,7 @@ from ...api.trainjob import TrainJob
 from .. import names
 from ..errors import FieldError, Validation, invalid, plain
 from ..info import RuntimeInfo, RuntimeSource
+from ..limits import CONFIGMAP_DATA_LIMIT
 from ..observed import NOTHING, Observed
 from ..pipeline import Framework
 from .cel import replicated_job_name_errors
@@ -51,6 +52,13 @@ def admit_trainjob(
             f"future release of Kubeflow Trainer. See runtime deprecation policy: "
             f"{c.RUNTIME_DEPRECATION_POLICY_URL}",
         )
+    snapshot = len(runtime.snapshot_yaml.encode())  # made once per runtime version, kept for the build
+    if snapshot > CONFIGMAP_DATA_LIMIT:
+        detail = (
+            f"the runtime is too large to snapshot: the ConfigMap {new.name}-runtime-snapshot would be {snapshot} "
+            f"bytes, over the API's limit of {CONFIGMAP_DATA_LIMIT} bytes"
+        )
+        return Validation((invalid("spec.runtimeRef", ref.to_wire(), detail),), warnings)
     return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed, info)
 
 
