@@ -500,6 +500,22 @@ def test_a_429_kopf_gets_pauses_the_resource_for_the_clients_own_requests_too() 
     assert asyncio.run(scenario()) >= 0.45
 
 
+async def kopfs_request_of_trainjobs(fake: FakeApiServer, backoffs: list[float], logger: logging.Logger) -> None:
+    """One GET of the TrainJobs through kopf's real request path (`api.request`), its own session closed after."""
+    context = auth.APIContext(credentials.ConnectionInfo(server=fake.url))
+    try:
+        await api.request(
+            "GET",
+            "/apis/trainer.kubeflow.org/v1alpha1/trainjobs",
+            settings=kopf.OperatorSettings(),
+            backoffs=backoffs,
+            context=context,
+            logger=logger,
+        )
+    finally:
+        await context.session.close()
+
+
 def test_kopfs_request_path_raises_what_the_seam_makes_of_each_answer() -> None:
     """kopf's `api.request` with the seam: which answers it waits out (its 429 class) and which it raises as kopf
     did; the status stays the server's."""
@@ -508,21 +524,10 @@ def test_kopfs_request_path_raises_what_the_seam_makes_of_each_answer() -> None:
     async def answered(code: int, retry_after: str | None) -> tuple[str, int, str | None]:
         async with FakeApiServer([TRAINJOBS]) as fake:
             fake.answer(listing, code, retry_after=retry_after, times=2)
-            settings = kopf.OperatorSettings()
-            context = auth.APIContext(credentials.ConnectionInfo(server=fake.url))
             try:
-                await api.request(
-                    "GET",
-                    "/apis/trainer.kubeflow.org/v1alpha1/trainjobs",
-                    settings=settings,
-                    backoffs=[],
-                    context=context,
-                    logger=logging.getLogger("test"),
-                )
+                await kopfs_request_of_trainjobs(fake, backoffs=[], logger=logging.getLogger("test"))
             except errors.APIError as err:
                 return type(err).__name__, err.status, err.message  # the message: the Status kept (`_payload`)
-            finally:
-                await context.session.close()
             return "answered", 200, None
 
     table = {
@@ -545,19 +550,7 @@ def test_kopfs_retried_429_is_logged_at_info_by_its_own_words(capsys: pytest.Cap
     async def scenario() -> None:
         async with FakeApiServer([TRAINJOBS]) as fake:
             fake.answer(listing, 429, retry_after="0.01", times=1)
-            settings = kopf.OperatorSettings()
-            context = auth.APIContext(credentials.ConnectionInfo(server=fake.url))
-            try:
-                await api.request(
-                    "GET",
-                    "/apis/trainer.kubeflow.org/v1alpha1/trainjobs",
-                    settings=settings,
-                    backoffs=[0.01],
-                    context=context,
-                    logger=logging.getLogger("kopf.objects"),
-                )
-            finally:
-                await context.session.close()
+            await kopfs_request_of_trainjobs(fake, backoffs=[0.01], logger=logging.getLogger("kopf.objects"))
 
     asyncio.run(scenario())
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
