@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from operator_fixtures import Kube, condition, eventually
 from trainjob_dev import realnodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,3 +86,25 @@ def real_node_runtime(
         {"name": "PET_TEE", "value": "1"},
     ]
     return runtime
+
+
+def real_trainjob(name: str, runtime: str, **trainer: Any) -> dict[str, Any]:
+    """A TrainJob of the namespaced runtime `runtime` with `trainer` as its spec.trainer."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": runtime, "kind": "TrainingRuntime"}, "trainer": trainer},
+    }
+
+
+def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str, Any]:
+    """The TrainJob once it is Complete or Failed."""
+    job: dict[str, Any] = eventually(
+        lambda: (
+            (j := kube.get("trainjob", name, namespace)) and (condition(j, "Complete") or condition(j, "Failed")) and j
+        ),
+        f"TrainJob {name} to finish",
+        timeout=timeout,
+    )
+    return job

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from real_runtimes import real_node_mpi_runtime
+from real_runtimes import finished, real_node_mpi_runtime, real_trainjob
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_dev import images, realnodes
@@ -40,24 +40,10 @@ def test_mpirun_over_ssh_places_every_rank_and_allreduces(
     image = realnodes.load_image(kube.cluster, "mpi")
     kube.create(real_node_mpi_runtime(image, "mpi-real"), namespace)
     created = time.monotonic()
-    kube.create(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": NAME},
-            "spec": {
-                "runtimeRef": {"name": "mpi-real", "kind": "TrainingRuntime"},
-                "trainer": {
-                    "numNodes": NUM_NODES,
-                    "numProcPerNode": SLOTS,
-                    # The launcher command shape of the MPI runtimes: mpirun and the program, nothing else; where
-                    # and how many comes from the operator's hostfile and OMPI_MCA_* env.
-                    "command": ["mpirun", "--display-map", "python3", "-c", RANK],
-                },
-            },
-        },
-        namespace,
-    )
+    # The launcher command shape of the MPI runtimes: mpirun and the program, nothing else; where and how many
+    # comes from the operator's hostfile and OMPI_MCA_* env.
+    command = ["mpirun", "--display-map", "python3", "-c", RANK]
+    kube.create(real_trainjob(NAME, "mpi-real", numNodes=NUM_NODES, numProcPerNode=SLOTS, command=command), namespace)
 
     def pods() -> dict[str, dict[str, Any]]:
         return {
@@ -72,14 +58,8 @@ def test_mpirun_over_ssh_places_every_rank_and_allreduces(
 
     eventually(all_running, "the launcher and both node pods Running", timeout=240)
     running = time.monotonic()
-    job = eventually(
-        lambda: (
-            (j := kube.get("trainjob", NAME, namespace)) and (condition(j, "Complete") or condition(j, "Failed")) and j
-        ),
-        "the TrainJob to finish",
-        timeout=300,
-    )
-    finished = time.monotonic()
+    job = finished(kube, NAME, namespace, timeout=300)
+    done = time.monotonic()
     placed = pods()
     launcher = placed[f"{NAME}-launcher-0-0"]
     log = kube.run("logs", "-n", namespace, launcher["metadata"]["name"]).stdout
@@ -123,5 +103,5 @@ def test_mpirun_over_ssh_places_every_rank_and_allreduces(
         assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
     print(
         f"mpi launcher + 2 nodes x {SLOTS} slots: pods Running {running - created:.1f}s after the TrainJob was "
-        f"created, Complete after {finished - created:.1f}s; image {images.metadata('mpi')}"
+        f"created, Complete after {done - created:.1f}s; image {images.metadata('mpi')}"
     )

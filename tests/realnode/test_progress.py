@@ -10,9 +10,9 @@ import re
 import time
 
 import pytest
-from real_runtimes import real_node_runtime
+from real_runtimes import finished, real_node_runtime, real_trainjob
 
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import Kube, OperatorProcess, condition
 from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -37,28 +37,9 @@ def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorPr
     image = realnodes.load_image(kube.cluster, "sdk")
     kube.create(real_node_runtime(image, "sdk-real"), namespace)
     created = time.monotonic()
-    kube.create(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "progress"},
-            "spec": {
-                "runtimeRef": {"name": "sdk-real", "kind": "TrainingRuntime"},
-                "trainer": {"numNodes": 1, "command": ["python3", "-c", SDK_CALL]},
-            },
-        },
-        namespace,
-    )
-    job = eventually(
-        lambda: (
-            (j := kube.get("trainjob", "progress", namespace))
-            and (condition(j, "Complete") or condition(j, "Failed"))
-            and j
-        ),
-        "the TrainJob to finish",
-        timeout=180,
-    )
-    finished = time.monotonic()
+    kube.create(real_trainjob("progress", "sdk-real", numNodes=1, command=["python3", "-c", SDK_CALL]), namespace)
+    job = finished(kube, "progress", namespace, timeout=180)
+    done = time.monotonic()
     [pod] = [p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith("progress-node-")]
     log = kube.run("logs", "-n", namespace, pod["metadata"]["name"]).stdout
     assert condition(job, "Complete"), (job.get("status"), log, operator.log())
@@ -87,4 +68,4 @@ def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorPr
     }
     assert stamp.endswith("Z")
     assert operator.metric("trainjob_operator_status_updates_total", code="200") >= 1
-    print(f"progress from a pod: Complete {finished - created:.1f}s after creation; image {images.metadata('sdk')}")
+    print(f"progress from a pod: Complete {done - created:.1f}s after creation; image {images.metadata('sdk')}")
