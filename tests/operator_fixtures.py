@@ -215,18 +215,22 @@ def operator(
     """The operator for the whole session, with short leader-election timings."""
     if _SESSION["process"] is None:
         tmp = tmp_path_factory.mktemp("operator")
-        process = OperatorProcess(
-            kubeconfig,
-            "operator-a",
-            {
-                "leader_election": {
-                    "lease_name": "trainjob-operator-test",
-                    "lease_duration_seconds": 4,
-                    "renew_deadline_seconds": 3,
-                    "retry_period_seconds": 1,
-                }
-            },
-        ).start(tmp)
+        settings: dict[str, Any] = {
+            "leader_election": {
+                "lease_name": "trainjob-operator-test",
+                "lease_duration_seconds": 4,
+                "renew_deadline_seconds": 3,
+                "retry_period_seconds": 1,
+            }
+        }
+        status_port = free_port()
+        if kube.cluster.real:
+            # Pods on real nodes report progress: the status server listens on the bridge address they reach (its
+            # certificate names that address), not on loopback.
+            from trainjob_dev import realnodes
+
+            settings["status_server"] = {"host": realnodes.HOST_FOR_PODS, "port": status_port}
+        process = OperatorProcess(kubeconfig, "operator-a", settings, status_port=status_port).start(tmp)
         _SESSION["process"] = process
         try:
             eventually(process.ready, "operator readiness", timeout=60)

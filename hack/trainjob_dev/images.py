@@ -15,10 +15,34 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | pause | static busybox (Debian ``busybox-static``), ``sleep infinity`` | containerd's sandbox image |
 | busybox | static busybox with its applets as links, /etc/passwd | test pods (sh, nslookup, nc, wget) |
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
+| sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
+| mpi | Debian bookworm ``essential`` + ``openmpi-bin`` (4.1.4), ``openssh-server``/``-client``, ``python3-mpi4py``; user ``mpiuser`` (uid 1000) with mpi-operator's non-root sshd settings | the MPI runtimes' launcher and nodes |
 
 Why Debian's ``python3-torch`` and not PyPI's wheel: PyPI's Linux ``torch`` is the CUDA build and depends on the
 ``nvidia-*`` wheels (several GB); the CPU-only wheels live on download.pytorch.org, not PyPI. Debian's build is
 CPU-only and comes with gloo. Documentation, man pages and locales are left out (``path-exclude``).
+
+A recipe's ``pip`` installs wheels from PyPI: the entries of ``requirements/lock.txt`` its ``roots`` need (their
+closure by the lock's ``# via`` lines), with the lock's hashes (``--require-hashes``, wheels only, for the image's
+Python, not the host's), into ``/usr/local/lib/python3.X/dist-packages``; that requirements text is part of the
+key. The host's pip runs it, so it trusts what this machine trusts (an egress proxy's CA) without copying the
+host's CA bundle into the image.
+
+A recipe's ``files`` are written into the root filesystem and its ``hooks`` run inside it (``chroot``) after the
+packages are installed (mmdebstrap's customize hooks): the settings an image needs live in the image, never in the
+operator. Why the MPI image is set up as it is:
+
+- Open MPI 4.1 (bookworm; trixie's 5.x reads PRRTE's names, not the ``OMPI_MCA_orte_*`` the operator injects).
+- ``ssh`` and ``sshd`` on port 2222, as upstream's runtimes probe (``readinessProbe.tcpSocket.port: 2222``); the
+  client skips host-key checks and writes no known_hosts (the key directory is a read-only Secret volume).
+- Non-root sshd (the deepspeed/mlx/horovod shape: ``sshd -De -f /home/mpiuser/.sshd_config`` as uid 1000): its pid
+  file in the home, the operator's key Secret (``id_rsa``) as host key, ``StrictModes no`` (the Secret's files
+  are root-owned). A root sshd (``sshAuthMountPath: /root/.ssh``) gets the same from ``/etc/ssh/sshd_config.d``.
+- No host keys baked into the image (the package's postinst made some): every pod uses the operator's key.
+- ``mpiuser``'s password is ``*`` (no password login), not ``!``: a root sshd reads the shadow file and refuses
+  a locked account even for key logins.
+- Open MPI over TCP only (``pml ob1``, ``btl tcp,vader,self``, no single-copy, no binding): a container has no
+  InfiniBand, its ptrace and CPU binding are not ours to ask for.
 
 The Debian images are keyed by their recipe only (the mirror moves with point releases); their digest is in the
 metadata file, and ``SOURCE_DATE_EPOCH=0`` makes mmdebstrap's output independent of the build time.
@@ -31,14 +55,18 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 IMAGES_VERSION = "1"
+REPO = Path(__file__).resolve().parents[2]
 REPOSITORY = "localhost/trainjob-dev"
 
 PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
@@ -75,6 +103,47 @@ RECIPES: dict[str, dict[str, Any]] = {
         "entrypoint": [],
         "cmd": ["python3"],
     },
+    "sdk": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/lock.txt", "roots": ["kubeflow"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "mpi": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["openmpi-bin", "openssh-server", "openssh-client", "python3-mpi4py"],
+        "packages": ["mmdebstrap"],
+        "files": {
+            "/etc/ssh/ssh_config.d/mpi.conf": (
+                "Host *\n    Port 2222\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n"
+                "    LogLevel ERROR\n"
+            ),
+            "/etc/ssh/sshd_config.d/mpi.conf": "Port 2222\nHostKey /root/.ssh/id_rsa\nStrictModes no\n",
+            "/home/mpiuser/.sshd_config": (
+                "Port 2222\nPidFile /home/mpiuser/sshd.pid\nHostKey /home/mpiuser/.ssh/id_rsa\nStrictModes no\n"
+            ),
+            "/etc/openmpi/openmpi-mca-params.conf": (
+                "pml = ob1\nbtl = tcp,vader,self\nbtl_vader_single_copy_mechanism = none\n"
+                "hwloc_base_binding_policy = none\n"
+            ),
+        },
+        # /run kept (mmdebstrap empties it otherwise): a root sshd needs its privilege separation directory.
+        "skip": ["cleanup/run"],
+        "hooks": [
+            "rm -f /etc/ssh/ssh_host_*",
+            "find /run -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +",
+            "mkdir -p -m 0755 /run/sshd",
+            "useradd --uid 1000 --user-group --no-create-home --home-dir /home/mpiuser --shell /bin/bash mpiuser",
+            "usermod --password '*' mpiuser",
+            "chown -R mpiuser:mpiuser /home/mpiuser",
+        ],
+        "entrypoint": [],
+        "cmd": ["/bin/bash"],
+    },
 }
 
 
@@ -95,12 +164,57 @@ def _deb_version(package: str) -> str:
     return proc.stdout
 
 
+#: Where wheels for the image's Python may come from (bookworm's glibc is 2.36).
+WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def lock_subset(lock: str, roots: list[str]) -> str:
+    """The entries of a `uv pip compile` lock (`lock`'s text) that `roots` need: the roots and, transitively, every
+    entry whose `# via` names one already needed. Each entry keeps its pin, marker and hashes."""
+    entries: dict[str, list[str]] = {}
+    needed_by: dict[str, set[str]] = {}
+    current: str | None = None
+    for line in lock.splitlines():
+        stripped = line.strip()
+        if line and not line[0].isspace() and not line.startswith("#"):
+            current = _canonical(re.split(r"[=<>!~;\s\[]", line, maxsplit=1)[0])
+            entries[current], needed_by[current] = [line], set()
+        elif current is not None and stripped.startswith("--hash"):
+            entries[current].append(line)
+        elif current is not None and stripped.startswith("#"):
+            via = stripped.lstrip("#").strip()
+            via = via.removeprefix("via").strip()
+            if via:
+                needed_by[current].add(_canonical(via.split(" (")[0]))
+    missing = [r for r in roots if _canonical(r) not in entries]
+    if missing:
+        raise ImageError(f"not in the lock: {', '.join(missing)}")
+    needed = {_canonical(r) for r in roots}
+    grew = True
+    while grew:
+        more = {name for name, parents in needed_by.items() if name not in needed and parents & needed}
+        needed |= more
+        grew = bool(more)
+    return "".join("\n".join(entries[name]) + "\n" for name in sorted(needed))
+
+
+def _pip_requirements(recipe: dict[str, Any]) -> str:
+    pip = recipe["pip"]
+    return lock_subset((REPO / pip["lock"]).read_text(), pip["roots"])
+
+
 def key(name: str) -> str:
     recipe = RECIPES[name]
     h = hashlib.sha256()
     h.update(json.dumps({"v": IMAGES_VERSION, "name": name, "recipe": recipe}, sort_keys=True).encode())
     for pkg in recipe["packages"]:
         h.update(f"{pkg}={_deb_version(pkg)}".encode())
+    if "pip" in recipe:
+        h.update(_pip_requirements(recipe).encode())
     return h.hexdigest()[:12]
 
 
@@ -185,6 +299,18 @@ def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
     args = ["nice", "-n", "10", "mmdebstrap", f"--variant={variant}", "--include=" + ",".join(recipe["include"])]
     args += [f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES]
     args += ['--aptopt=Acquire::Languages "none"', '--aptopt=APT::Install-Recommends "false"']
+    stage = tmp / "files"
+    for path, content in (recipe.get("files") or {}).items():
+        target = stage / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        target.chmod(0o644)
+    if "pip" in recipe:
+        _pip_install(recipe, tmp, stage)
+    if stage.exists():
+        args.append(f"--customize-hook=sync-in {stage} /")
+    args += [f"--skip={what}" for what in recipe.get("skip") or []]
+    args += [f'--customize-hook=chroot "$1" sh -ec {shlex.quote(hook)}' for hook in recipe.get("hooks") or []]
     args += [recipe["suite"], str(out), DEBIAN_MIRROR]
     proc = subprocess.run(
         args, capture_output=True, text=True, timeout=3600, check=False, env={**os.environ, "SOURCE_DATE_EPOCH": "0"}
@@ -192,6 +318,22 @@ def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
     if proc.returncode != 0:
         raise ImageError(f"mmdebstrap failed: {proc.stderr.strip()[-2000:]}")
     return out
+
+
+def _pip_install(recipe: dict[str, Any], tmp: Path, stage: Path) -> None:
+    """The recipe's wheels, hash-checked, unpacked under `stage` where the image's Python finds them."""
+    python = recipe["pip"]["python"]
+    requirements = tmp / "requirements.txt"
+    requirements.write_text(_pip_requirements(recipe))
+    target = stage / "usr" / "local" / "lib" / f"python{python}" / "dist-packages"
+    args = ["nice", "-n", "10", sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    args += ["--no-cache-dir", "--require-hashes", "--no-deps", "--only-binary=:all:", "--no-compile"]
+    args += ["--implementation", "cp", "--python-version", python, "--abi", "cp" + python.replace(".", "")]
+    args += [f"--platform={p}" for p in WHEEL_PLATFORMS]
+    args += ["--target", str(target), "-r", str(requirements)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
+    if proc.returncode != 0:
+        raise ImageError(f"pip install for the image failed: {proc.stderr.strip()[-2000:]}")
 
 
 def build(name: str) -> dict[str, Any]:

@@ -55,6 +55,9 @@ POD_CIDR = "10.244.0.0/16"
 #: server's default service range 10.0.0.0/24). Both are in its serving certificate.
 API_SERVER_ADVERTISE = "10.244.1.1"
 API_SERVER_SANS = (API_SERVER_ADVERTISE, "10.0.0.1")
+#: Where a process of this machine serves pods (the operator's status server in tests/realnode): the same bridge
+#: address, which pods on every real node reach and nothing outside this machine does.
+HOST_FOR_PODS = API_SERVER_ADVERTISE
 #: sun_path is 108 bytes; containerd appends ".ttrpc" to its socket for the second endpoint.
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"

@@ -1,4 +1,4 @@
-"""A runtime of the shipped torch-distributed shape for the real nodes (tests/realnode)."""
+"""Runtimes of the shipped shapes (torch-distributed, deepspeed-distributed) for the real nodes (tests/realnode)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,52 @@ from typing import Any
 
 import yaml
 
+from operator_fixtures import Kube, condition, eventually
 from trainjob_dev import realnodes
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _shipped(file: str, name: str) -> dict[str, Any]:
+    """A shipped ClusterTrainingRuntime as a TrainingRuntime named `name` (namespaced: each test has its own)."""
+    shipped = yaml.safe_load((REPO / "runtimes" / file).read_text())
+    runtime = copy.deepcopy(shipped)
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {"name": name, "labels": shipped["metadata"]["labels"]}
+    return runtime
+
+
+def _on_real_nodes(pod: dict[str, Any], spread_job: str | None) -> None:
+    pod["nodeSelector"] = realnodes.REAL_NODE_SELECTOR
+    pod["tolerations"] = [realnodes.REAL_NODE_TOLERATION]
+    if spread_job is None:
+        return
+    # One pod of `spread_job` per node, so the ranks really talk across the pod network.
+    pod["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/replicatedjob-name": spread_job}},
+            "nodeAffinityPolicy": "Honor",
+            "nodeTaintsPolicy": "Honor",
+        }
+    ]
+
+
+def real_node_mpi_runtime(image: str, name: str) -> dict[str, Any]:
+    """The shipped deepspeed-distributed runtime (launcher runs as a node, non-root sshd on 2222, the operator's key
+    at /home/mpiuser/.ssh) as `name`, with the MPI image built here, pinned to the real nodes, the `node` pods one
+    per node. Nothing else of the shape changes: commands, probes, security contexts and mlPolicy are the shipped
+    ones."""
+    runtime = _shipped("deepspeed-distributed.yaml", name)
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        pod = job["template"]["spec"]["template"]["spec"]
+        _on_real_nodes(pod, "node" if job["name"] == "node" else None)
+        for container in pod["containers"]:
+            container["image"] = image
+            container["imagePullPolicy"] = "Never"
+    return runtime
 
 
 def real_node_runtime(
@@ -18,27 +61,12 @@ def real_node_runtime(
 ) -> dict[str, Any]:
     """The shipped torch-distributed runtime, namespaced as `name`, with an image built here and pinned to the real
     nodes, one pod per node; `torch_env` adds what torchrun and gloo need here, `backoff_limit` sets the Job's."""
-    shipped = yaml.safe_load((REPO / "runtimes" / "torch-distributed.yaml").read_text())
-    runtime = copy.deepcopy(shipped)
-    runtime["kind"] = "TrainingRuntime"
-    runtime["metadata"] = {"name": name, "labels": shipped["metadata"]["labels"]}
+    runtime = _shipped("torch-distributed.yaml", name)
     job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
     if backoff_limit is not None:
         job["backoffLimit"] = backoff_limit
     pod = job["template"]["spec"]
-    pod["nodeSelector"] = realnodes.REAL_NODE_SELECTOR
-    pod["tolerations"] = [realnodes.REAL_NODE_TOLERATION]
-    # One pod per node, so the ranks really talk across the pod network.
-    pod["topologySpreadConstraints"] = [
-        {
-            "maxSkew": 1,
-            "topologyKey": "kubernetes.io/hostname",
-            "whenUnsatisfiable": "DoNotSchedule",
-            "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/replicatedjob-name": "node"}},
-            "nodeAffinityPolicy": "Honor",
-            "nodeTaintsPolicy": "Honor",
-        }
-    ]
+    _on_real_nodes(pod, "node")
     container = pod["containers"][0]
     container["image"] = image
     container["imagePullPolicy"] = "Never"
@@ -58,3 +86,25 @@ def real_node_runtime(
         {"name": "PET_TEE", "value": "1"},
     ]
     return runtime
+
+
+def real_trainjob(name: str, runtime: str, **trainer: Any) -> dict[str, Any]:
+    """A TrainJob of the namespaced runtime `runtime` with `trainer` as its spec.trainer."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": runtime, "kind": "TrainingRuntime"}, "trainer": trainer},
+    }
+
+
+def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str, Any]:
+    """The TrainJob once it is Complete or Failed."""
+    job: dict[str, Any] = eventually(
+        lambda: (
+            (j := kube.get("trainjob", name, namespace)) and (condition(j, "Complete") or condition(j, "Failed")) and j
+        ),
+        f"TrainJob {name} to finish",
+        timeout=timeout,
+    )
+    return job

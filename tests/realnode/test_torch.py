@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from real_runtimes import real_node_runtime
+from real_runtimes import finished, real_node_runtime, real_trainjob
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_dev import images, realnodes
@@ -38,23 +38,13 @@ def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorP
     kube.create(real_node_runtime(image, "torch-real", torch_env=True), namespace)
     created = time.monotonic()
     kube.create(
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainJob",
-            "metadata": {"name": "ddp"},
-            "spec": {
-                "runtimeRef": {"name": "torch-real", "kind": "TrainingRuntime"},
-                "trainer": {
-                    "numNodes": 2,
-                    "numProcPerNode": 2,
-                    "command": [
-                        "bash",
-                        "-c",
-                        f"cat > /workspace/ddp.py <<'EOF'\n{DDP}\nEOF\nexec torchrun /workspace/ddp.py",
-                    ],
-                },
-            },
-        },
+        real_trainjob(
+            "ddp",
+            "torch-real",
+            numNodes=2,
+            numProcPerNode=2,
+            command=["bash", "-c", f"cat > /workspace/ddp.py <<'EOF'\n{DDP}\nEOF\nexec torchrun /workspace/ddp.py"],
+        ),
         namespace,
     )
 
@@ -67,14 +57,8 @@ def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorP
 
     eventually(all_running, "both torch pods Running", timeout=180)
     started = time.monotonic()
-    job = eventually(
-        lambda: (
-            (j := kube.get("trainjob", "ddp", namespace)) and (condition(j, "Complete") or condition(j, "Failed")) and j
-        ),
-        "the TrainJob to finish",
-        timeout=300,
-    )
-    finished = time.monotonic()
+    job = finished(kube, "ddp", namespace, timeout=300)
+    done = time.monotonic()
     logs = {p["metadata"]["name"]: kube.run("logs", "-n", namespace, p["metadata"]["name"]).stdout for p in pods()}
     assert condition(job, "Complete"), (job.get("status"), logs)
 
@@ -93,5 +77,5 @@ def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorP
         assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
     print(
         f"torch 2x2: pods Running {started - created:.1f}s after the TrainJob was created, "
-        f"Complete after {finished - created:.1f}s; image {images.metadata('torch')}"
+        f"Complete after {done - created:.1f}s; image {images.metadata('torch')}"
     )

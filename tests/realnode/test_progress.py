@@ -1,0 +1,71 @@
+"""Progress from a pod for real (issue 23): the unmodified kubeflow SDK (the lock's `kubeflow==0.5.0`, in an image
+built here) calls `update_trainjob_status()` inside a trainer pod on a real node, with the env, the CA and the
+token the kubelet projected for that pod, and the update lands in `status.trainerStatus`. The operator runs on
+this machine; its status server listens on the real nodes' bridge address (`realnodes.HOST_FOR_PODS`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from real_runtimes import finished, real_node_runtime, real_trainjob
+
+from operator_fixtures import Kube, OperatorProcess, condition
+from trainjob_dev import images, realnodes
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+#: Inside the pod: what the kubelet projected (the token's audience and the pod it is bound to, read from its
+#: claims, not verified: the status server does that), then the SDK's own call, as a training script makes it.
+SDK_CALL = """
+import base64, json, os, sys
+from kubeflow.trainer import update_trainjob_status
+with open(os.environ["KUBEFLOW_TRAINER_SERVER_TOKEN"]) as f:
+    payload = f.read().split(".")[1]
+claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+print("token " + json.dumps({"aud": claims["aud"], "pod": claims["kubernetes.io"]["pod"]}), flush=True)
+ok = update_trainjob_status(progress_percent=42, estimated_remaining_seconds=120,
+                            metrics={"loss": 0.25, "accuracy": "0.91"})
+print(f"update_trainjob_status returned {ok}", flush=True)
+sys.exit(0 if ok else 1)
+"""
+
+
+def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+    image = realnodes.load_image(kube.cluster, "sdk")
+    kube.create(real_node_runtime(image, "sdk-real"), namespace)
+    created = time.monotonic()
+    kube.create(real_trainjob("progress", "sdk-real", numNodes=1, command=["python3", "-c", SDK_CALL]), namespace)
+    job = finished(kube, "progress", namespace, timeout=180)
+    done = time.monotonic()
+    [pod] = [p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith("progress-node-")]
+    log = kube.run("logs", "-n", namespace, pod["metadata"]["name"]).stdout
+    assert condition(job, "Complete"), (job.get("status"), log, operator.log())
+    assert "update_trainjob_status returned True" in log, log
+
+    # The pod was told to call the status server where it listens, with the kubelet's token for this very pod.
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert env["KUBEFLOW_TRAINER_SERVER_URL"] == (
+        f"https://{realnodes.HOST_FOR_PODS}:{operator.status_port}/apis/trainer.kubeflow.org/v1alpha1"
+        f"/namespaces/{namespace}/trainjobs/progress/status"
+    )
+    token = json.loads(re.search(r"^token (.*)$", log, re.M).group(1))  # type: ignore[union-attr]
+    assert token == {
+        "aud": [f"trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/progress/status"],
+        "pod": {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]},
+    }
+    assert pod["spec"]["nodeName"] in ("real-node-0", "real-node-1")
+    assert pod["status"]["containerStatuses"][0]["containerID"].startswith("containerd://")
+
+    trainer_status = dict(job["status"]["trainerStatus"])
+    stamp = trainer_status.pop("lastUpdatedTime")
+    assert trainer_status == {
+        "progressPercentage": 42,
+        "estimatedRemainingSeconds": 120,
+        "metrics": [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
+    }
+    assert stamp.endswith("Z")
+    assert operator.metric("trainjob_operator_status_updates_total", code="200") >= 1
+    print(f"progress from a pod: Complete {done - created:.1f}s after creation; image {images.metadata('sdk')}")
