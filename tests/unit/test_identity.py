@@ -450,3 +450,24 @@ def test_the_ui_shows_no_predecessors_jobset_pods_or_events() -> None:
         {"involvedObject": {"kind": "Job", "name": "test-job-node-0"}, "lastTimestamp": "2026-11-22T11:00:02Z"},
     ]
     assert view.own_events(TRAINJOB, events) == events[2:]
+
+
+def test_an_event_in_the_trainjobs_creation_second_is_its_own_whatever_its_precision() -> None:
+    """The scheduler's events carry microseconds (`eventTime`); the creation time has seconds only."""
+    events = [
+        {"involvedObject": {"kind": "Pod", "name": "p"}, "eventTime": "2026-11-22T10:59:59.999999Z"},
+        {"involvedObject": {"kind": "Pod", "name": "p"}, "eventTime": "2026-11-22T11:00:00.250000Z"},
+        {"involvedObject": {"kind": "Pod", "name": "p"}, "lastTimestamp": "2026-11-22T11:00:00Z"},
+        {"involvedObject": {"kind": "Pod", "name": "p"}},
+    ]
+    assert view.own_events(TRAINJOB, events) == events[1:]
+    rows = view.events_of(
+        [
+            {"involvedObject": {"kind": "Pod", "name": "p"}, "eventTime": "2026-11-22T11:00:01.500000Z", "reason": "B"},
+            {"involvedObject": {"kind": "Pod", "name": "p"}, "lastTimestamp": "2026-11-22T11:00:01Z", "reason": "A"},
+            {"involvedObject": {"kind": "Pod", "name": "p"}, "lastTimestamp": "2026-11-22T11:00:02Z", "reason": "C"},
+        ],
+        "test-job",
+        ["p"],
+    )
+    assert [row["reason"] for row in rows] == ["A", "B", "C"], "newest last, to the second, then as written"

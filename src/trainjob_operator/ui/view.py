@@ -4,6 +4,7 @@ the metric history. Nothing here reads a Secret; objects are stripped of bookkee
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ..api import constants as c
@@ -137,7 +138,7 @@ def events_of(
             or (kind == "Pod" and gone is not None and gone.fullmatch(name))
         ):
             kept.append(event_row(event))
-    return sorted(kept, key=lambda r: r["time"] or "")
+    return sorted(kept, key=lambda r: _second(r["time"]) or datetime.min.replace(tzinfo=UTC))  # stable: as listed
 
 
 def jobset_note(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> str | None:
@@ -263,13 +264,26 @@ def own_pods(jobset: dict[str, Any] | None, pods: list[dict[str, Any]]) -> list[
 def own_events(trainjob: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events of this incarnation: none about a TrainJob of another uid, none from before it was created."""
     meta = _meta(trainjob)
-    uid, created = meta.get("uid"), meta.get("creationTimestamp") or ""
+    uid, since = meta.get("uid"), _second(meta.get("creationTimestamp"))
     kept = []
     for event in events:
         involved = event.get("involvedObject") or {}
         if involved.get("kind") == c.TRAINJOB_KIND and involved.get("uid") not in (None, uid):
             continue
-        if (event_row(event)["time"] or created) < created:
+        when = _second(event_row(event)["time"])
+        if when is not None and since is not None and when < since:
             continue
         kept.append(event)
     return kept
+
+
+def _second(stamp: str | None) -> datetime | None:
+    """A timestamp to the second. Events carry RFC 3339 seconds (`lastTimestamp`) or microseconds (`eventTime`, the
+    scheduler's): compared as text, `…:01.5Z` sorts before `…:01Z`, so an event in the creation's second looked older
+    than the TrainJob (the creation time has seconds only)."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp).replace(microsecond=0)
+    except ValueError:
+        return None
