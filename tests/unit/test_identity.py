@@ -470,4 +470,4 @@ def test_an_event_in_the_trainjobs_creation_second_is_its_own_whatever_its_preci
         "test-job",
         ["p"],
     )
-    assert [row["reason"] for row in rows] == ["A", "B", "C"], "newest last, to the second, then as written"
+    assert [row["reason"] for row in rows] == ["A", "B", "C"], "newest last, whatever the precision"

@@ -138,7 +138,7 @@ def events_of(
             or (kind == "Pod" and gone is not None and gone.fullmatch(name))
         ):
             kept.append(event_row(event))
-    return sorted(kept, key=lambda r: _second(r["time"]) or datetime.min.replace(tzinfo=UTC))  # stable: as listed
+    return sorted(kept, key=lambda r: (_instant(r["time"]) or datetime.min.replace(tzinfo=UTC), r["time"] or ""))
 
 
 def jobset_note(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> str | None:
@@ -277,13 +277,19 @@ def own_events(trainjob: dict[str, Any], events: list[dict[str, Any]]) -> list[d
     return kept
 
 
+def _instant(stamp: str | None) -> datetime | None:
+    """An RFC 3339 timestamp (seconds or microseconds) as a time; None when absent or not one."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+
+
 def _second(stamp: str | None) -> datetime | None:
     """A timestamp to the second. Events carry RFC 3339 seconds (`lastTimestamp`) or microseconds (`eventTime`, the
     scheduler's): compared as text, `…:01.5Z` sorts before `…:01Z`, so an event in the creation's second looked older
     than the TrainJob (the creation time has seconds only)."""
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp).replace(microsecond=0)
-    except ValueError:
-        return None
+    instant = _instant(stamp)
+    return instant.replace(microsecond=0) if instant is not None else None
