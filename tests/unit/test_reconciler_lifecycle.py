@@ -572,3 +572,19 @@ def test_a_status_write_that_lands_on_another_incarnation_is_refused_and_dropped
     result = asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
     assert ("refused patch",) in client.calls
     assert result.error is False
+
+
+def test_a_pods_delete_removes_only_that_incarnation_and_the_index_follows_its_jobset() -> None:
+    """A DELETED event for a pod of another uid (a predecessor's, seen late after a relist) leaves the cached pod of
+    that name; a pod whose JobSet label changed is listed under its JobSet only, and nothing of it stays indexed
+    once it is gone (memory bounded)."""
+    cache = PodCache()
+    mine = PodBuilder.make(jobset_uid="js-new").running()
+    cache.put(mine.raw())
+    assert cache.remove(mine.set("metadata.uid", "a-predecessors-pod").raw()) is None
+    assert [p["metadata"]["uid"] for p in cache.of_jobset(KEY)] == [mine.raw()["metadata"]["uid"]]
+    moved = mine.set("metadata.labels", {**mine.raw()["metadata"]["labels"], c.JOBSET_NAME_LABEL: "other"})
+    cache.put(moved.raw())
+    assert cache.of_jobset(KEY) == [] and len(cache.of_jobset(("default", "other"))) == 1
+    assert cache.remove(moved.raw()) == ("default", "other")
+    assert len(cache) == 0 and cache._by_jobset == {}
