@@ -588,3 +588,57 @@ def test_a_pods_delete_removes_only_that_incarnation_and_the_index_follows_its_j
     assert cache.of_jobset(KEY) == [] and len(cache.of_jobset(("default", "other"))) == 1
     assert cache.remove(moved.raw()) == ("default", "other")
     assert len(cache) == 0 and cache._by_jobset == {}
+
+
+def known_of(store: Store, uid: str) -> dict[str, Any]:
+    """Whatever the store remembers of one TrainJob uid (empty: nothing)."""
+    known = store.known
+    kept = {
+        name: table[uid]
+        for name, table in (
+            ("snapshots", known.snapshots),
+            ("existing", known.existing),
+            ("last_error", known.last_error),
+            ("nodes", known.nodes),
+            ("applied", known.applied),
+            ("warned", known.warned),
+        )
+        if uid in table
+    }
+    kept.update(
+        {name: True for name, seen in (("created_seen", known.created_seen), ("started", known.started)) if uid in seen}
+    )
+    return kept
+
+
+def test_a_trainjob_deleted_while_its_pass_runs_leaves_nothing_remembered_of_its_uid() -> None:
+    """The DELETED event arrives while a pass of that TrainJob awaits its writes: what the pass records after it
+    (nodes, applied digests, the snapshot, warned keys) would stay forever, one set per deleted TrainJob."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    job = JOB.trainer(numNodes=2)
+
+    @dataclass
+    class DeletedMidPass(FakeClient):
+        manager: Any = None
+
+        async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = True) -> dict[str, Any]:
+            if obj["kind"] == c.JOBSET_KIND:  # the manager handles the TrainJob's DELETED event meanwhile
+                self.manager.on_trainjob({"type": "DELETED", "object": job.raw()})
+            return await super().apply(obj, field_manager, force)
+
+    async def scenario() -> Store:
+        client = DeletedMidPass(trainjob=job.raw())
+        manager = Manager(OperatorConfig(), client)  # type: ignore[arg-type]
+        client.manager = manager
+        manager.status_ca = "a CA"
+        manager.store.runtimes.put(RT.raw())
+        manager.on_trainjob({"type": None, "object": job.raw()})
+        await manager.reconciler.reconcile(KEY)
+        assert ("apply", c.JOBSET_KIND, "test-job") in client.calls
+        return manager.store
+
+    store = asyncio.run(scenario())
+    assert store.trainjobs.get(KEY) is None
+    assert known_of(store, "uid") == {}

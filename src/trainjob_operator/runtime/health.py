@@ -408,9 +408,7 @@ def assess(
             continue
         earlier = [f for q in current if _slot(q) == _slot(pod) and q is not pod for f in pod_failures(q)]
         if earlier:  # a failed pod's replacement has not started yet
-            return Health(
-                c.STATE_RESTARTING, c.REASON_POD_FAILED, _status_message(earlier[-1].describe()), warnings
-            )
+            return Health(c.STATE_RESTARTING, c.REASON_POD_FAILED, _status_message(earlier[-1].describe()), warnings)
     done = bool(newest) and all((p.get("status") or {}).get("phase") == "Succeeded" for p in newest)
     if running or done:  # every pod done: running until the JobSet says Completed
         return Health(c.STATE_RUNNING, warnings=warnings)
