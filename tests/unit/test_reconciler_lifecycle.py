@@ -642,3 +642,20 @@ def test_a_trainjob_deleted_while_its_pass_runs_leaves_nothing_remembered_of_its
     store = asyncio.run(scenario())
     assert store.trainjobs.get(KEY) is None
     assert known_of(store, "uid") == {}
+
+
+def test_a_successor_cached_without_its_predecessors_delete_event_frees_the_predecessors_uid() -> None:
+    """A watch that lists again after a gap sees the TrainJob of that name with a new uid and never the old one's
+    DELETED event: what was remembered of the old uid goes when the new one takes its place in the cache."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+    manager.on_trainjob({"type": None, "object": JOB.raw()})
+    manager.store.known.nodes["uid"] = 2
+    manager.store.known.warned["uid"] = {"failed/node/node/1"}
+    manager.on_trainjob({"type": None, "object": JOB.set("metadata.uid", "successor").raw()})
+    assert known_of(manager.store, "uid") == {}
+    manager.store.known.nodes["successor"] = 3
+    manager.on_trainjob({"type": "MODIFIED", "object": JOB.set("metadata.uid", "successor").raw()})
+    assert known_of(manager.store, "successor") == {"nodes": 3}, "the same incarnation keeps what it has"

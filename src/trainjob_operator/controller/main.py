@@ -25,6 +25,7 @@ from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.errors import printable
 from ..runtime.framework import ChildKind
+from ..runtime.identity import same_incarnation
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
 from . import kopf_adapter, kopf_seams
@@ -115,7 +116,14 @@ class Manager:
                 self._count_state(self.states.pop(key, None), None)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
             return
+        before = self.store.trainjobs.get(key)
         self.store.trainjobs.put(obj)
+        if (
+            before is not None
+            and not same_incarnation(before, obj)
+            and same_incarnation(self.store.trainjobs.get(key), obj)
+        ):  # a successor took the name and its predecessor's DELETED never came (a watch gap): that uid is gone
+            self.store.known.forget((before.get("metadata") or {}).get("uid", ""))
         state = (obj.get("status") or {}).get("state") or c.STATE_PENDING
         self._count_state(self.states.get(key), state)
         self.states[key] = state
