@@ -659,3 +659,42 @@ def test_a_successor_cached_without_its_predecessors_delete_event_frees_the_pred
     manager.store.known.nodes["successor"] = 3
     manager.on_trainjob({"type": "MODIFIED", "object": JOB.set("metadata.uid", "successor").raw()})
     assert known_of(manager.store, "successor") == {"nodes": 3}, "the same incarnation keeps what it has"
+
+
+def test_a_listing_after_a_watch_gap_drops_what_was_deleted_during_the_gap() -> None:
+    """kopf lists again after a 410 or a failed stream, and sends no DELETED event for what went meanwhile: what
+    the new listing lacks is gone, as a client-go informer's Replace says. Else a deleted pod stays its JobSet's
+    for good (STATE, RESTARTS), a deleted TrainJob stays cached, counted and reconciled, and memory grows."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+    manager.store.pods = PodCache()
+    kept_job, gone_job = JOB, JOB.set("metadata.name", "gone").set("metadata.uid", "gone-uid")
+    kept_pod, gone_pod = PodBuilder.make().running(), PodBuilder.make(index=1, suffix="zzzzz").running()
+    gone_jobset = {**RUNNING_JOBSET, "metadata": {**RUNNING_JOBSET["metadata"], "name": "gone", "uid": "js-gone"}}
+    jobset_kind = next(k for k in manager.watched if k.kind == c.JOBSET_KIND)
+
+    def listing(jobs: list[TrainJobBuilder], pods: list[PodBuilder], jobsets: list[dict[str, Any]]) -> None:
+        for job in jobs:
+            manager.on_trainjob({"type": None, "object": job.raw()})
+        manager.on_listed("trainjobs", None)
+        for pod in pods:
+            manager.on_pod({"type": None, "object": pod.raw()})
+        manager.on_listed("pods", None)
+        for jobset in jobsets:
+            manager.on_child(jobset_kind, {"type": None, "object": jobset})
+        manager.on_listed(jobset_kind.plural, None)
+
+    listing([kept_job, gone_job], [kept_pod, gone_pod], [RUNNING_JOBSET, gone_jobset])
+    manager.store.known.nodes["gone-uid"] = 2
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (2, 2, 2)
+    assert manager.state_counts == {"Pending": 2}
+
+    listing([kept_job], [kept_pod], [RUNNING_JOBSET])  # the same watches, listing again after a gap
+    assert manager.store.trainjobs.snapshot_keys() == [KEY] and manager.store.jobsets.snapshot_keys() == [KEY]
+    assert [p["metadata"]["name"] for p in manager.store.pods.of_jobset(KEY)] == [kept_pod.raw()["metadata"]["name"]]
+    assert manager.state_counts == {"Pending": 1} and known_of(manager.store, "gone-uid") == {}
+
+    listing([], [], [])  # everything went
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (0, 0, 0)

@@ -195,6 +195,13 @@ class PodCache:
             if not names:
                 del self._by_jobset[owner]
 
+    def get(self, key: Key) -> dict[str, Any] | None:
+        data = self._data.get(key)
+        return jsontext.loads(data) if data is not None else None
+
+    def snapshot_keys(self) -> list[Key]:
+        return list(self._data)
+
     def of_jobset(self, key: Key) -> list[dict[str, Any]]:
         """The pods labelled with this JobSet's name (the health check narrows them to the JobSet's uid)."""
         names = sorted(self._by_jobset.get(key, ()))
