@@ -670,6 +670,7 @@ def test_a_listing_after_a_watch_gap_drops_what_was_deleted_during_the_gap() -> 
 
     manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
     manager.store.pods = PodCache()
+    manager.listings_replace = True  # paged listings
     kept_job, gone_job = JOB, JOB.set("metadata.name", "gone").set("metadata.uid", "gone-uid")
     kept_pod, gone_pod = PodBuilder.make().running(), PodBuilder.make(index=1, suffix="zzzzz").running()
     gone_jobset = {**RUNNING_JOBSET, "metadata": {**RUNNING_JOBSET["metadata"], "name": "gone", "uid": "js-gone"}}
@@ -698,3 +699,8 @@ def test_a_listing_after_a_watch_gap_drops_what_was_deleted_during_the_gap() -> 
 
     listing([], [], [])  # everything went
     assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (0, 0, 0)
+
+    listing([kept_job], [kept_pod], [RUNNING_JOBSET])
+    manager.listings_replace = False  # streamed: a listing may lack what exists (a stream resumed mid-listing)
+    listing([], [], [])
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (1, 1, 1)

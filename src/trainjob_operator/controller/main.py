@@ -71,6 +71,10 @@ class Manager:
     synced: bool = False
     listing: dict[str, set[Key]] = field(default_factory=dict)
     """Per watched collection: the keys its current listing delivered so far (`on_listed` drops the others)."""
+    listings_replace: bool = False
+    """A listing is whole when it ends (paged LISTs: kopf lists again from the start after any failure), so what it
+    lacks was deleted. Not with streamed listings: kopf resumes a stream cut during its initial events from the last
+    object's resourceVersion and still ends it as a listing, so objects that exist may be missing from it."""
 
     def __post_init__(self) -> None:
         self.watched = self.framework.watched()
@@ -107,18 +111,19 @@ class Manager:
         name = cache_name(plural, key[0] if self.cfg.namespaces else None)
         listed = event.get("type") is None
         self.sync.seen(name, listed)
-        if listed:
+        if listed and self.listings_replace:
             self.listing.setdefault(name, set()).add(key)
 
     def on_listed(self, plural: str, namespace: str | None) -> None:
         """A watch's listing (in `namespace`, None: cluster-wide) has reached the caches: the first, or one after a
-        watch gap (a 410, a failed stream). What the listing lacks was deleted meanwhile, and kopf sends no DELETED
-        event for it: it goes as if one came (a client-go informer's Replace)."""
+        watch gap (a 410, a failed stream). With paged listings (`listings_replace`), what the listing lacks was
+        deleted meanwhile, and kopf sends no DELETED event for it: it goes as if one came (a client-go informer's
+        Replace)."""
         name = cache_name(plural, namespace)
         self.sync.complete(name)
         listed = self.listing.pop(name, set())
         cache, deleted = self._cache_of(plural)
-        if cache is None:
+        if cache is None or not self.listings_replace:
             return
         for key in cache.snapshot_keys():
             if key not in listed and (namespace is None or key[0] == namespace):
@@ -432,6 +437,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             raise
         manager.preflight_done = True
         manager.watch_pods(facts)
+        manager.listings_replace = not facts.streams_initial_events
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:
