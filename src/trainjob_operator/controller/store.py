@@ -168,8 +168,9 @@ class PodCache:
         if before == data:
             return None
         owner = self._jobset_of(summary)
-        if before is not None and (was := self._jobset_of(jsontext.loads(before))) != owner:
-            self._unindex(was, key[1])  # relabelled, or another pod of that name: listed under its JobSet only
+        if before is not None and key[1] not in self._by_jobset.get(owner, ()):
+            # relabelled, or another pod of that name: listed under its JobSet only
+            self._unindex(self._jobset_of(jsontext.loads(before)), key[1])
         self._data[key] = data
         self._by_jobset.setdefault(owner, set()).add(key[1])
         return owner
