@@ -390,3 +390,23 @@ def test_the_metrics_count_every_state_the_status_can_carry() -> None:
     annotation = TrainJobStatus.model_fields["state"].annotation
     [literal, _none] = get_args(annotation)
     assert sorted(get_args(literal)) == sorted(STATES)
+
+
+def test_the_status_message_is_printable_and_within_its_bound_whatever_the_pod_says() -> None:
+    """status.message quotes the kubelet's and the scheduler's text, which quotes the user's (an image name):
+    escaped as a condition message is (`kubectl describe` prints it raw), and still within the CRD's 1024
+    characters once escaped, or the API server refuses every status write of the TrainJob."""
+    evil = "img\r\x1b[2J" + "\x1b" * 400
+    pod = POD.image_pull_failing().set(
+        "status.containerStatuses.0.state.waiting.message", f'Back-off pulling image "{evil}"'
+    )
+    for given in (pod.raw(), health.pod_summary(pod.raw())):
+        status = TrainJobStatus()
+        health.apply_health(JOB.obj(), status, jobset(), [given])
+        assert status.message is not None and status.message.startswith("pod test-job-node-0-0-abcde: ")
+        assert "\x1b" not in status.message and "\r" not in status.message and "\\x1b[2J" in status.message
+        assert len(status.message) <= health.MESSAGE_LIMIT
+        TrainJobStatus.model_validate(status.to_wire())  # the CRD's bound, as the model declares it
+        for warning in health.assess(JOB.obj(), TrainJobStatus(), jobset(), [given]).warnings:
+            message = health.warning_event(JOB.obj(), warning, "t")["message"]
+            assert "\x1b" not in message and len(message) <= health.MESSAGE_LIMIT, "an Event's note: 1 KiB at most"

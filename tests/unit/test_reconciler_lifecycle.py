@@ -572,3 +572,135 @@ def test_a_status_write_that_lands_on_another_incarnation_is_refused_and_dropped
     result = asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
     assert ("refused patch",) in client.calls
     assert result.error is False
+
+
+def test_a_pods_delete_removes_only_that_incarnation_and_the_index_follows_its_jobset() -> None:
+    """A DELETED event for a pod of another uid (a predecessor's, seen late after a relist) leaves the cached pod of
+    that name; a pod whose JobSet label changed is listed under its JobSet only, and nothing of it stays indexed
+    once it is gone (memory bounded)."""
+    cache = PodCache()
+    mine = PodBuilder.make(jobset_uid="js-new").running()
+    cache.put(mine.raw())
+    assert cache.remove(mine.set("metadata.uid", "a-predecessors-pod").raw()) is None
+    assert [p["metadata"]["uid"] for p in cache.of_jobset(KEY)] == [mine.raw()["metadata"]["uid"]]
+    moved = mine.set("metadata.labels", {**mine.raw()["metadata"]["labels"], c.JOBSET_NAME_LABEL: "other"})
+    cache.put(moved.raw())
+    assert cache.of_jobset(KEY) == [] and len(cache.of_jobset(("default", "other"))) == 1
+    assert cache.remove(moved.raw()) == ("default", "other")
+    assert len(cache) == 0 and cache._by_jobset == {}
+
+
+def known_of(store: Store, uid: str) -> dict[str, Any]:
+    """Whatever the store remembers of one TrainJob uid (empty: nothing)."""
+    known = store.known
+    kept = {
+        name: table[uid]
+        for name, table in (
+            ("snapshots", known.snapshots),
+            ("existing", known.existing),
+            ("last_error", known.last_error),
+            ("nodes", known.nodes),
+            ("applied", known.applied),
+            ("warned", known.warned),
+        )
+        if uid in table
+    }
+    kept.update(
+        {name: True for name, seen in (("created_seen", known.created_seen), ("started", known.started)) if uid in seen}
+    )
+    return kept
+
+
+def test_a_trainjob_deleted_while_its_pass_runs_leaves_nothing_remembered_of_its_uid() -> None:
+    """The DELETED event arrives while a pass of that TrainJob awaits its writes: what the pass records after it
+    (nodes, applied digests, the snapshot, warned keys) would stay forever, one set per deleted TrainJob."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    job = JOB.trainer(numNodes=2)
+
+    @dataclass
+    class DeletedMidPass(FakeClient):
+        manager: Any = None
+
+        async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = True) -> dict[str, Any]:
+            if obj["kind"] == c.JOBSET_KIND:  # the manager handles the TrainJob's DELETED event meanwhile
+                self.manager.on_trainjob({"type": "DELETED", "object": job.raw()})
+            return await super().apply(obj, field_manager, force)
+
+    async def scenario() -> Store:
+        client = DeletedMidPass(trainjob=job.raw())
+        manager = Manager(OperatorConfig(), client)  # type: ignore[arg-type]
+        client.manager = manager
+        manager.status_ca = "a CA"
+        manager.store.runtimes.put(RT.raw())
+        manager.on_trainjob({"type": None, "object": job.raw()})
+        await manager.reconciler.reconcile(KEY)
+        assert ("apply", c.JOBSET_KIND, "test-job") in client.calls
+        return manager.store
+
+    store = asyncio.run(scenario())
+    assert store.trainjobs.get(KEY) is None
+    assert known_of(store, "uid") == {}
+
+
+def test_a_successor_cached_without_its_predecessors_delete_event_frees_the_predecessors_uid() -> None:
+    """A watch that lists again after a gap sees the TrainJob of that name with a new uid and never the old one's
+    DELETED event: what was remembered of the old uid goes when the new one takes its place in the cache."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+    manager.on_trainjob({"type": None, "object": JOB.raw()})
+    manager.store.known.nodes["uid"] = 2
+    manager.store.known.warned["uid"] = {"failed/node/node/1"}
+    manager.on_trainjob({"type": None, "object": JOB.set("metadata.uid", "successor").raw()})
+    assert known_of(manager.store, "uid") == {}
+    manager.store.known.nodes["successor"] = 3
+    manager.on_trainjob({"type": "MODIFIED", "object": JOB.set("metadata.uid", "successor").raw()})
+    assert known_of(manager.store, "successor") == {"nodes": 3}, "the same incarnation keeps what it has"
+
+
+def test_a_listing_after_a_watch_gap_drops_what_was_deleted_during_the_gap() -> None:
+    """kopf lists again after a 410 or a failed stream, and sends no DELETED event for what went meanwhile: what
+    the new listing lacks is gone, as a client-go informer's Replace says. Else a deleted pod stays its JobSet's
+    for good (STATE, RESTARTS), a deleted TrainJob stays cached, counted and reconciled, and memory grows."""
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.main import Manager
+
+    manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+    manager.store.pods = PodCache()
+    manager.listings_replace = True  # paged listings
+    kept_job, gone_job = JOB, JOB.set("metadata.name", "gone").set("metadata.uid", "gone-uid")
+    kept_pod, gone_pod = PodBuilder.make().running(), PodBuilder.make(index=1, suffix="zzzzz").running()
+    gone_jobset = {**RUNNING_JOBSET, "metadata": {**RUNNING_JOBSET["metadata"], "name": "gone", "uid": "js-gone"}}
+    jobset_kind = next(k for k in manager.watched if k.kind == c.JOBSET_KIND)
+
+    def listing(jobs: list[TrainJobBuilder], pods: list[PodBuilder], jobsets: list[dict[str, Any]]) -> None:
+        for job in jobs:
+            manager.on_trainjob({"type": None, "object": job.raw()})
+        manager.on_listed("trainjobs", None)
+        for pod in pods:
+            manager.on_pod({"type": None, "object": pod.raw()})
+        manager.on_listed("pods", None)
+        for jobset in jobsets:
+            manager.on_child(jobset_kind, {"type": None, "object": jobset})
+        manager.on_listed(jobset_kind.plural, None)
+
+    listing([kept_job, gone_job], [kept_pod, gone_pod], [RUNNING_JOBSET, gone_jobset])
+    manager.store.known.nodes["gone-uid"] = 2
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (2, 2, 2)
+    assert manager.state_counts == {"Pending": 2}
+
+    listing([kept_job], [kept_pod], [RUNNING_JOBSET])  # the same watches, listing again after a gap
+    assert manager.store.trainjobs.snapshot_keys() == [KEY] and manager.store.jobsets.snapshot_keys() == [KEY]
+    assert [p["metadata"]["name"] for p in manager.store.pods.of_jobset(KEY)] == [kept_pod.raw()["metadata"]["name"]]
+    assert manager.state_counts == {"Pending": 1} and known_of(manager.store, "gone-uid") == {}
+
+    listing([], [], [])  # everything went
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (0, 0, 0)
+
+    listing([kept_job], [kept_pod], [RUNNING_JOBSET])
+    manager.listings_replace = False  # streamed: a listing may lack what exists (a stream resumed mid-listing)
+    listing([], [], [])
+    assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (1, 1, 1)

@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import sys
@@ -25,6 +26,7 @@ from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.errors import printable
 from ..runtime.framework import ChildKind
+from ..runtime.identity import same_incarnation
 from ..runtime.observed import StatusServer as StatusEndpoint
 from ..runtime.pipeline import Framework
 from . import kopf_adapter, kopf_seams
@@ -36,7 +38,7 @@ from .reconciler import NotLeading, Reconciler, utcnow
 from .runtimes import RuntimeResolver
 from .startup import StartupError, preflight
 from .statusserver import StatusServer, base_url
-from .store import Key, PodCache, Store, key_of
+from .store import Key, ObjectCache, PodCache, Store, key_of
 from .webhooks import Webhooks
 
 log = logs.get("trainjob_operator.manager")
@@ -67,6 +69,12 @@ class Manager:
     dead: list[str] = field(default_factory=list)
     """Background tasks that ended: the operator is not live any more and stops."""
     synced: bool = False
+    listing: dict[str, set[Key]] = field(default_factory=dict)
+    """Per watched collection: the keys its current listing delivered so far (`on_listed` drops the others)."""
+    listings_replace: bool = False
+    """A listing is whole when it ends (paged LISTs: kopf lists again from the start after any failure), so what it
+    lacks was deleted. Not with streamed listings: kopf resumes a stream cut during its initial events from the last
+    object's resourceVersion and still ends it as a listing, so objects that exist may be missing from it."""
 
     def __post_init__(self) -> None:
         self.watched = self.framework.watched()
@@ -100,11 +108,43 @@ class Manager:
 
     def _seen(self, plural: str, event: dict[str, Any], key: Key) -> None:
         """kopf marks the objects of its initial listing with type None; live watch events carry a type."""
-        self.sync.seen(cache_name(plural, key[0] if self.cfg.namespaces else None), event.get("type") is None)
+        name = cache_name(plural, key[0] if self.cfg.namespaces else None)
+        listed = event.get("type") is None
+        self.sync.seen(name, listed)
+        if listed and self.listings_replace:
+            self.listing.setdefault(name, set()).add(key)
 
     def on_listed(self, plural: str, namespace: str | None) -> None:
-        """A watch's initial listing (in `namespace`, None: cluster-wide) has reached the caches."""
-        self.sync.complete(cache_name(plural, namespace))
+        """A watch's listing (in `namespace`, None: cluster-wide) has reached the caches: the first, or one after a
+        watch gap (a 410, a failed stream). With paged listings (`listings_replace`), what the listing lacks was
+        deleted meanwhile, and kopf sends no DELETED event for it: it goes as if one came (a client-go informer's
+        Replace)."""
+        name = cache_name(plural, namespace)
+        self.sync.complete(name)
+        listed = self.listing.pop(name, set())
+        cache, deleted = self._cache_of(plural)
+        if cache is None or not self.listings_replace:
+            return
+        for key in cache.snapshot_keys():
+            if key not in listed and (namespace is None or key[0] == namespace):
+                gone = cache.get(key)
+                if gone is not None:
+                    deleted({"type": "DELETED", "object": gone})
+
+    def _cache_of(self, plural: str) -> tuple[ObjectCache | PodCache | None, Callable[[dict[str, Any]], None]]:
+        """The cache the watch of `plural` feeds, and the handler its events go to."""
+        if plural == "trainjobs":
+            return self.store.trainjobs, self.on_trainjob
+        if plural in ("trainingruntimes", "clustertrainingruntimes"):
+            cluster = plural == "clustertrainingruntimes"
+            cache = self.store.cluster_runtimes if cluster else self.store.runtimes
+            return cache, functools.partial(self.on_runtime, cluster=cluster)
+        if plural == kopf_adapter.POD_PLURAL:
+            return self.store.pods, self.on_pod
+        for kind in self.watched:
+            if kind.plural == plural:
+                return self.store.children[(kind.api_version, kind.kind)], functools.partial(self.on_child, kind)
+        return None, self.on_trainjob
 
     def on_trainjob(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
@@ -115,7 +155,14 @@ class Manager:
                 self._count_state(self.states.pop(key, None), None)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
             return
+        before = self.store.trainjobs.get(key)
         self.store.trainjobs.put(obj)
+        if (
+            before is not None
+            and not same_incarnation(before, obj)
+            and same_incarnation(self.store.trainjobs.get(key), obj)
+        ):  # a successor took the name and its predecessor's DELETED never came (a watch gap): that uid is gone
+            self.store.known.forget((before.get("metadata") or {}).get("uid", ""))
         state = (obj.get("status") or {}).get("state") or c.STATE_PENDING
         self._count_state(self.states.get(key), state)
         self.states[key] = state
@@ -175,9 +222,7 @@ class Manager:
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}
         cache = self.store.cluster_runtimes if cluster else self.store.runtimes
-        self._seen(
-            "clustertrainingruntimes" if cluster else "trainingruntimes", event, ("", "") if cluster else key_of(obj)
-        )
+        self._seen("clustertrainingruntimes" if cluster else "trainingruntimes", event, key_of(obj))
         if event.get("type") == "DELETED":
             cache.removed(obj)
         else:
@@ -392,6 +437,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
             raise
         manager.preflight_done = True
         manager.watch_pods(facts)
+        manager.listings_replace = not facts.streams_initial_events
         admission: AdmissionServer | None = None
         status: StatusServer | None = None
         if cfg.webhook.enabled:

@@ -85,18 +85,30 @@ class Reconciler:
     async def reconcile(self, key: Key) -> Result:
         started = time.perf_counter()
         result = Result(error=True)
+        body = self.store.trainjobs.get(key)
         try:
-            result = await self._reconcile(key)
+            if body is None:
+                result = Result()
+                return result
+            result = await self._reconcile(key, body)
             return result
         finally:
+            self._forget_if_gone(key, body)
             self.metrics.reconcile_seconds.labels(result="error" if result.error else "ok").observe(
                 time.perf_counter() - started
             )
 
-    async def _reconcile(self, key: Key) -> Result:
-        body = self.store.trainjobs.get(key)
-        if body is None:
-            return Result()
+    def _forget_if_gone(self, key: Key, body: dict[str, Any] | None) -> None:
+        """The TrainJob was deleted (or replaced) while its pass ran: the DELETED event forgot its uid before the
+        pass recorded what it did; forgotten again, or it stays for the process's life (memory bounded)."""
+        uid = ((body or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            return
+        now = self.store.trainjobs.get(key)
+        if now is None or (now.get("metadata") or {}).get("uid") != uid:
+            self.store.known.forget(uid)
+
+    async def _reconcile(self, key: Key, body: dict[str, Any]) -> Result:
         try:
             job = TrainJob.model_validate(body)
         except ValidationError as err:  # the API server validated it; an older CRD may let odd objects in

@@ -164,25 +164,44 @@ class PodCache:
         summary = pod_summary(pod)
         key = key_of(summary)
         data = jsontext.compact(summary)
-        if self._data.get(key) == data:
+        before = self._data.get(key)
+        if before == data:
             return None
-        self._data[key] = data
         owner = self._jobset_of(summary)
+        if before is not None and key[1] not in self._by_jobset.get(owner, ()):
+            # relabelled, or another pod of that name: listed under its JobSet only
+            self._unindex(self._jobset_of(jsontext.loads(before)), key[1])
+        self._data[key] = data
         self._by_jobset.setdefault(owner, set()).add(key[1])
         return owner
 
     def remove(self, pod: dict[str, Any]) -> Key | None:
+        """A DELETED event: the cached pod goes only if it is that incarnation (uid)."""
         key = key_of(pod)
-        data = self._data.pop(key, None)
+        data = self._data.get(key)
         if data is None:
             return None
-        owner = self._jobset_of(jsontext.loads(data))
+        cached = jsontext.loads(data)
+        if not same_incarnation(cached, pod):
+            return None
+        del self._data[key]
+        owner = self._jobset_of(cached)
+        self._unindex(owner, key[1])
+        return owner
+
+    def _unindex(self, owner: Key, name: str) -> None:
         names = self._by_jobset.get(owner)
         if names is not None:
-            names.discard(key[1])
+            names.discard(name)
             if not names:
                 del self._by_jobset[owner]
-        return owner
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        data = self._data.get(key)
+        return jsontext.loads(data) if data is not None else None
+
+    def snapshot_keys(self) -> list[Key]:
+        return list(self._data)
 
     def of_jobset(self, key: Key) -> list[dict[str, Any]]:
         """The pods labelled with this JobSet's name (the health check narrows them to the JobSet's uid)."""

@@ -40,6 +40,12 @@ def _clip(text: Any, limit: int = TEXT_LIMIT) -> str:
     return value if len(value) <= limit else value[: limit - 3] + "..."
 
 
+def _status_message(text: Any) -> str:
+    """`status.message`: escaped (it quotes the kubelet's text, which quotes the user's; `kubectl describe` prints it
+    as it is) before it is cut, so the escapes never take it past the CRD's bound."""
+    return _clip(printable(str(text or "")), MESSAGE_LIMIT)
+
+
 # --- what the operator keeps of a pod -------------------------------------------------------------------------------
 
 
@@ -333,7 +339,7 @@ def _decided(
     shown = {c.STATE_FAILED: c.CONDITION_FAILED, c.STATE_ERROR: c.CONDITION_RECONCILE_FAILED}.get(state)
     condition = find(status.conditions, shown) if shown else None
     reason = (condition.reason or None) if condition is not None else None
-    message = _clip(condition.message, MESSAGE_LIMIT) or None if condition is not None else None
+    message = _status_message(condition.message) or None if condition is not None else None
     warnings: tuple[PodWarning, ...] = ()
     was = job.status.state if job.status is not None else None
     if state == c.STATE_FAILED and was != c.STATE_FAILED and pods is not None:
@@ -389,22 +395,20 @@ def assess(
         stuck = stuck_reason(pod)
         if stuck is not None:
             return Health(
-                c.STATE_PENDING, stuck.reason, _clip(f"pod {stuck.name}: {stuck.message}", MESSAGE_LIMIT), warnings
+                c.STATE_PENDING, stuck.reason, _status_message(f"pod {stuck.name}: {stuck.message}"), warnings
             )
     for pod in newest:
         now = [f for f in pod_failures(pod) if f.failing_now]
         if now:
             reason = c.REASON_CRASH_LOOP if any(f.reason == c.REASON_CRASH_LOOP for f in now) else c.REASON_POD_FAILED
-            return Health(c.STATE_RESTARTING, reason, _clip(now[0].describe(), MESSAGE_LIMIT), warnings)
+            return Health(c.STATE_RESTARTING, reason, _status_message(now[0].describe()), warnings)
     running = [p for p in newest if (p.get("status") or {}).get("phase") == "Running"]
     for pod in newest:
         if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded"):
             continue
         earlier = [f for q in current if _slot(q) == _slot(pod) and q is not pod for f in pod_failures(q)]
         if earlier:  # a failed pod's replacement has not started yet
-            return Health(
-                c.STATE_RESTARTING, c.REASON_POD_FAILED, _clip(earlier[-1].describe(), MESSAGE_LIMIT), warnings
-            )
+            return Health(c.STATE_RESTARTING, c.REASON_POD_FAILED, _status_message(earlier[-1].describe()), warnings)
     done = bool(newest) and all((p.get("status") or {}).get("phase") == "Succeeded" for p in newest)
     if running or done:  # every pod done: running until the JobSet says Completed
         return Health(c.STATE_RUNNING, warnings=warnings)
@@ -479,4 +483,4 @@ def warning_event(job: TrainJob, warning: PodWarning, now: str) -> dict[str, Any
     so a crash loop (or an operator restart) records it once."""
     digest = hashlib.blake2b(f"{job.metadata.uid}/{warning.key}".encode(), digest_size=8).hexdigest()
     name = {"name": f"{job.name}.{digest}"}
-    return trainjob_event(job, name, warning.reason, _clip(warning.message, MESSAGE_LIMIT), "Watching", now)
+    return trainjob_event(job, name, warning.reason, _status_message(warning.message), "Watching", now)
