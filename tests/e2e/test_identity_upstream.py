@@ -46,6 +46,20 @@ def test_upstream_v230_in_the_recreate_sequence(
 ) -> None:
     tmp = tmp_path_factory.mktemp("upstream-identity")
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(upstream_run.crds_dir()))
+    for plural in ("trainjobs", "trainingruntimes", "clustertrainingruntimes"):
+        # Upstream's manager exits at start-up when a kind is not served yet ("no matches for kind"): a CRD replaced
+        # under load is established and served again only after a moment (seen in `make test`, session 2).
+        wait_for(
+            lambda plural=plural: (
+                kube.run(
+                    "wait", "--for=condition=Established", f"crd/{plural}.trainer.kubeflow.org", check=False
+                ).returncode
+                == 0
+                and kube.run("get", f"{plural}.trainer.kubeflow.org", "-A", check=False).returncode == 0
+            ),
+            timeout=60,
+            what=f"upstream's {plural} CRD served",
+        )
     upstream = upstream_run.start(kube.cluster, logs=tmp)
     try:
         wait_for(lambda: upstream_run.ready(kube.cluster, upstream), timeout=90, what="upstream controller ready")
