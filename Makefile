@@ -24,7 +24,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -121,7 +121,22 @@ test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the too
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
 
-test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session
+# `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
+# from the start (cold: ~25 min of builds), then lint, the tools, a benchmark smoke run and the sessions. Sessions 1-3
+# run as two lanes side by side (`make -j2`), each cluster in a directory and under a name of its own: lane A is the
+# chart, integration and chaos tests (one cluster); lane B the unit tests (no cluster), then e2e with Kueue, then the
+# differential test. Session 4 (real nodes, `realnode_ci`) runs alone under the machine's real-node lock.
+TEST_LANES ?= 2
+CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
+CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
+lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
+REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
+REALNODE_PREBUILD := $(PY) hack/trainjob_dev/realnode_prebuild.py
+IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
+
+test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session (4 with real nodes)
+	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes-debs)
+	@$(REALNODE_PREBUILD) start
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
 	@$(MAKE) --no-print-directory tools-upstream
@@ -129,16 +144,33 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
-	@echo ">> session 1: unit, chart, integration and chaos (CI size) tests (local control plane)"
-	@$(PYTEST) tests/unit tests/chart tests/integration tests/chaos -q \
-		--junitxml=$(TEST_RESULTS)/1-unit-chart-integration.xml
+	@echo ">> sessions 1-3 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
+	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b
+	@$(REALNODE_PREBUILD) wait
+	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes)
+	@echo ">> session 4: real nodes (realnode_ci: the chart, torch across nodes, MPI over SSH, progress from a pod, a failing rank)"
+	@flock -w 3600 $(REALNODE_LOCK) $(PYTEST) tests/realnode -q -m realnode_ci --junitxml=$(TEST_RESULTS)/4-realnode.xml
+	@$(PY) hack/test_summary.py $(TEST_RESULTS)
+
+# The lanes of `make test` (they expect the tools built and $(TEST_RESULTS) made; `make test` does both).
+test-lane-a: $(STAMP) tools-helm tools-browser
+	@echo ">> session 1a: chart, integration and chaos (CI size) tests (lane A's control plane)"
+	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration tests/chaos -q \
+		--junitxml=$(TEST_RESULTS)/1a-chart-integration-chaos.xml
+
+test-lane-b: $(STAMP) tools-upstream
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+	@echo ">> session 1b: unit tests (no cluster)"
+	@$(PYTEST) tests/unit -q --junitxml=$(TEST_RESULTS)/1b-unit.xml
 	@echo ">> session 2: end to end with Kueue and the kubeflow SDK (and the harness self-test with Kueue)"
-	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q \
+	@$(call lane_cluster,b) TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q \
 		--junitxml=$(TEST_RESULTS)/2-e2e.xml
 	@echo ">> session 3: differential test against upstream Kubeflow Trainer v2.3.0"
-	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
+	@$(call lane_cluster,b) TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
-	@$(PY) hack/test_summary.py $(TEST_RESULTS)
+
+test-fast: $(STAMP) tools-helm ## the quick loop: unit and chart tests without a cluster and without `slow` (seconds, not minutes)
+	@$(PYTEST) tests/unit tests/chart -q -m "not slow and not cluster"
 
 test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod
 	@$(PYTEST) tests/realnode -q -m realnode

@@ -55,6 +55,7 @@ def _leader_gauge(metrics: str) -> float:
     return -1.0
 
 
+@pytest.mark.realnode_ci
 def test_helm_install_runs_two_replicas_with_one_leader_and_webhooks_through_the_service(
     cluster: cluster_lib.ClusterInfo, kube: Kube, installed: None
 ) -> None:

@@ -55,6 +55,7 @@ def pods_running(kube: Kube, namespace: str, prefix: str) -> bool:
     return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
 
 
+@pytest.mark.realnode_ci
 def test_a_rank_that_exits_1_fails_the_trainjob_and_nothing_keeps_running(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:

@@ -34,6 +34,7 @@ print(f"rank={rank} size={comm.Get_size()} host={socket.gethostname()} "
 """
 
 
+@pytest.mark.realnode_ci
 def test_mpirun_over_ssh_places_every_rank_and_allreduces(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:

@@ -33,6 +33,7 @@ sys.exit(0 if ok else 1)
 """
 
 
+@pytest.mark.realnode_ci
 def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     image = realnodes.load_image(kube.cluster, "sdk")
     kube.create(real_node_runtime(image, "sdk-real"), namespace)

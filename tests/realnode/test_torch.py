@@ -33,6 +33,7 @@ dist.destroy_process_group()
 """
 
 
+@pytest.mark.realnode_ci
 def test_torchrun_two_nodes_two_procs_all_reduce(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     image = realnodes.load_image(kube.cluster, "torch")
     kube.create(real_node_runtime(image, "torch-real", torch_env=True), namespace)

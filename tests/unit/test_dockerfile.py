@@ -89,6 +89,7 @@ def test_the_image_installs_from_the_lock() -> None:
     assert "pip install --no-deps /wheels/" in run
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     """setuptools from the build lock, `pip wheel . --no-deps`, a clean venv with the runtime lock, the wheel,

@@ -289,6 +289,7 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_strategy_forms_its_cluster_on_loopback(tmp_path: Path) -> None:
     python = tensorflow_python()
     if python is None:

@@ -118,6 +118,7 @@ def test_v24_delta_of_upstream_expectations(
     assert runner.v24_objects(objects, trainjobs, runtimes) == want
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(
     not (CORPUS / "check.py").is_file(), reason=f"the shared upstream corpus is not at {CORPUS} (../shared is absent)"

@@ -1,0 +1,116 @@
+"""Build the real nodes' parts and images in the background while `make test`'s earlier sessions run.
+
+Cold, the node parts take about 10 minutes and the images about 15 (docs/development.md, "Real nodes"); session 4
+(tests/realnode) needs both. `make test` calls `start` before lint and `wait` before session 4, so the build
+overlaps lint and sessions 1-3, which spend most of their time waiting on clusters. The build runs at nice 10 in a
+session of its own and writes everything to `<dir>/build.log`; its exit status goes to `<dir>/rc`.
+
+    python hack/trainjob_dev/realnode_prebuild.py start   # returns at once
+    python hack/trainjob_dev/realnode_prebuild.py wait    # returns when the build is over; exit 1, with the
+                                                          # log's last lines, when it failed
+
+Where the machine cannot run real nodes (not root, no overlay filesystem, the Debian tools missing) `start` builds
+nothing and says why; `wait` then returns at once and the real-node tests skip with the same reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trainjob_dev import cluster, realnodes
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "trainjob-operator-realnode-prebuild"
+# Cold node parts (~10 min) and images (~15 min) on 2 loaded cores, with room: past this `wait` gives up.
+DEFAULT_TIMEOUT_S = 3600.0
+POLL_S = 2.0
+TAIL_LINES = 40
+
+
+def build_command(python: str) -> str:
+    """The background build: node parts (make tools-nodes), every image recipe, then the operator image."""
+    py = shlex.quote(python)
+    steps = [
+        "make --no-print-directory tools-nodes",
+        f"{py} hack/trainjob_dev/images.py",
+        f"{py} -c 'from pathlib import Path; from trainjob_dev import images; images.build_operator(Path.cwd())'",
+    ]
+    return " && ".join(steps)
+
+
+def start(state: Path, python: str) -> int:
+    state.mkdir(parents=True, exist_ok=True)
+    for name in ("rc", "skipped"):
+        (state / name).unlink(missing_ok=True)
+    try:
+        realnodes.check_machine()
+    except cluster.ClusterError as exc:
+        (state / "skipped").write_text(str(exc) + "\n")
+        print(f">> real-node build not started: {exc}")
+        return 0
+    log = state / "build.log"
+    rc = shlex.quote(str(state / "rc"))
+    script = f"( {build_command(python)} ); echo $? > {rc}.tmp && mv {rc}.tmp {rc}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["nice", "-n", "10", "bash", "-c", script],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(REPO / "hack")},
+        )
+    (state / "pid").write_text(f"{proc.pid}\n")
+    (state / "started").write_text(f"{time.time()}\n")
+    print(f">> real-node parts and images building in the background (pid {proc.pid}, log {log})")
+    return 0
+
+
+def wait(state: Path, timeout_s: float) -> int:
+    if (state / "skipped").exists():
+        print(f">> no real-node build to wait for: {(state / 'skipped').read_text().strip()}")
+        return 0
+    if not (state / "pid").exists():
+        print(f"real-node build: never started (no {state / 'pid'}); run `start` first", file=sys.stderr)
+        return 1
+    began = time.monotonic()
+    deadline = began + timeout_s
+    while not (state / "rc").exists():
+        if time.monotonic() > deadline:
+            print(f"real-node build: not over after {timeout_s:.0f} s; log {state / 'build.log'}", file=sys.stderr)
+            return 1
+        time.sleep(POLL_S)
+    waited = time.monotonic() - began
+    status = (state / "rc").read_text().strip()
+    total = time.time() - float((state / "started").read_text())
+    if status != "0":
+        tail = (state / "build.log").read_text(errors="replace").splitlines()[-TAIL_LINES:]
+        print(f"real-node build FAILED (exit {status}); last lines of {state / 'build.log'}:", file=sys.stderr)
+        print("\n".join(tail), file=sys.stderr)
+        return 1
+    print(f">> real-node parts and images ready: built in {total:.0f} s, waited {waited:.0f} s for them")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("action", choices=["start", "wait"])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state and log directory")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="wait: seconds before giving up")
+    args = parser.parse_args(argv)
+    if args.action == "start":
+        return start(args.dir, sys.executable)
+    return wait(args.dir, args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
