@@ -3,7 +3,7 @@
 # Stage 1 builds the wheel (setuptools from requirements/build.txt) and installs it with its runtime dependencies,
 # exactly the pins and hashes of requirements/runtime.txt (`make lock`), into a virtualenv; stage 2 copies
 # only that virtualenv onto the same pinned base, runs as a non-root user and has no build tooling.
-# tests/unit/test_dockerfile.py runs the equivalent of these RUN steps (no Docker engine needed).
+# tests/unit/shipped/test_dockerfile.py runs the equivalent of these RUN steps (no Docker engine needed).
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

@@ -24,7 +24,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -57,7 +57,7 @@ deps-latest: $(UV) ## the newest dependencies pyproject allows, in .venv-latest:
 	@$(PY) hack/deps_latest.py --venv $(LATEST_VENV) --lock $(LOCK) --uv $(UV)
 
 # Every target that runs a built tool (helm, the control plane, upstream's controller) depends on the target that
-# builds it, so a fresh machine with an empty tool cache works; tests/unit/test_makefile_graph.py checks the order.
+# builds it, so a fresh machine with an empty tool cache works; tests/unit/project/test_makefile_graph.py checks the order.
 tools-helm: ## build helm into the tool cache (no-op when warm)
 	@$(MAKE) --no-print-directory tools WITH_HELM=1
 
@@ -123,10 +123,11 @@ test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the too
 
 # `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
 # from the start (cold: ~25 min of builds), then lint, the tools, a benchmark smoke run and the sessions. Sessions 1-3
-# run as two lanes side by side (`make -j2`), each cluster in a directory and under a name of its own: lane A is the
-# chart, integration and chaos tests (one cluster); lane B the unit tests (no cluster), then e2e with Kueue, then the
-# differential test. Session 4 (real nodes, `realnode_ci`) runs alone under the machine's real-node lock.
-TEST_LANES ?= 2
+# run as three lanes side by side (`make -j3`; TEST_LANES=1 runs them one after another), each cluster in a directory
+# and under a name of its own: lane A the chart and integration tests, lane B the unit tests (no cluster), then e2e
+# with Kueue, then the differential test, lane C the chaos tests. The lanes mostly wait on their clusters, so three
+# fit on 2 cores. Session 4 (real nodes, `realnode_ci`) runs after them under the machine's real-node lock.
+TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
 lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
@@ -145,7 +146,7 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
 	@echo ">> sessions 1-3 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
-	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b
+	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c
 	@$(REALNODE_PREBUILD) wait
 	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes)
 	@echo ">> session 4: real nodes (realnode_ci: the chart, torch across nodes, MPI over SSH, progress from a pod, a failing rank)"
@@ -154,9 +155,13 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 
 # The lanes of `make test` (they expect the tools built and $(TEST_RESULTS) made; `make test` does both).
 test-lane-a: $(STAMP) tools-helm tools-browser
-	@echo ">> session 1a: chart, integration and chaos (CI size) tests (lane A's control plane)"
-	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration tests/chaos -q \
-		--junitxml=$(TEST_RESULTS)/1a-chart-integration-chaos.xml
+	@echo ">> session 1a: chart and integration tests (lane A's control plane)"
+	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1a-chart-integration.xml
+
+test-lane-c: $(STAMP) tools-upstream
+	@$(MAKE) --no-print-directory tools
+	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
+	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
 
 test-lane-b: $(STAMP) tools-upstream
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1

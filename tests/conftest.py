@@ -4,7 +4,7 @@
   and run) and no example database, so a fresh machine runs exactly what CI ran.
 - `fuzz` (`make fuzz`: `--hypothesis-profile=fuzz --hypothesis-seed=N`): random from the printed seed, with the
   database in `.hypothesis/fuzz` so a failure found is replayed first next time. A failure found there becomes an
-  explicit `@example` of the property (tests/unit/test_fuzz.py has them), never a database entry CI depends on.
+  explicit `@example` of the property (tests/unit/tables/test_fuzz.py has them), never a database entry CI depends on.
 """
 
 from pathlib import Path

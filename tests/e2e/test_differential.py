@@ -353,7 +353,7 @@ def results(
         kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
         # Upstream runs with its defaults, the TrainJobStatus gate off: ours without the status server likewise
         # (with it, trainer pods also get the KUBEFLOW_TRAINER_* env, token volume and <tj>-tls-config ConfigMap,
-        # as upstream's gate does; tests/unit/test_progress.py, tests/integration/test_progress_server.py cover them).
+        # as upstream's gate does; tests/unit/runtime/test_progress.py, tests/integration/test_progress_server.py cover them).
         ours = OperatorProcess(
             kubeconfig,
             "operator-diff",

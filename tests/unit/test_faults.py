@@ -762,7 +762,7 @@ def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> Non
     assert t1 - t0 >= 0.39
 
 
-# --- kopf (its watch streams and request path: tests/unit/test_kopf_seams.py) -----------------------------------
+# --- kopf (its watch streams and request path: tests/unit/controller/test_kopf_seams.py) -----------------------------------
 
 
 def test_the_operator_does_not_load_the_kubernetes_client_models() -> None:

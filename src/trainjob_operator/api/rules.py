@@ -1,7 +1,7 @@
 """CEL validation rules of our CRDs: written once, emitted into the CRDs and mirrored in `runtime.validation.cel`.
 
 Every rule the CRDs carry is a constant here; `runtime.validation.cel.TWINS` names the offline twin of each (or why it
-has none) and tests/unit/test_cel_twins.py fails when a rule has neither. The regular expressions and value lists the
+has none) and tests/unit/runtime/validation/test_cel_twins.py fails when a rule has neither. The regular expressions and value lists the
 rules and their twins share are constants here too.
 """
 

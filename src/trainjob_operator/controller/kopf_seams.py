@@ -20,7 +20,7 @@ request's `server_hostname`); `missing()` checks that aiohttp has both.
 Checked against kopf `CHECKED_AGAINST`. `install()` runs `missing()` first: when a kopf release renames, re-signs or
 stops calling one of them through its module, the operator stops at start-up with one line saying which (it would
 otherwise run with caches that never count as synced, and reconcile nothing, silently). The contract tests in
-`tests/unit/test_kopf_seams.py` run kopf's real watch loop and request path against a local fake API server and fail
+`tests/unit/controller/test_kopf_seams.py` run kopf's real watch loop and request path against a local fake API server and fail
 if a seam stops being called. docs/architecture.md lists these seams and every other library's private behaviour the
 operator relies on.
 

@@ -22,7 +22,7 @@ from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.registry import PLUGINS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WIDGETS = "toys.example.com/v1"
 
 

@@ -396,14 +396,14 @@ def test_a_kopf_without_a_seam_stops_the_operator_at_start_up_with_one_line(
 def test_only_the_seams_module_and_its_contract_tests_reach_into_kopfs_private_modules() -> None:
     """import-linter sees external packages only whole (`kopf`), so this walk keeps the rule: one module to read
     when kopf changes."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     reaching = sorted(
         str(path.relative_to(root))
         for top in ("src", "tests", "bench", "hack")
         for path in (root / top).rglob("*.py")
         if re.search(r"\bkopf\._[a-z]", path.read_text(encoding="utf-8"))
     )
-    assert reaching == ["src/trainjob_operator/controller/kopf_seams.py", "tests/unit/test_kopf_seams.py"]
+    assert reaching == ["src/trainjob_operator/controller/kopf_seams.py", "tests/unit/controller/test_kopf_seams.py"]
 
 
 # --- kopf's requests go out as the operator client's -----------------------------------------------------------

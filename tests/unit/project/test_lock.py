@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LOCKS = REPO / "requirements"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 

@@ -10,7 +10,7 @@ import yaml
 from trainjob_operator.runtime import startup
 from trainjob_operator.runtime.startup import CacheSync, Decision, Facts, Need, Plan, Readiness
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TRAINER = "trainer.kubeflow.org/v1alpha1"
 JOBSET = "jobset.x-k8s.io/v1alpha2"
 ALL_SERVED = {

@@ -781,7 +781,7 @@ def test_a_trainjob_with_patches_is_not_pruned(crds: dict[str, dict[str, Any]]) 
 
 def test_the_crds_are_package_data_the_cli_reads() -> None:
     """`validate` prunes with the CRDs of the installed package (trainjob_operator/crds, a link to crds/), so an
-    installed wheel needs neither the source tree nor the generator (tests/unit/test_dockerfile.py builds one)."""
+    installed wheel needs neither the source tree nor the generator (tests/unit/shipped/test_dockerfile.py builds one)."""
     from importlib import resources
 
     from trainjob_operator import cli

@@ -9,7 +9,7 @@ import pytest
 
 from trainjob_operator.metrics import Metrics
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "charts/trainjob-operator/files/dashboards/trainjob-operator.json"
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset"}
 # Labels Prometheus adds when it scrapes (the ServiceMonitor's targets), and the histogram bucket label.
 SCRAPE_LABELS = {"job", "instance", "namespace", "pod", "service", "container", "endpoint", "le"}

@@ -19,7 +19,7 @@ from trainjob_operator.runtime.observed import Observed, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.validation import admit_runtime, check_runtime, check_trainjob
 
-RUNTIMES_DIR = Path(__file__).resolve().parents[2] / "runtimes"
+RUNTIMES_DIR = Path(__file__).resolve().parents[3] / "runtimes"
 FRAMEWORK = Framework.from_registry()
 FIXED_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"

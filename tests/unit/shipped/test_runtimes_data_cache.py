@@ -21,7 +21,7 @@ from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.validation import check_runtime, check_trainjob
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RUNTIME_FILE = REPO / "runtimes" / "data-cache" / "torch-distributed-with-cache.yaml"
 RUNTIME = yaml.safe_load(RUNTIME_FILE.read_text())
 FRAMEWORK = Framework.from_registry()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO.parent / "shared" / "upstream-corpus"
 RUNNER = REPO / "hack" / "upstream_corpus.py"
 

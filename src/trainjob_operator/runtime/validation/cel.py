@@ -1,6 +1,6 @@
 """The CRDs' CEL rules (`api.rules`), evaluated offline on the raw object so they report beside schema errors, with the
 API server's paths and messages. `TWINS` names the function mirroring each rule of the CRDs, or why none does;
-tests/unit/test_cel_twins.py fails when a CRD rule is in neither. (Why not a CEL library: docs/validation.md.)"""
+tests/unit/runtime/validation/test_cel_twins.py fails when a CRD rule is in neither. (Why not a CEL library: docs/validation.md.)"""
 
 import re
 from collections.abc import Callable, Mapping
@@ -169,7 +169,7 @@ def trainjob_transition(old_raw: dict[str, Any], new_raw: dict[str, Any]) -> lis
 
 
 #: Every CEL rule of the CRDs → the function here that mirrors it (with its path and message), or None with the reason
-#: in `UNMIRRORED`. tests/unit/test_cel_twins.py fails for a rule of the CRDs that is in neither.
+#: in `UNMIRRORED`. tests/unit/runtime/validation/test_cel_twins.py fails for a rule of the CRDs that is in neither.
 TWINS: Final[Mapping[CelRule, Callable[..., list[FieldError]] | None]] = {
     rules.NAME_RFC1035: trainjob_cel,
     rules.NAME_MAX_63: trainjob_cel,

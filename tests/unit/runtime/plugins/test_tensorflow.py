@@ -25,7 +25,7 @@ from trainjob_operator.runtime.plugins.tensorflow import tf_config
 FRAMEWORK = Framework.from_registry()
 INDEX_FIELD = c.JOB_COMPLETION_INDEX_FIELD
 TASK_INDEX = {"name": "TF_TASK_INDEX", "valueFrom": {"fieldRef": {"fieldPath": INDEX_FIELD}}}
-RUNTIMES_DIR = Path(__file__).resolve().parents[2] / "runtimes"
+RUNTIMES_DIR = Path(__file__).resolve().parents[4] / "runtimes"
 
 TF_RUNTIME = (
     RuntimeBuilder.make(name="tf")

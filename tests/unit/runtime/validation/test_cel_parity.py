@@ -26,7 +26,7 @@ from trainjob_operator.runtime.validation import check_runtime, check_trainjob, 
 
 celpy = pytest.importorskip("celpy", reason="cel-python is not installed (pip install -e '.[dev]')")
 
-CRDS = Path(__file__).resolve().parents[2] / "crds"
+CRDS = Path(__file__).resolve().parents[4] / "crds"
 TWIN_MESSAGES = {rule.message for rule, twin in twins.TWINS.items() if twin is not None}
 
 

@@ -19,7 +19,7 @@ from trainjob_operator.api.rules import CelRule
 from trainjob_operator.runtime.errors import FieldError
 from trainjob_operator.runtime.validation import cel
 
-CRDS = Path(__file__).resolve().parents[2] / "crds"
+CRDS = Path(__file__).resolve().parents[4] / "crds"
 RULE_CONSTANTS = {value for value in vars(rules).values() if isinstance(value, CelRule)}
 
 
