@@ -5,6 +5,7 @@ and `.obj()` the typed model.
 """
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Self
 
 from trainjob_operator.api import constants as c
@@ -416,3 +417,22 @@ def trainjob_object(namespace: str, name: str, runtime_name: str = "torch", **sp
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
     }
+
+
+@dataclass
+class ManualClock:
+    """A clock that moves only when a test sets `now` (leader election, log aggregation windows)."""
+
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def billion_laughs(levels: int = 12) -> str:
+    """A TrainJob YAML whose aliases expand to 10**levels items (hostile input for the YAML loaders and the CLI)."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, levels):
+        previous = f"*a{level - 1}"
+        lines.append(f"a{level}: &a{level} [{', '.join([previous] * 10)}]")
+    return "\n".join(lines) + "\nkind: TrainJob\n"

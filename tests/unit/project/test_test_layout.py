@@ -27,7 +27,6 @@ FREE_FOLDERS = {
 # Files of several subjects from before the rule, each to be split by subject into the folders of its modules.
 TO_SPLIT = {
     "test_controller_units.py": "admission responses, the work queue, certificates, config, the state column",
-    "test_faults.py": "leader election, supervision, logs, hostile input, Retry-After, kopf",
 }
 RULE = (
     "a unit test is tests/unit/<package path>/test_<module>[_<subject>].py for "
