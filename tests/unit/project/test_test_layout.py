@@ -24,10 +24,6 @@ FREE_FOLDERS = {
     "shipped": "the files we ship (runtimes/, CRDs, the dashboard, the Dockerfile)",
     "project": "developer tooling (hack/, the Makefile, the lock, the test tree)",
 }
-# Files of several subjects from before the rule, each to be split by subject into the folders of its modules.
-TO_SPLIT = {
-    "test_controller_units.py": "admission responses, the work queue, certificates, config, the state column",
-}
 RULE = (
     "a unit test is tests/unit/<package path>/test_<module>[_<subject>].py for "
     "src/trainjob_operator/<package path>/<module>.py, or sits in " + ", ".join(f"{f}/" for f in FREE_FOLDERS)
@@ -47,8 +43,6 @@ def layout_problem(relative: PurePosixPath, package_root: Path = PACKAGE) -> str
     if not filename.startswith("test_") or not filename.endswith(".py"):
         return None
     if folders and folders[0] in FREE_FOLDERS:
-        return None
-    if not folders and filename in TO_SPLIT:
         return None
     where = f"tests/unit/{relative}"
     package = package_root.joinpath(*folders)
@@ -70,11 +64,6 @@ def test_every_test_file_has_a_basename_of_its_own() -> None:
 def test_every_unit_test_file_is_found_from_the_module_it_tests() -> None:
     problems = [layout_problem(PurePosixPath(p.relative_to(UNIT).as_posix())) for p in sorted(UNIT.rglob("test_*.py"))]
     assert [problem for problem in problems if problem] == []
-
-
-def test_the_files_to_split_still_exist() -> None:
-    """An entry of TO_SPLIT goes when its file has been split."""
-    assert sorted(name for name in TO_SPLIT if not (UNIT / name).is_file()) == []
 
 
 RUNTIME_MODULES = ", ".join(sorted(modules_of(PACKAGE / "runtime")))
