@@ -1,0 +1,54 @@
+"""`make test`'s background build of the real nodes' parts and images (hack/trainjob_dev/realnode_prebuild.py): `wait`
+says what happened, in one line, from the state the background build left."""
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from trainjob_dev import realnode_prebuild
+
+
+@dataclass(frozen=True)
+class WaitCase:
+    files: dict[str, str]
+    exit_code: int
+    says: str
+
+
+WAIT_CASES = {
+    "the build succeeded": WaitCase({"pid": "1", "rc": "0"}, 0, "real-node parts and images ready"),
+    "the build failed: its log's last lines are shown": WaitCase(
+        {"pid": "1", "rc": "2", "build.log": "step 1\nrunc: cgo: libseccomp not found\n"},
+        1,
+        "real-node build FAILED (exit 2)",
+    ),
+    "the machine cannot run real nodes": WaitCase(
+        {"skipped": "real nodes cannot run here: real nodes need root"}, 0, "no real-node build to wait for"
+    ),
+    "start was never called": WaitCase({}, 1, "never started"),
+    "the build is not over by the deadline": WaitCase({"pid": "1"}, 1, "not over after 0 s"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WAIT_CASES))
+def test_wait(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = WAIT_CASES[case]
+    for name, text in {**spec.files, "started": f"{time.time()}\n"}.items():
+        (tmp_path / name).write_text(text)
+    assert realnode_prebuild.wait(tmp_path, timeout_s=0) == spec.exit_code
+    said = capsys.readouterr()
+    assert spec.says in said.out + said.err
+    if "build.log" in spec.files:
+        assert "libseccomp not found" in said.err
+
+
+def test_the_build_is_node_parts_then_every_image_then_the_operator_image() -> None:
+    steps = realnode_prebuild.build_command("/venv/bin/python").split(" && ")
+    assert [step.split()[0:2] for step in steps] == [
+        ["make", "--no-print-directory"],
+        ["/venv/bin/python", "hack/trainjob_dev/images.py"],
+        ["/venv/bin/python", "-c"],
+    ]
+    assert steps[0].endswith("tools-nodes") and "images.build_operator" in steps[2]
