@@ -55,6 +55,9 @@ def _leader_gauge(metrics: str) -> float:
     return -1.0
 
 
+# The operator image is built (when its inputs changed) and imported into both nodes inside the test: 270 s of
+# it under load 15, past pytest's default 300 s.
+@pytest.mark.timeout(900)
 @pytest.mark.realnode_ci
 def test_helm_install_runs_two_replicas_with_one_leader_and_webhooks_through_the_service(
     cluster: cluster_lib.ClusterInfo, kube: Kube, installed: None
