@@ -359,7 +359,7 @@ def container_of(jobset: dict[str, Any], job: str, name: str = c.NODE, init: boo
 
 def env_of(ctr: dict[str, Any]) -> dict[str, Any]:
     """Env as a name → value (or valueFrom) mapping: upstream's env order is unspecified."""
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in ctr.get("env", [])}
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in ctr.get("env") or []}
 
 
 def as_set(items: list[dict[str, Any]] | None, key: str = "name") -> dict[Any, dict[str, Any]]:

@@ -114,14 +114,6 @@ def container(pod_spec: dict[str, Any], name: str = "node") -> dict[str, Any]:
     return next(c for c in pod_spec["containers"] if c["name"] == name)
 
 
-def env_of(ctr: dict[str, Any]) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in ctr.get("env") or []}
-
-
-def rjob(jobset: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == name)
-
-
 KUEUE_MANAGER = "kueue.x-k8s.io/manager"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 FLAVOR_LABELS = {"nvidia.com/gpu.product": "Fake-GPU"}

@@ -17,15 +17,14 @@ from e2e_support import (
     FAILED,
     RUN_FOR,
     container,
-    env_of,
     get,
     kwok_patch,
     pods,
-    rjob,
     trainjob,
     wait_condition,
 )
 
+from builders import env_of, rjob
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.timeout(180)]

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from e2e_support import get, pods, queued_job, rjob, wait_condition
+from e2e_support import get, pods, queued_job, wait_condition
 
+from builders import rjob
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 pytest.importorskip("kubeflow.trainer", reason="needs the kubeflow SDK: pip install kubeflow==0.5.0")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_support import COMPLETE, REPO, RUN_FOR, env_of, pods, rjob
+from e2e_support import COMPLETE, REPO, RUN_FOR, pods
 
+from builders import env_of, rjob
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 pytest.importorskip("kubeflow.trainer", reason="needs the kubeflow SDK: pip install kubeflow==0.5.0")
