@@ -25,7 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final, NoReturn, TextIO
 
-from . import flags, forked, jsontext
+from . import flags, forked
 from .api import constants as c
 from .api.legacy import (
     SHIPPED_RUNTIMES,
@@ -39,7 +39,7 @@ from .api.legacy import (
 )
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
-from .runtime import yamldump, yamltext
+from .codec import jsontext, yamldump, yamltext
 from .runtime.errors import BuildError, FieldError, describe, invalid, plain, printable, render_value
 from .runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .runtime.lifecycle import effective_run_policy

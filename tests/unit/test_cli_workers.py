@@ -21,7 +21,7 @@ import yaml
 from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator import cli, forked
 from trainjob_operator.api import constants as c
-from trainjob_operator.runtime import yamltext
+from trainjob_operator.codec import yamltext
 
 RT = RuntimeBuilder.make(name="torch").ml_policy(num_nodes=1, torch={})
 

@@ -21,10 +21,10 @@ import yaml
 from builders import TrainJobBuilder
 from trainjob_operator import logs
 from trainjob_operator.api.trainjob import TrainJobStatus
+from trainjob_operator.codec import yamltext
 from trainjob_operator.controller.leader import LeaderElector
 from trainjob_operator.controller.reconciler import NotLeading, Reconciler
 from trainjob_operator.k8s.client import ApiError, is_transient, parse_retry_after
-from trainjob_operator.runtime import yamltext
 from trainjob_operator.runtime.errors import invalid, render_value
 from trainjob_operator.runtime.lifecycle import Timer, active_deadline, effective_run_policy
 from trainjob_operator.runtime.quantity import QuantityError, format_quantity, parse_quantity

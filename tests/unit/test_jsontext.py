@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainjob_operator import cli, jsontext
-from trainjob_operator.runtime import yamldump
+from trainjob_operator import cli
+from trainjob_operator.codec import jsontext, yamldump
 from trainjob_operator.runtime.pipeline import Framework
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
