@@ -45,8 +45,9 @@ from .runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .runtime.lifecycle import effective_run_policy
 from .runtime.pipeline import Framework
 from .runtime.prune import Schema, prune, strict_decoding_error, unknown_field_warning
+from .runtime.review import RuntimeKey, foreign_manager, review_runtime, review_trainjob, runtime_key
 from .runtime.snapshot import build_snapshot
-from .runtime.validation import admit_runtime, admit_trainjob, check_runtime, check_trainjob, parse
+from .runtime.validation import check_runtime, check_trainjob, parse
 
 PROG = "trainjob-operator"
 STDIN = "-"
@@ -210,33 +211,39 @@ def _key(raw: dict[str, Any]) -> tuple[str, str]:
 
 
 class RuntimeCatalog:
-    """Runtimes by (kind, namespace, name); a TrainingRuntime without a namespace serves any namespace,
-    as `kubectl apply -n NS` would place it."""
+    """The runtimes of the -r files by the operator's lookup rules (`RuntimeKey`); a TrainingRuntime without a
+    namespace serves any namespace, as `kubectl apply -n NS` would place it."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, str | None, str], RuntimeSource] = {}
-        self._invalid: set[tuple[str, str | None, str]] = set()
+        self._by_key: dict[RuntimeKey, RuntimeSource] = {}
+        self._invalid: set[RuntimeKey] = set()
 
     def add(self, runtime: TrainingRuntime | ClusterTrainingRuntime) -> None:
-        namespace = runtime.metadata.namespace if runtime.kind == c.TRAINING_RUNTIME_KIND else None
-        self._by_key[(runtime.kind, namespace, runtime.metadata.name or "")] = RuntimeSource.of(runtime)
+        key = RuntimeKey.of(runtime.kind, runtime.metadata.namespace, runtime.metadata.name or "")
+        self._by_key[key] = RuntimeSource.of(runtime)
 
     def add_invalid(self, raw: dict[str, Any]) -> None:
         """A runtime the API server would refuse to store: TrainJobs naming it report that, not "not found"."""
         kind, meta = raw.get("kind"), raw.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
-        namespace = meta.get("namespace") if kind == c.TRAINING_RUNTIME_KIND else None
-        self._invalid.add((str(kind), namespace if isinstance(namespace, str) else None, str(meta.get("name", ""))))
+        namespace = meta.get("namespace")
+        self._invalid.add(
+            RuntimeKey.of(str(kind), namespace if isinstance(namespace, str) else None, str(meta.get("name", "")))
+        )
+
+    @staticmethod
+    def _keys(key: RuntimeKey) -> tuple[RuntimeKey, ...]:
+        """Where the runtime `key` names may be: itself, and for a TrainingRuntime one given without a namespace."""
+        return (key, RuntimeKey(key.kind, "", key.name)) if key.namespace else (key,)
+
+    def get(self, key: RuntimeKey) -> RuntimeSource | None:
+        return next((found for k in self._keys(key) if (found := self._by_key.get(k)) is not None), None)
 
     def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
-        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
-            return self._by_key.get((kind, None, name))
-        return self._by_key.get((kind, namespace, name)) or self._by_key.get((kind, None, name))
+        return self.get(RuntimeKey.of(kind, namespace, name))
 
-    def is_invalid(self, kind: str, namespace: str, name: str) -> bool:
-        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
-            return (kind, None, name) in self._invalid
-        return (kind, namespace, name) in self._invalid or (kind, None, name) in self._invalid
+    def is_invalid(self, key: RuntimeKey) -> bool:
+        return any(k in self._invalid for k in self._keys(key))
 
 
 @dataclass
@@ -339,9 +346,8 @@ def _check_runtimes(inputs: Inputs, unknown_fields: str) -> Checked:
         runtime, result = check_runtime(raw)
         problems = list(result.errors)
         if runtime is not None:
-            admission = admit_runtime(runtime)
-            # a rule both the CRD and the webhook enforce is reported once, as the API server stops at the CRD
-            problems += [e for e in admission.errors if str(e) not in {str(p) for p in problems}]
+            admission = review_runtime(runtime, reported=result.errors)
+            problems += admission.errors
             warnings += admission.warnings
             catalog.add(runtime)
         else:
@@ -368,31 +374,25 @@ def _check_trainjobs(
         problems = list(result.errors)
         old_job = parse(TrainJob, stored.raw)[0] if stored is not None else None
         if job is not None:
-            ref = job.spec.runtime_ref
-            kind = ref.kind or ""
-            if (
-                ref.api_group == c.GROUP
-                and kind in c.RUNTIME_KINDS
-                and catalog.lookup(kind, job.namespace, ref.name) is None
-            ):
-                where = f"{job.namespace}/{ref.name}" if kind == c.TRAINING_RUNTIME_KIND else ref.name
-                if catalog.is_invalid(kind, job.namespace, ref.name):
+            key = runtime_key(job)
+            runtime = catalog.get(key) if key is not None else None
+            if key is not None and runtime is None:
+                if catalog.is_invalid(key):
                     problems.append(
                         invalid(
                             "spec.runtimeRef",
-                            ref.to_wire(),
-                            f"{kind} {where} is invalid (its errors are listed above): the API "
-                            "server would not have stored it",
+                            job.spec.runtime_ref.to_wire(),
+                            f"{key} is invalid (its errors are listed above): the API server would not have stored it",
                         )
                     )
                     errors.append((doc, problems))
                 else:
-                    unusable.append(f"{doc.label}: runtime {kind} {where} not found in the -r files")
+                    unusable.append(f"{doc.label}: runtime {key} not found in the -r files")
                     if problems:
                         errors.append((doc, problems))
                 continue
-            info = reusable_info(job, catalog.lookup(kind, job.namespace, ref.name))
-            admission = admit_trainjob(framework, old_job, job, catalog.lookup, info=info)
+            info = reusable_info(job, runtime)
+            admission = review_trainjob(framework, old_job, job, runtime, info=info)
             problems += admission.errors
             warnings += admission.warnings
             if not problems:
@@ -603,12 +603,6 @@ def _groups(units: list[Unit], workers: int) -> list[list[Unit]]:
         groups[min(workers - 1, seen * workers // max(total, 1))].append(unit)
         seen += size
     return [group for group in groups if group]
-
-
-def foreign_manager(job: TrainJob) -> str | None:
-    """The controller named in `spec.managedBy` when it is not this operator (the reconciler skips those)."""
-    managed_by = job.spec.managed_by
-    return managed_by if managed_by not in (None, c.DEFAULT_MANAGED_BY) else None
 
 
 def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str, Any]]:
