@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from builders import RuntimeBuilder, TrainJobBuilder, replicated_job
-from trainjob_operator import cli
 from trainjob_operator.api import constants as c
 from trainjob_operator.controller.runtimes import RuntimeResolver
 from trainjob_operator.controller.store import Store
 from trainjob_operator.controller.webhooks import Webhooks
+from trainjob_operator.offline.check import check_runtimes, check_trainjobs
+from trainjob_operator.offline.inputs import Document, Inputs
 from trainjob_operator.runtime.errors import aggregate, invalid
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.review import (
@@ -221,14 +222,14 @@ def cli_says(row: Row) -> tuple[bool, str, list[str]]:
     """What `validate` says of the row's object: its error lines (aggregated as the API server would show them) and
     the warnings about that object alone."""
     runtimes = row.runtimes if row.trainjob is not None else [row.runtime] if row.runtime is not None else []
-    inputs = cli.Inputs(runtimes=[cli.Document("-r", runtime.raw()) for runtime in runtimes])
-    checked_runtimes = cli.check_runtimes(inputs)
+    inputs = Inputs(runtimes=[Document("-r", runtime.raw()) for runtime in runtimes])
+    checked_runtimes = check_runtimes(inputs)
     if row.trainjob is None:
         checked = checked_runtimes
         before = 0
     else:
         assert checked_runtimes.errors == []
-        checked = cli.check_trainjobs([cli.Document("-f", row.trainjob.raw())], checked_runtimes, FRAMEWORK)
+        checked = check_trainjobs([Document("-f", row.trainjob.raw())], checked_runtimes, FRAMEWORK)
         before = len(checked_runtimes.warnings)
     assert checked.unusable == []
     problems = [problem for _, found in checked.errors for problem in found]
