@@ -209,9 +209,9 @@ class OperatorWrites:
     the clock starts."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from trainjob_operator import jsontext
         from trainjob_operator.api.runtime import ClusterTrainingRuntime
         from trainjob_operator.api.trainjob import TrainJob
+        from trainjob_operator.codec import jsontext
         from trainjob_operator.runtime.info import RuntimeSource
         from trainjob_operator.runtime.observed import Observed, StatusServer
         from trainjob_operator.runtime.pipeline import Framework

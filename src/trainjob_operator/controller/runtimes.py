@@ -9,6 +9,7 @@ from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..k8s.client import Client, is_transient
 from ..runtime.info import RuntimeSource
+from ..runtime.review import RuntimeKey
 from .store import Store
 
 PARSED_LIMIT = 1024
@@ -39,20 +40,15 @@ class RuntimeResolver:
     async def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
         """From the cache; on a miss, read through to the API so a runtime created a moment ago is found. Raises
         ApiError, and pydantic's ValidationError for a runtime that does not parse."""
-        if kind == c.CLUSTER_TRAINING_RUNTIME_KIND:
-            raw = self.store.cluster_runtimes.get(("", name))
-            if raw is None:
-                raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name))
-                if raw is not None:
-                    self.store.cluster_runtimes.put(raw)
-            model: type[TrainingRuntime] | type[ClusterTrainingRuntime] = ClusterTrainingRuntime
-        else:
-            raw = self.store.runtimes.get((namespace, name))
-            if raw is None:
-                raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name, namespace))
-                if raw is not None:
-                    self.store.runtimes.put(raw)
-            model = TrainingRuntime
+        key = RuntimeKey.of(kind, namespace, name)  # the lookup rules of the webhook and the CLI
+        cluster_wide = key.kind == c.CLUSTER_TRAINING_RUNTIME_KIND
+        cache = self.store.cluster_runtimes if cluster_wide else self.store.runtimes
+        raw = cache.get((key.namespace, key.name))
+        if raw is None:
+            raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name, None if cluster_wide else namespace))
+            if raw is not None:
+                cache.put(raw)
+        model = ClusterTrainingRuntime if cluster_wide else TrainingRuntime
         if raw is None:
             return None
         meta = raw.get("metadata") or {}

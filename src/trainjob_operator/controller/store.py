@@ -4,8 +4,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jsontext
 from ..api import constants as c
+from ..codec import jsontext
 from ..runtime.framework import ChildKind
 from ..runtime.health import EVENT_KEYS_PER_TRAINJOB, pod_summary
 from ..runtime.identity import same_incarnation

@@ -14,11 +14,11 @@ from ..k8s.client import ApiError, Client
 from ..logs import get
 from ..runtime.conditions import rfc3339
 from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
-from ..runtime.errors import aggregate
 from ..runtime.info import RuntimeSource
 from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
-from ..runtime.validation import admit_runtime, admit_trainjob, parse
+from ..runtime.review import Review, review_runtime, review_trainjob, review_unparsed, reviewed, runtime_key
+from ..runtime.validation import parse
 from . import admission
 from .admission import Verdict
 from .runtimes import RuntimeResolver
@@ -27,8 +27,9 @@ from .store import Store
 log = get("trainjob_operator.webhooks")
 
 
-def _deny_schema(errors: list[Any]) -> Verdict:
-    return Verdict(allowed=False, message=aggregate(errors))
+def verdict(review: Review) -> Verdict:
+    """The core's review as the AdmissionReview answer says it."""
+    return Verdict(allowed=review.allowed, message=review.message, warnings=review.warnings)
 
 
 @dataclass
@@ -59,29 +60,26 @@ class Webhooks:
         return Verdict(patch=ops) if ops else Verdict()
 
     async def validate_trainjob(self, review: dict[str, Any]) -> Verdict:
-        if review.get("operation") not in ("CREATE", "UPDATE"):
+        if not reviewed(c.TRAINJOB_KIND, review.get("operation")):
             return Verdict()
         new, errors = parse(TrainJob, review.get("object"))
         if new is None:
-            return _deny_schema(errors)
+            return verdict(review_unparsed(errors))
         old: TrainJob | None = None
         if review.get("operation") == "UPDATE":
             old, _ = parse(TrainJob, review.get("oldObject"))
-        ref = new.spec.runtime_ref
+        key = runtime_key(new)
         runtime: RuntimeSource | None = None
-        if ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS:
+        if key is not None:
             try:
-                runtime = await self.runtimes.lookup(ref.kind or "", new.namespace, ref.name)
+                runtime = await self.runtimes.lookup(key.kind, new.namespace, key.name)
             except ValidationError as err:
-                return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {ref.name} does not parse: {err}")
+                return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {key.name} does not parse: {err}")
         observed = Observed(
             jobset=self.store.jobsets.get((new.namespace, new.name)),
             priority_classes=await self._priority_classes(runtime),
         )
-        result = admit_trainjob(self.framework, old, new, lambda *_: runtime, observed)
-        if result.errors:
-            return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
-        return Verdict(warnings=result.warnings)
+        return verdict(review_trainjob(self.framework, old, new, runtime, observed))
 
     async def _priority_classes(self, runtime: RuntimeSource | None) -> frozenset[str] | None:
         """The PriorityClasses that exist, for a runtime whose PodGroups Volcano schedules (its plugin checks the
@@ -97,23 +95,17 @@ class Webhooks:
         return frozenset(str((item.get("metadata") or {}).get("name", "")) for item in items)
 
     async def _validate_runtime(
-        self, review: dict[str, Any], model: type[TrainingRuntime] | type[ClusterTrainingRuntime]
+        self, review: dict[str, Any], kind: str, model: type[TrainingRuntime] | type[ClusterTrainingRuntime]
     ) -> Verdict:
+        if not reviewed(kind, review.get("operation")):
+            return Verdict()
         runtime, errors = parse(model, review.get("object"))
         if runtime is None:
-            return _deny_schema(errors)
-        result = admit_runtime(runtime)
-        if result.errors:
-            return Verdict(allowed=False, message=aggregate(list(result.errors)), warnings=result.warnings)
-        return Verdict(warnings=result.warnings)
+            return verdict(review_unparsed(errors))
+        return verdict(review_runtime(runtime))
 
     async def validate_training_runtime(self, review: dict[str, Any]) -> Verdict:
-        # Upstream validates TrainingRuntimes on CREATE only (docs/upstream-behaviour.md#webhooks).
-        if review.get("operation") != "CREATE":
-            return Verdict()
-        return await self._validate_runtime(review, TrainingRuntime)
+        return await self._validate_runtime(review, c.TRAINING_RUNTIME_KIND, TrainingRuntime)
 
     async def validate_cluster_training_runtime(self, review: dict[str, Any]) -> Verdict:
-        if review.get("operation") not in ("CREATE", "UPDATE"):
-            return Verdict()
-        return await self._validate_runtime(review, ClusterTrainingRuntime)
+        return await self._validate_runtime(review, c.CLUSTER_TRAINING_RUNTIME_KIND, ClusterTrainingRuntime)

@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from .. import jsontext
+from ..codec import jsontext
 from . import config as k8s_config
 from .config import Connection
 

@@ -4,13 +4,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import yaml
-
 from ..api import constants as c
 from ..api.core import Container, PodSpec
 from ..api.jobset import JobSetSpec, ReplicatedJob
 from ..api.runtime import AnyRuntime, MLPolicy, PodGroupPolicy, TrainingRuntimeSpec
 from ..api.trainjob import TrainJob
+from ..codec import yamldump
 from . import smp
 from .resources import merge_resources
 from .upsert import find_container
@@ -48,8 +47,7 @@ class RuntimeSource:
     @cached_property
     def snapshot_yaml(self) -> str:
         """The whole runtime object as the snapshot ConfigMap stores it (made once per runtime version)."""
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        return str(yaml.dump(self.obj, Dumper=dumper, sort_keys=False))
+        return yamldump.dump_document(self.obj)
 
     @property
     def deprecated(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
+from . import review
 from .conditions import find, is_finished, rfc3339, set_condition
 from .errors import BuildError, describe, printable
 from .framework import Manifest, Mode
@@ -119,14 +120,13 @@ class Stage(StrEnum):
 
 def ignored(job: TrainJob, body: dict[str, Any]) -> bool:
     """Another controller manages it (`spec.managedBy`), or it is being deleted (TTL or a user): nothing to do."""
-    if job.spec.managed_by not in (None, c.DEFAULT_MANAGED_BY):
+    if review.foreign_manager(job) is not None:
         return True
     return bool((body.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def supported(job: TrainJob) -> bool:
-    ref = job.spec.runtime_ref
-    return ref.api_group == c.GROUP and ref.kind in c.RUNTIME_KINDS
+    return review.runtime_key(job) is not None
 
 
 def stage(job: TrainJob, jobset: dict[str, Any] | None) -> Stage:

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..api.runtime import runtime_model
 from ..api.trainjob import TrainJob
-from . import yamltext
+from ..codec import yamltext
 from .errors import BuildError
 from .framework import ChildKind, Manifest, Mode
 from .info import RuntimeSource

@@ -69,7 +69,7 @@ def test_every_unit_test_file_is_found_from_the_module_it_tests() -> None:
 RUNTIME_MODULES = ", ".join(sorted(modules_of(PACKAGE / "runtime")))
 LAYOUT_CASES = {
     "a module's test in its package's folder": ("runtime/test_plan.py", None),
-    "a subject of a module after its name": ("runtime/test_yamltext_bounds.py", None),
+    "a subject of a module after its name": ("runtime/test_plan_tables.py", None),
     "a top-level module's test in tests/unit itself": ("test_cli_kubectl.py", None),
     "a package's own test in its parent's folder": ("runtime/test_validation.py", None),
     "a plugin's test under runtime/plugins": ("runtime/plugins/test_flux.py", None),

@@ -784,7 +784,7 @@ def test_the_crds_are_package_data_the_cli_reads() -> None:
     installed wheel needs neither the source tree nor the generator (tests/unit/shipped/test_dockerfile.py builds one)."""
     from importlib import resources
 
-    from trainjob_operator import cli
+    from trainjob_operator.offline.check import crd_schema
 
     shipped = resources.files("trainjob_operator").joinpath("crds")
     assert sorted(p.name for p in shipped.iterdir() if p.name.endswith(".yaml")) == sorted(
@@ -793,5 +793,5 @@ def test_the_crds_are_package_data_the_cli_reads() -> None:
     for kind in crdgen.KINDS:
         on_disk = yaml.safe_load((crdgen.CRD_DIR / kind.filename).read_text(encoding="utf-8").split("---\n", 1)[1])
         # less the descriptions, whose lines the CLI skips before parsing (a third of the text; pruning needs none)
-        assert cli.crd_schema(kind.kind) == undescribed(on_disk["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-    assert cli.crd_schema("JobSet") is None
+        assert crd_schema(kind.kind) == undescribed(on_disk["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    assert crd_schema("JobSet") is None

@@ -2,7 +2,7 @@
 and rendered in its own process, must say byte for byte what one process says (stdout, stderr, exit code); whatever
 the split cannot take goes through the one process, which then reports it.
 
-The split is made to happen on small inputs by lowering `cli.PER_WORKER`; a recorder around `forked.forked_map`
+The split is made to happen on small inputs by lowering `offline.workers.PER_WORKER`; a recorder around `forked.forked_map`
 shows whether the workers did the work (without it, equal output would also follow from an unnoticed fallback).
 """
 
@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from builders import RuntimeBuilder, TrainJobBuilder
-from trainjob_operator import cli, forked
+from trainjob_operator import cli
 from trainjob_operator.api import constants as c
-from trainjob_operator.runtime import yamltext
+from trainjob_operator.codec import yamltext
+from trainjob_operator.offline import forked, workers
 
 RT = RuntimeBuilder.make(name="torch").ml_policy(num_nodes=1, torch={})
 
@@ -158,7 +159,7 @@ class Said:
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Whether each split run was done by the workers (True) or given back to the one process (False)."""
-    monkeypatch.setattr(cli, "PER_WORKER", 2)
+    monkeypatch.setattr(workers, "PER_WORKER", 2)
     done: list[bool] = []
     real = forked.forked_map
 

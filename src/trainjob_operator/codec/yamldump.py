@@ -1,4 +1,5 @@
-"""YAML text of JSON-like objects (`render`, `convert`): libyaml's emitter's text, mostly written directly.
+"""The one YAML writer: text of JSON-like objects (`render`, `convert`: `dump_all`; the runtime snapshot:
+`dump_document`), libyaml's emitter's text, mostly written directly.
 
 `dump_all` writes what `yaml.dump_all(objects, Dumper=CSafeDumper, sort_keys=False, explicit_start=True)` writes
 with multi-line strings as literal blocks, byte for byte (tests/unit/test_jsontext.py compares both). `_Writer` writes
@@ -274,3 +275,10 @@ def dump_all(objects: list[Any], fast: bool = True) -> str:
             return "".join(out)
     dumper = FastDumper if fast and not FastDumper.yaml_path_resolvers else PlainDumper
     return yaml.dump_all(objects, Dumper=dumper, sort_keys=False, explicit_start=True)
+
+
+def dump_document(obj: Any) -> str:
+    """One object as a YAML document without `---`, every string as PyYAML's safe dumper writes it (multi-line ones
+    quoted, not as literal blocks): the runtime snapshot ConfigMap's text, unchanged so that stored snapshots and new
+    ones read alike."""
+    return str(yaml.dump(obj, Dumper=_Base, sort_keys=False))

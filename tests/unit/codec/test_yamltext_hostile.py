@@ -1,4 +1,4 @@
-"""Hostile YAML (`runtime/yamltext.py`) is refused clearly, the same whichever parser reads, in the project's words,
+"""Hostile YAML (`codec/yamltext.py`) is refused clearly, the same whichever parser reads, in the project's words,
 and values are made JSON-like (crash signatures of the fault run)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from builders import billion_laughs
-from trainjob_operator.runtime import yamltext
+from trainjob_operator.codec import yamltext
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainjob_operator.runtime import yamltext
+from trainjob_operator.codec import yamltext
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet="ab -:?[{,\n", max_size=6),

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainjob_operator import cli, jsontext
-from trainjob_operator.runtime import yamldump
+from trainjob_operator.codec import jsontext, yamldump
+from trainjob_operator.offline.check import check
+from trainjob_operator.offline.inputs import read_inputs
+from trainjob_operator.offline.outcome import dump, render
 from trainjob_operator.runtime.pipeline import Framework
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -67,10 +69,10 @@ def rendered(output: str, fast: bool, monkeypatch: pytest.MonkeyPatch, tmp_path:
         )
     )
     framework = Framework.from_registry()
-    checked = cli.check(cli.read_inputs([str(jobs)], [str(EXAMPLES / "runtimes.yaml")]), framework)
-    objects = cli.render(checked, framework, io.StringIO())
+    checked = check(read_inputs([str(jobs)], [str(EXAMPLES / "runtimes.yaml")]), framework)
+    objects = render(checked, framework, io.StringIO())
     out = io.StringIO()
-    cli.dump(objects, output, out)
+    dump(objects, output, out)
     return out.getvalue()
 
 
@@ -239,12 +241,12 @@ def test_render_from_the_admission_runtime_info_is_render_from_a_fresh_one(runti
         )
     )
     framework = Framework.from_registry()
-    inputs = cli.read_inputs([str(jobs)], [str(RUNTIMES / runtime)])
-    once = cli.check(inputs, framework)
+    inputs = read_inputs([str(jobs)], [str(RUNTIMES / runtime)])
+    once = check(inputs, framework)
     assert once.jobs and len(once.infos) == len(once.jobs) and all(info is not None for info in once.infos)
-    fresh = cli.check(inputs, framework)
+    fresh = check(inputs, framework)
     fresh.infos = []
-    reused, anew = cli.render(once, framework, io.StringIO()), cli.render(fresh, framework, io.StringIO())
+    reused, anew = render(once, framework, io.StringIO()), render(fresh, framework, io.StringIO())
     secrets = [i for i, obj in enumerate(anew) if obj.get("kind") == "Secret"]  # SSH keys are new on every build
     for i in secrets:
         reused[i]["data"] = anew[i]["data"] = None
