@@ -4,6 +4,7 @@ stops them in reverse order. A new part of the operator is one more entry in `of
 import asyncio
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .. import logs
@@ -39,25 +40,17 @@ def of(manager: Manager, connection: Connection, watches_started: asyncio.Event)
         health_server(manager),
         Step("preflight", on_start=functools.partial(run_preflight, manager)),
     ]
-    status: StatusServer | None = None
+    servers = Servers()
     if cfg.status_server.enabled:
-        # Its own client: progress reports never eat the reconciler's request budget (upstream does the same).
-        client = Client(
-            connection,
-            cfg.client.qps,
-            cfg.client.burst,
-            on_request=manager.metrics.record_request,
-            mapper=manager.client.mapper,
+        runnables.append(
+            Step("status server", functools.partial(servers.make_status, manager, connection), servers.stop_status)
         )
-        status = StatusServer(cfg.status_server, client, manager.store, manager.metrics)
-        runnables.append(Step("status server", on_stop=functools.partial(stop_status_server, status)))
-    admission: AdmissionServer | None = None
     if cfg.webhook.enabled:
-        webhooks = Webhooks(manager.framework, manager.runtimes, manager.store, manager.client, utcnow)
-        admission = AdmissionServer(cfg.webhook.host, cfg.webhook.port, webhooks.handlers(), manager.metrics)
-        runnables.append(Step("admission webhooks", on_stop=admission.stop))
-    if admission is not None or status is not None:
-        certificates = functools.partial(keep_certificates, manager, admission, status)
+        runnables.append(
+            Step("admission webhooks", functools.partial(servers.make_admission, manager), servers.stop_admission)
+        )
+    if cfg.status_server.enabled or cfg.webhook.enabled:
+        certificates = functools.partial(keep_certificates, manager, servers)
         runnables.append(Loop("webhook certificates", certificates, watch))
     runnables += [
         leadership(manager, watch),
@@ -70,6 +63,41 @@ def of(manager: Manager, connection: Connection, watches_started: asyncio.Event)
         Loop("readiness", functools.partial(mark_ready, manager, watches_started)),  # ends by design: unsupervised
     ]
     return runnables
+
+
+@dataclass
+class Servers:
+    """The TLS servers, made once the preflight passed; the certificate loop starts them when it has a certificate
+    and the steps stop them."""
+
+    admission: AdmissionServer | None = None
+    status: StatusServer | None = None
+
+    async def make_status(self, manager: Manager, connection: Connection) -> None:
+        cfg = manager.cfg
+        # Its own client: progress reports never eat the reconciler's request budget (upstream does the same).
+        client = Client(
+            connection,
+            cfg.client.qps,
+            cfg.client.burst,
+            on_request=manager.metrics.record_request,
+            mapper=manager.client.mapper,
+        )
+        self.status = StatusServer(cfg.status_server, client, manager.store, manager.metrics)
+
+    async def stop_status(self) -> None:
+        if self.status is not None:
+            await self.status.stop()
+            await self.status.client.close()
+
+    async def make_admission(self, manager: Manager) -> None:
+        cfg = manager.cfg.webhook
+        webhooks = Webhooks(manager.framework, manager.runtimes, manager.store, manager.client, utcnow)
+        self.admission = AdmissionServer(cfg.host, cfg.port, webhooks.handlers(), manager.metrics)
+
+    async def stop_admission(self) -> None:
+        if self.admission is not None:
+            await self.admission.stop()
 
 
 def health_server(manager: Manager) -> Runnable:
@@ -92,12 +120,7 @@ async def run_preflight(manager: Manager) -> None:
     manager.after_preflight(await preflight(manager.client, plan_of(manager.cfg)))
 
 
-async def stop_status_server(status: StatusServer) -> None:
-    await status.stop()
-    await status.client.close()
-
-
-async def keep_certificates(manager: Manager, admission: AdmissionServer | None, status: StatusServer | None) -> None:
+async def keep_certificates(manager: Manager, servers: Servers) -> None:
     """The webhook certificate (and the status server's, which shares it), renewed and published."""
     cfg = manager.cfg
 
@@ -109,13 +132,13 @@ async def keep_certificates(manager: Manager, admission: AdmissionServer | None,
     hosts = [urlsplit(endpoint.base_url).hostname or ""] if endpoint and not cfg.webhook.service_name else []
     await keep_webhooks_current(
         manager.client,
-        admission,
+        servers.admission,
         cfg.webhook,
         cfg.operator_namespace,
         utcnow,
         manager.webhooks_ready,
         interval=cfg.webhook.cert_check_seconds,
-        also=[status] if status is not None else [],
+        also=[servers.status] if servers.status is not None else [],
         extra_hosts=hosts,
         on_bundle=manager.on_bundle,
         fatal=fatal,
