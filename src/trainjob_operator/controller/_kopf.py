@@ -18,7 +18,7 @@ _HIDDEN = (
 )
 
 
-_hidden = [name for name in _HIDDEN if name not in sys.modules]
+_hidden = tuple(name for name in _HIDDEN if name not in sys.modules)
 for _name in _hidden:
     sys.modules[_name] = None  # type: ignore[assignment]  # `import name` raises ImportError
 try:

@@ -18,7 +18,7 @@ from . import kopf_seams
 from ._kopf import kopf
 
 if TYPE_CHECKING:
-    from .main import Manager
+    from .manager import Manager
 
 log = logs.get("trainjob_operator.manager")
 

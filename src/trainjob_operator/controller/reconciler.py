@@ -7,7 +7,7 @@ either: every branch below asks `plan`.
 import datetime as dt
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
-from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client, Resource, register
+from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import plan
@@ -50,11 +50,6 @@ class Result:
     error: bool = False
 
 
-def register_kinds(framework: Framework) -> None:
-    """The client learns the REST path of every child kind the plugins declare."""
-    register((k.kind, Resource(k.api_version, k.plural)) for k in framework.kinds())
-
-
 @dataclass
 class Reconciler:
     client: Client
@@ -68,13 +63,10 @@ class Reconciler:
     """Checked before every write: a replica whose Lease lapsed mid-pass writes nothing (no split brain)."""
     runtimes: RuntimeResolver | None = None
     """The runtime lookup shared with the webhooks (one is made from the client and store when not given)."""
-    snapshot_sources: dict[str, RuntimeSource] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.runtimes is None:
             self.runtimes = RuntimeResolver(self.client, self.store)
-        if self.framework is not None:
-            register_kinds(self.framework)
 
     async def lookup_runtime(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
         assert self.runtimes is not None
@@ -298,10 +290,7 @@ class Reconciler:
                 raise Failure(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
             fresh = plan.snapshot_source(job, configmap)  # checks owner and runtimeRef every time
             text = str(((configmap or {}).get("data") or {}).get("runtime"))
-            shared = self.snapshot_sources.get(text)
-            if shared is None or (shared.kind, shared.name) != (fresh.kind, fresh.name):
-                shared = self.snapshot_sources[text] = fresh  # one parsed runtime per distinct snapshot
-            source = shared
+            return self.store.known.shared_source(uid, text, fresh)  # one parsed runtime per distinct snapshot
         self.store.known.snapshots[uid] = source
         return source
 

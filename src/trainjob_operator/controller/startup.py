@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from ..api import constants as c
-from ..k8s.client import ApiError, Client, resource_of
+from ..k8s.client import BUILTIN, ApiError, Client
 from ..logs import error_fields, get
 from ..runtime import startup
 from ..runtime.startup import Facts, NamespaceState, Need, Plan
@@ -158,7 +158,7 @@ async def streams_initial_events(client: Client, plan: Plan) -> bool:
     with a selector that matches none, so the answer is one bookmark. An API server without streaming lists (before
     Kubernetes 1.34, the WatchList feature gate off, the watch cache off) refuses the parameters or never sends the
     bookmark: the watches then list in pages, as before. Any failure counts as "no"."""
-    path = resource_of(c.API_VERSION, c.TRAINJOB_KIND).path(plan.namespaces[0] if plan.namespaces else None)
+    path = BUILTIN.resource_of(c.API_VERSION, c.TRAINJOB_KIND).path(plan.namespaces[0] if plan.namespaces else None)
     params = {
         "watch": "true",
         "sendInitialEvents": "true",

@@ -111,6 +111,37 @@ class Known:
     warned: dict[str, set[str]] = field(default_factory=dict)
     """Per TrainJob: the keys of the pod Warning Events recorded (runtime/health.py), at most
     EVENT_KEYS_PER_TRAINJOB."""
+    shared_sources: dict[str, RuntimeSource] = field(default_factory=dict)
+    """Per distinct runtime snapshot text read back: its parsed runtime, shared by the TrainJobs using it (one parse
+    for a thousand TrainJobs of one runtime); dropped with the last of them (`forget`)."""
+    source_text: dict[str, str] = field(default_factory=dict)
+    """Per TrainJob: the snapshot text whose parsed runtime it shares."""
+    source_users: dict[str, int] = field(default_factory=dict)
+    """Per snapshot text: how many TrainJobs share its parsed runtime."""
+
+    def shared_source(self, uid: str, text: str, fresh: RuntimeSource) -> RuntimeSource:
+        """The one parsed runtime of snapshot `text` (`fresh` if none yet, or if the one kept names another runtime),
+        recorded as the snapshot in force for `uid`."""
+        shared = self.shared_sources.get(text)
+        if shared is None or (shared.kind, shared.name) != (fresh.kind, fresh.name):
+            shared = self.shared_sources[text] = fresh
+        if self.source_text.get(uid) != text:
+            self._release_source(uid)
+            self.source_text[uid] = text
+            self.source_users[text] = self.source_users.get(text, 0) + 1
+        self.snapshots[uid] = shared
+        return shared
+
+    def _release_source(self, uid: str) -> None:
+        text = self.source_text.pop(uid, None)
+        if text is None:
+            return
+        users = self.source_users.get(text, 1) - 1
+        if users > 0:
+            self.source_users[text] = users
+        else:
+            self.source_users.pop(text, None)
+            self.shared_sources.pop(text, None)
 
     def warn_once(self, uid: str, key: str) -> bool:
         """True the first time `key` is seen for this TrainJob (and while it has room for more keys)."""
@@ -125,6 +156,7 @@ class Known:
         self.nodes.pop(uid, None)
         self.started.discard(uid)
         self.snapshots.pop(uid, None)
+        self._release_source(uid)
         self.existing.pop(uid, None)
         self.last_error.pop(uid, None)
         self.created_seen.discard(uid)

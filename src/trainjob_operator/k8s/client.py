@@ -9,7 +9,8 @@ import datetime as dt
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -148,28 +149,58 @@ class Resource:
         return "/".join(parts)
 
 
-KNOWN: dict[tuple[str, str], Resource] = {
-    # The kinds the operator's own machinery reads and writes; the kinds plugins write are added by `register`.
-    ("v1", "ConfigMap"): Resource("v1", "configmaps"),
-    ("v1", "Secret"): Resource("v1", "secrets"),
-    ("v1", "Event"): Resource("v1", "events"),
-    ("v1", "Pod"): Resource("v1", "pods"),
-    ("authentication.k8s.io/v1", "TokenReview"): Resource("authentication.k8s.io/v1", "tokenreviews", namespaced=False),
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): Resource("jobset.x-k8s.io/v1alpha2", "jobsets"),
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): Resource("trainer.kubeflow.org/v1alpha1", "trainjobs"),
-    ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime"): Resource("trainer.kubeflow.org/v1alpha1", "trainingruntimes"),
-    ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"): Resource(
-        "trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", namespaced=False
+BUILTIN_RESOURCES: tuple[tuple[str, Resource], ...] = (
+    # (kind, where it lives) of the kinds the operator's own machinery reads and writes; the composition root adds the
+    # kinds the plugins write (`RESTMapper.with_kinds`).
+    ("ConfigMap", Resource("v1", "configmaps")),
+    ("Secret", Resource("v1", "secrets")),
+    ("Event", Resource("v1", "events")),
+    ("Pod", Resource("v1", "pods")),
+    ("TokenReview", Resource("authentication.k8s.io/v1", "tokenreviews", namespaced=False)),
+    ("JobSet", Resource("jobset.x-k8s.io/v1alpha2", "jobsets")),
+    ("TrainJob", Resource("trainer.kubeflow.org/v1alpha1", "trainjobs")),
+    ("TrainingRuntime", Resource("trainer.kubeflow.org/v1alpha1", "trainingruntimes")),
+    ("ClusterTrainingRuntime", Resource("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", namespaced=False)),
+    ("Lease", Resource("coordination.k8s.io/v1", "leases")),
+    (
+        "ValidatingWebhookConfiguration",
+        Resource("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", namespaced=False),
     ),
-    ("coordination.k8s.io/v1", "Lease"): Resource("coordination.k8s.io/v1", "leases"),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): Resource(
-        "admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", namespaced=False
+    (
+        "MutatingWebhookConfiguration",
+        Resource("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False),
     ),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): Resource(
-        "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False
-    ),
-    ("scheduling.k8s.io/v1", "PriorityClass"): Resource("scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
-}
+    ("PriorityClass", Resource("scheduling.k8s.io/v1", "priorityclasses", namespaced=False)),
+)
+
+
+@dataclass(frozen=True)
+class RESTMapper:
+    """(apiVersion, kind) → where it lives in the REST API, as controller-runtime's RESTMapper: one value built by the
+    composition root (the built-in kinds and every child kind the plugins declare) and handed to each client. Never
+    changed once built (`with_kinds` returns a new mapper), so two operators in one process cannot see each other's
+    kinds and tests need not reset anything."""
+
+    resources: Mapping[tuple[str, str], Resource] = field(
+        default_factory=lambda: MappingProxyType({(r.api_version, kind): r for kind, r in BUILTIN_RESOURCES})
+    )
+
+    def with_kinds(self, resources: Iterable[tuple[str, Resource]]) -> "RESTMapper":
+        """This mapper and more kinds, as (kind, where it lives); a kind already known keeps its first mapping."""
+        merged = dict(self.resources)
+        for kind, resource in resources:
+            merged.setdefault((resource.api_version, kind), resource)
+        return RESTMapper(MappingProxyType(merged))
+
+    def resource_of(self, api_version: str, kind: str) -> Resource:
+        try:
+            return self.resources[(api_version, kind)]
+        except KeyError:
+            raise ValueError(f"unknown kind {kind} in {api_version}") from None
+
+
+BUILTIN = RESTMapper()
+"""The built-in kinds only (what a client without plugin kinds reaches: the UI, the benchmarks, start-up checks)."""
 
 
 def resource_name(path: str) -> str:
@@ -179,13 +210,6 @@ def resource_name(path: str) -> str:
     if len(parts) >= 2 and parts[0] == "namespaces" and len(parts) > 2:
         parts = parts[2:]
     return parts[0] if parts else ""
-
-
-def register(resources: Iterable[tuple[str, Resource]]) -> None:
-    """Teach the client more kinds, as (kind, where it lives): the controller registers every child kind the
-    plugins declare, so a plugin with a new kind needs no change here."""
-    for kind, resource in resources:
-        KNOWN.setdefault((resource.api_version, kind), resource)
 
 
 def env_proxy(server: str, proxy_url: str | None) -> tuple[str | None, aiohttp.BasicAuth | None]:
@@ -199,13 +223,6 @@ def env_proxy(server: str, proxy_url: str | None) -> tuple[str | None, aiohttp.B
     return str(proxy), auth
 
 
-def resource_of(api_version: str, kind: str) -> Resource:
-    try:
-        return KNOWN[(api_version, kind)]
-    except KeyError:
-        raise ValueError(f"unknown kind {kind} in {api_version}") from None
-
-
 class Client:
     def __init__(
         self,
@@ -214,9 +231,12 @@ class Client:
         burst: int = 100,
         timeout: float = 30,
         on_request: Callable[[str, str], None] | None = None,
+        mapper: RESTMapper = BUILTIN,
     ) -> None:
         self.connection = connection
         self.on_request = on_request
+        self.mapper = mapper
+        """Where each kind lives (the composition root's, with the plugins' child kinds)."""
         self.qps, self.burst = qps, burst
         self.limiters: dict[str, RateLimiter] = {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -420,7 +440,7 @@ class Client:
 
     async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         try:
-            return await self.request("GET", resource_of(api_version, kind).path(namespace, name))
+            return await self.request("GET", self.mapper.resource_of(api_version, kind).path(namespace, name))
         except ApiError as err:
             if err.not_found:
                 return None
@@ -430,7 +450,7 @@ class Client:
         self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
     ) -> list[dict[str, Any]]:
         params = {"labelSelector": label_selector} if label_selector else None
-        result = await self.request("GET", resource_of(api_version, kind).path(namespace), params=params)
+        result = await self.request("GET", self.mapper.resource_of(api_version, kind).path(namespace), params=params)
         items: list[dict[str, Any]] = result.get("items", [])
         return items
 
@@ -439,7 +459,9 @@ class Client:
     ) -> dict[str, Any]:
         """Server-side apply of a whole object (apply patches may be JSON, which is YAML)."""
         meta = obj["metadata"]
-        path = resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"], subresource)
+        path = self.mapper.resource_of(obj["apiVersion"], obj["kind"]).path(
+            meta.get("namespace"), meta["name"], subresource
+        )
         params = {"fieldManager": field_manager, "force": "true" if force else "false"}
         return await self.request("PATCH", path, body=obj, content_type=APPLY, params=params)
 
@@ -447,12 +469,15 @@ class Client:
         meta = obj.get("metadata") or {}
         params = {"fieldManager": field_manager} if field_manager else None
         return await self.request(
-            "POST", resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")), body=obj, params=params
+            "POST",
+            self.mapper.resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace")),
+            body=obj,
+            params=params,
         )
 
     async def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
-        path = resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"])
+        path = self.mapper.resource_of(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"])
         return await self.request("PUT", path, body=obj)
 
     async def merge_patch(
@@ -477,7 +502,7 @@ class Client:
         subresource: str | None = None,
     ) -> dict[str, Any]:
         """A PATCH of any type (MERGE, JSON_PATCH: a list of operations, whose `test` makes it conditional)."""
-        path = resource_of(api_version, kind).path(namespace, name, subresource)
+        path = self.mapper.resource_of(api_version, kind).path(namespace, name, subresource)
         return await self.request("PATCH", path, body=body, content_type=content_type)
 
     async def delete(
@@ -498,7 +523,7 @@ class Client:
         if preconditions:
             options["preconditions"] = preconditions
         try:
-            await self.request("DELETE", resource_of(api_version, kind).path(namespace, name), body=options)
+            await self.request("DELETE", self.mapper.resource_of(api_version, kind).path(namespace, name), body=options)
             return True
         except ApiError as err:
             if err.not_found or (preconditions and err.conflict):

@@ -10,10 +10,11 @@ from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.config import OperatorConfig
+from trainjob_operator.controller.components import rest_mapper
 from trainjob_operator.controller.kopf_adapter import registry_for
 from trainjob_operator.controller.main import Manager, watched_collections
 from trainjob_operator.controller.store import Store
-from trainjob_operator.k8s.client import Resource, resource_of
+from trainjob_operator.k8s.client import Resource
 from trainjob_operator.runtime import plan, startup
 from trainjob_operator.runtime.framework import ChildKind, ComponentBuilder, Manifest, Mode, OwnsKinds
 from trainjob_operator.runtime.info import RuntimeInfo
@@ -79,7 +80,7 @@ def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
     assert ("jobset.x-k8s.io", "v1alpha2", "jobsets") in watched
     assert ("widgets", "team-a") in watched_collections(["team-a"], manager.watched)
     assert (WIDGETS, "Widget") in manager.store.children
-    assert resource_of(WIDGETS, "Widget") == Resource(WIDGETS, "widgets")
+    assert rest_mapper(manager.framework).resource_of(WIDGETS, "Widget") == Resource(WIDGETS, "widgets")
     owned = {
         "apiVersion": WIDGETS,
         "kind": "Widget",
