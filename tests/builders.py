@@ -5,12 +5,14 @@ and `.obj()` the typed model.
 """
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Self
 
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import SSHKeyPair
 
 
 class _Builder:
@@ -416,3 +418,16 @@ def trainjob_object(namespace: str, name: str, runtime_name: str = "torch", **sp
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"runtimeRef": {"name": runtime_name, "kind": "TrainingRuntime"}, **spec},
     }
+
+
+@dataclass(frozen=True)
+class FixedKeys:
+    """A `KeySource` for tests: the same key pair every time, so a build is reproducible."""
+
+    key: SSHKeyPair = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
+
+    def ssh_key(self) -> SSHKeyPair:
+        return self.key
+
+
+FIXED_KEYS = FixedKeys()

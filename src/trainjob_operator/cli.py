@@ -39,10 +39,12 @@ from .api.legacy import (
 )
 from .api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from .api.trainjob import TrainJob
+from .controller.keys import FRESH_KEYS
 from .runtime import yamldump, yamltext
 from .runtime.errors import BuildError, FieldError, describe, invalid, plain, printable, render_value
 from .runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .runtime.lifecycle import effective_run_policy
+from .runtime.observed import Observed
 from .runtime.pipeline import Framework
 from .runtime.prune import Schema, prune, strict_decoding_error, unknown_field_warning
 from .runtime.snapshot import build_snapshot
@@ -55,6 +57,9 @@ FILE_EXTENSIONS = (".json", ".yaml", ".yml")
 """The files of a directory that `-f DIR` reads (kubectl's list); a file named on its own is read whatever its name."""
 FIELD_VALIDATION = ("strict", "warn", "ignore")
 """kubectl's `--validate` values: what an unknown field does (an error, a warning, nothing); true/false are strict/ignore."""
+
+RENDERING: Final = Observed(keys=FRESH_KEYS)
+"""What `render` builds against: nothing exists yet, and new key Secrets get fresh keys."""
 
 
 class UsageError(Exception):
@@ -636,7 +641,7 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
                     "metadata.name is not set: the objects are named after the name the API server generates from "
                     "metadata.generateName; set metadata.name to render them"
                 )
-            built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, info=info)]
+            built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, RENDERING, info=info)]
         except BuildError as error:
             line = f"{doc.label}: cannot build: {error}"
         except Exception as error:  # the pure pipeline crashed on this input: name the object and the cause

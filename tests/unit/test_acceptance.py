@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from builders import (
+    FixedKeys,
     RuntimeBuilder,
     TrainJobBuilder,
     as_set,
@@ -40,7 +41,7 @@ FIXED_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp
 
 
 def render(job: TrainJobBuilder, runtime: RuntimeBuilder, observed: Observed | None = None) -> list[dict[str, Any]]:
-    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed(ssh_key=FIXED_KEY))
+    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed(keys=FixedKeys(FIXED_KEY)))
 
 
 def all_containers_runtime(**fields: Any) -> RuntimeBuilder:

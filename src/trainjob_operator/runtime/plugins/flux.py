@@ -27,13 +27,13 @@ from ...api.core import Container, Volume, VolumeMount
 from ...api.runtime import FluxMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid, required
-from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
+from ..framework import ClaimsTrainer, ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
 from ..info import RuntimeInfo
 from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
 from ..upsert import upsert_volume, upsert_volume_mount
-from .common import decision_resources
+from .common import decision_resources, plain_trainer
 
 INSTALLER_CONTAINER: Final = "flux-installer"
 INSTALLER_IMAGE: Final = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
@@ -79,12 +79,16 @@ def flux_policy(info: RuntimeInfo) -> FluxMLPolicySource | None:
     return info.ml_policy.flux if info.ml_policy is not None else None
 
 
-class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
+class Flux(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "Flux"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return flux_policy(info) is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if flux_policy(info) is None:
             return
+        plain_trainer(info, job)
         settings = broker_settings(info, job)
         info.trainer_command = ["/bin/bash", f"{CONFIG_PATH}/{ENTRYPOINT_KEY}", original_command(info, job)]
         info.trainer_args = None
