@@ -381,7 +381,9 @@ class Reconciler:
         except ApiError as err:
             if isinstance(write, plan.Create) and err.conflict:
                 return await self._existing(job, write.obj)
-            rebuild = plan.rebuild_after_refusal(self.framework, write, err.status, err.message, observed, bool(job.spec.suspend))
+            rebuild = plan.rebuild_after_refusal(
+                self.framework, write, err.status, err.message, observed, bool(job.spec.suspend)
+            )
             if rebuild is None:
                 raise plan.write_failed(write, err.message) from err
             name, namespace = write.obj["metadata"]["name"], write.obj["metadata"].get("namespace")

@@ -8,7 +8,16 @@ from ...api.core import EnvVar, Volume, VolumeMount
 from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ClaimsTrainer, ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
+from ..framework import (
+    ClaimsTrainer,
+    ChildKind,
+    ComponentBuilder,
+    CustomValidation,
+    EnforceMLPolicy,
+    Manifest,
+    Mode,
+    OwnsKinds,
+)
 from ..info import PodSet, RuntimeInfo, merge_node_resources
 from ..limits import CONFIGMAP_DATA_LIMIT, hosts_bytes, too_large
 from ..manifests import owned_metadata
