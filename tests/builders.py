@@ -420,11 +420,14 @@ def trainjob_object(namespace: str, name: str, runtime_name: str = "torch", **sp
     }
 
 
+FIXED_SSH_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
+
+
 @dataclass(frozen=True)
 class FixedKeys:
     """A `KeySource` for tests: the same key pair every time, so a build is reproducible."""
 
-    key: SSHKeyPair = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
+    key: SSHKeyPair = FIXED_SSH_KEY
 
     def ssh_key(self) -> SSHKeyPair:
         return self.key

@@ -8,6 +8,7 @@ import base64
 from typing import Any, ClassVar
 
 import pytest
+
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, by_kind, container, container_of, jobset_of
 from builders import replicated_job as rjob
 from trainjob_operator.api import constants as c

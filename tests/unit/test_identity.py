@@ -103,7 +103,10 @@ def placed(case: ChildCase, found: dict[str, Any]) -> Observed:
 @pytest.mark.parametrize("case", CHILDREN.values(), ids=CHILDREN.keys())
 def test_a_predecessors_child_stops_the_build_and_is_named(case: ChildCase) -> None:
     built = plan.children(
-        FRAMEWORK, case.job.obj(), case.runtime.source(), Observed(keys=FixedKeys(KEY), status_server=case.status_server)
+        FRAMEWORK,
+        case.job.obj(),
+        case.runtime.source(),
+        Observed(keys=FixedKeys(KEY), status_server=case.status_server),
     )
     assert case.ref in {plan.ref_of(w.obj) for w in built.writes if not isinstance(w, plan.Delete)}, "a child kind"
     with pytest.raises(Blocked) as raised:

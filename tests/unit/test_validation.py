@@ -28,8 +28,8 @@ from builders import (
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import Observed, Read
-from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
 from trainjob_operator.runtime.pipeline import Framework
+from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
 from trainjob_operator.runtime.validation import (
     admit_runtime,
     admit_trainjob,

@@ -9,8 +9,8 @@ from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import (
-    ClaimsTrainer,
     ChildKind,
+    ClaimsTrainer,
     ComponentBuilder,
     CustomValidation,
     EnforceMLPolicy,
@@ -61,9 +61,10 @@ class MPI(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, Ow
             raise BuildError(f"MPI implementation for {policy.mpi_implementation} doesn't supported")
         resources = job.spec.trainer.resources_per_node if job.spec.trainer is not None else None
         node_set = info.pod_set(c.NODE)
-        if policy.run_launcher_as_node and resources is not None and node_set is not None:
-            if node_set.ancestor != c.ANCESTOR_TRAINER:  # a trainer's got them with the runtime info
-                merge_node_resources(node_set.job, resources)
+        # The launcher runs as a node: `node` gets the TrainJob's resources too (a trainer's got them already).
+        node_outside_trainer = node_set if node_set is not None and node_set.ancestor != c.ANCESTOR_TRAINER else None
+        if policy.run_launcher_as_node and resources is not None and node_outside_trainer is not None:
+            merge_node_resources(node_outside_trainer.job, resources)
         if node_set is not None:
             node_set.count = node_count(job, policy, node_set.count)
         secret_volume = Volume.model_validate(

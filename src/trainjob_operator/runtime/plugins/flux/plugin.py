@@ -29,8 +29,8 @@ from ....api.runtime import FluxMLPolicySource
 from ....api.trainjob import TrainJob
 from ...errors import BuildError, FieldError, Validation, invalid, required
 from ...framework import (
-    ClaimsTrainer,
     ChildKind,
+    ClaimsTrainer,
     ComponentBuilder,
     CustomValidation,
     EnforceMLPolicy,
