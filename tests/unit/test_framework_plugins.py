@@ -1,34 +1,40 @@
 """Plugins own their reads and their claims: who configures the trainer (`ClaimsTrainer`, first claim in the
 registry's order wins), what a plugin needs read (`DeclaresReads`, performed by the shell), key material injected
 (`Observed.keys`), the JobSet's rebuild rule reached through the framework, Flux's scripts as package data. A toy
-framework added in this file alone proves a new framework touches no other plugin."""
+framework added in this file alone (its `mlPolicy.toy` source, the CRD schema and one-of CEL rule generated from
+it, its claim, its build and its validation) proves a new framework changes no other file."""
 
 import asyncio
 import base64
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import BaseModel
 
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, by_kind, container, container_of, jobset_of
 from builders import replicated_job as rjob
+from trainjob_dev import crdgen
 from trainjob_operator.api import constants as c
+from trainjob_operator.api.base import ApiModel
 from trainjob_operator.api.core import EnvVar
+from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.controller import reads
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.runtime.errors import BuildError, Validation, forbidden
 from trainjob_operator.runtime.framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
-from trainjob_operator.runtime.info import RuntimeInfo, new_runtime_info
+from trainjob_operator.runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
 from trainjob_operator.runtime.observed import ObjectRef, Observed, Read, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plugins.flux import plugin as flux
 from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
 from trainjob_operator.runtime.registry import ORDER, PLUGINS, Factory
 from trainjob_operator.runtime.upsert import upsert_env
+from trainjob_operator.runtime.validation.cel import ml_policy_cel
 
 FRAMEWORK = Framework.from_registry()
 TRAINER = [rjob(c.NODE, c.ANCESTOR_TRAINER, [container(c.NODE, "img")])]
-TOY_LABEL = "toy"
+SHIPPED_RUNTIME = (TrainingRuntime, c.TRAINING_RUNTIME_KIND)
 
 
 def runtime(**policy: Any) -> RuntimeBuilder:
@@ -70,22 +76,31 @@ def test_plugin_order_is_one_list_and_the_registry_follows_it() -> None:
 # --- a toy framework, added here alone ----------------------------------------------------------------------------
 
 
+class ToyMLPolicySource(ApiModel):
+    """Toy training: one process per node."""
+
+    world: int | None = None
+    """How many processes in all (default: the trainer count)."""
+
+
 class Toy(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
-    """A framework selected by its runtime's label: TOY_WORLD (the trainer count) on the trainer, and TOY_WORLD is
-    the toy's to set."""
+    """A framework with its own `mlPolicy.toy`: TOY_WORLD on the trainer; TOY_WORLD is the toy's to set."""
 
     name: ClassVar[str] = "Toy"
+    policy_source: ClassVar[tuple[str, type[ApiModel]] | None] = ("toy", ToyMLPolicySource)
 
     def claims_trainer(self, info: RuntimeInfo) -> bool:
-        return info.runtime.labels.get(c.FRAMEWORK_LABEL) == TOY_LABEL
+        return toy_policy(info) is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
-        if info.trainer_owner != self.name:
+        policy = toy_policy(info)
+        if info.trainer_owner != self.name or policy is None:
             return
         trainer = info.ancestor(c.ANCESTOR_TRAINER)
         node = trainer.container(c.NODE) if trainer is not None else None
         if trainer is not None and node is not None:
-            upsert_env(node, [EnvVar(name="TOY_WORLD", value=str(trainer.count))])
+            world = policy.world if policy.world is not None else trainer.count
+            upsert_env(node, [EnvVar(name="TOY_WORLD", value=str(world))])
 
     def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
         if info.trainer_owner != self.name or new.spec.trainer is None:
@@ -99,6 +114,12 @@ class Toy(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
         )
 
 
+def toy_policy(info: RuntimeInfo) -> ToyMLPolicySource | None:
+    """The runtime's `mlPolicy.toy` (a runtime parsed with the registry's models has the field)."""
+    source = getattr(info.ml_policy, "toy", None)
+    return source if isinstance(source, ToyMLPolicySource) else None
+
+
 # Registered where a framework goes: among the frameworks, before TensorFlow.
 TOY_ORDER: dict[str, Factory] = {}
 for plugin in ORDER:
@@ -106,24 +127,69 @@ for plugin in ORDER:
         TOY_ORDER[Toy.name] = Toy
     TOY_ORDER[plugin.name] = PLUGINS[plugin.name]
 WITH_TOY = Framework.from_registry(TOY_ORDER)
+TOY_RUNTIME_MODEL, TOY_CLUSTER_RUNTIME_MODEL = WITH_TOY.runtime_models()
 MINE = {"name": "MINE", "value": "1"}
 TOY_JOB = TrainJobBuilder.make().trainer(numNodes=3, env=[MINE])
 
 
+def toy_source(**toy: Any) -> RuntimeSource:
+    """A runtime with `mlPolicy.toy`, parsed with the models generated for the toy's registry."""
+    return RuntimeSource.of(TOY_RUNTIME_MODEL.model_validate(runtime(toy=toy).raw()))
+
+
+def test_the_toy_brings_its_ml_policy_field_and_one_of_rule_into_the_generated_crd() -> None:
+    def ml_policy(model: type[BaseModel], kind: str) -> dict[str, Any]:
+        crd = crdgen.crd(crdgen.CrdKind(model, kind, c.PLURALS[kind], "Namespaced"))
+        schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        return schema["properties"]["spec"]["properties"]["mlPolicy"]
+
+    toy, shipped = ml_policy(TOY_RUNTIME_MODEL, c.TRAINING_RUNTIME_KIND), ml_policy(*SHIPPED_RUNTIME)
+    assert toy["properties"]["toy"] == {
+        "description": "Toy training: one process per node.",
+        "properties": {
+            "world": {
+                "description": "How many processes in all (default: the trainer count).",
+                "format": "int32",
+                "type": "integer",
+            }
+        },
+        "type": "object",
+    }
+    assert toy["x-kubernetes-validations"] == [
+        {
+            "rule": "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost), has(self.flux),has(self.toy)]"
+            ".filter(x, x).size() <= 1",
+            "message": "Only one of the policy can be configured",
+        }
+    ]
+    # Nothing else of the schema changes, and the shipped registry generates the shipped CRD.
+    assert {k: v for k, v in toy["properties"].items() if k != "toy"} == shipped["properties"]
+    assert Framework.from_registry().runtime_models() == (TrainingRuntime, ClusterTrainingRuntime)
+
+
+def test_the_cel_twin_of_the_one_of_rule_counts_the_toys_source() -> None:
+    both = runtime(toy={}, torch={}).raw()
+    assert [str(e) for e in ml_policy_cel(both, WITH_TOY.one_ml_policy_sources())] == [
+        "spec.mlPolicy: Invalid value: Only one of the policy can be configured"
+    ]
+    assert ml_policy_cel(both) == []  # the shipped twin knows no toy
+
+
 def test_the_toy_framework_claims_the_trainer_and_plainml_steps_aside() -> None:
-    def trainer(framework: Framework, built: RuntimeBuilder) -> tuple[list[dict[str, Any]], int]:
-        jobset = jobset_of(framework.desired_objects(TOY_JOB.obj(), built.source(), Observed()))
+    def trainer(framework: Framework, source: RuntimeSource) -> tuple[list[dict[str, Any]], int]:
+        jobset = jobset_of(framework.desired_objects(TOY_JOB.obj(), source, Observed()))
         return container_of(jobset, c.NODE)["env"], jobset["spec"]["replicatedJobs"][0]["template"]["spec"][
             "parallelism"
         ]
 
     # Claimed: the toy's env first, and the count stays the runtime's (PlainML would have set numNodes, 3).
-    assert trainer(WITH_TOY, labelled(TOY_LABEL)) == ([{"name": "TOY_WORLD", "value": "1"}, MINE], 1)
-    # The shipped registry has no toy: nobody claims, PlainML sets the count.
-    assert trainer(FRAMEWORK, labelled(TOY_LABEL)) == ([MINE], 3)
+    assert trainer(WITH_TOY, toy_source()) == ([{"name": "TOY_WORLD", "value": "1"}, MINE], 1)
+    assert trainer(WITH_TOY, toy_source(world=8)) == ([{"name": "TOY_WORLD", "value": "8"}, MINE], 1)
+    # The shipped models drop the unknown source: nobody claims, PlainML sets the count.
+    assert trainer(FRAMEWORK, runtime(toy={}).source()) == ([MINE], 3)
 
 
-def test_without_its_label_the_toy_claims_nothing_and_the_build_is_the_shipped_one() -> None:
+def test_without_its_source_the_toy_claims_nothing_and_the_build_is_the_shipped_one() -> None:
     plain = runtime().source()
     assert WITH_TOY.desired_objects(TOY_JOB.obj(), plain, Observed()) == FRAMEWORK.desired_objects(
         TOY_JOB.obj(), plain, Observed()
@@ -132,11 +198,11 @@ def test_without_its_label_the_toy_claims_nothing_and_the_build_is_the_shipped_o
 
 def test_the_toy_framework_validates_its_reserved_env() -> None:
     job = TOY_JOB.trainer(env=[{"name": "TOY_WORLD", "value": "9"}]).obj()
-    result = WITH_TOY.validate(None, job, labelled(TOY_LABEL).source())
+    result = WITH_TOY.validate(None, job, toy_source())
     assert [str(e) for e in result.errors] == [
         "spec.trainer.env[0]: Forbidden: TOY_WORLD is reserved for the toy runtime"
     ]
-    assert FRAMEWORK.validate(None, job, labelled(TOY_LABEL).source()).errors == ()
+    assert FRAMEWORK.validate(None, job, runtime(toy={}).source()).errors == ()
 
 
 # --- declared reads -----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from ..api.base import ApiModel
 from ..api.trainjob import TrainJob, TrainJobStatus
 from .errors import Validation
 from .info import RuntimeInfo, RuntimeSource
@@ -95,6 +96,11 @@ class DeclaresReads(Plugin):
 class ClaimsTrainer(Plugin):
     """Build: the framework plugin that configures the trainer. The first plugin in the registry's order that
     claims it owns the trainer (`RuntimeInfo.trainer_owner`); with no claim, PlainML sets the count and env."""
+
+    policy_source: ClassVar[tuple[str, type[ApiModel]] | None] = None
+    """A framework source of its own under `spec.mlPolicy` (Python name, model), from which the runtime models,
+    their CRD schema and the one-of rule are generated (`Framework.runtime_models`); None: the API declares it, or
+    a label selects the framework."""
 
     @abstractmethod
     def claims_trainer(self, info: RuntimeInfo) -> bool: ...

@@ -6,7 +6,11 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from ..api.runtime import RunPolicy
+from pydantic.alias_generators import to_camel
+
+from ..api.base import ApiModel
+from ..api.rules import ML_POLICIES
+from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime, with_ml_policy_sources
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation, aggregate
 from .framework import (
@@ -73,6 +77,18 @@ class Framework:
         if runtime is None:
             return []
         return list(dict.fromkeys(read for reader in self.readers for read in reader.reads(job, runtime)))
+
+    def policy_sources(self) -> dict[str, type[ApiModel]]:
+        """The `mlPolicy` sources the framework plugins bring themselves, by Python name."""
+        return dict(p.policy_source for p in self.claimants if p.policy_source is not None)
+
+    def runtime_models(self) -> tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]:
+        """The runtime models with those sources (the shipped API's when no plugin brings one)."""
+        return with_ml_policy_sources(self.policy_sources())
+
+    def one_ml_policy_sources(self) -> tuple[str, ...]:
+        """The wire names of every `mlPolicy` framework source, of which a runtime may set one (the CEL twin's)."""
+        return (*ML_POLICIES, *(to_camel(name) for name in self.policy_sources()))
 
     def claim_trainer(self, info: RuntimeInfo) -> RuntimeInfo:
         """Who configures the trainer: the first plugin, in registry order, that claims it (None: no framework
