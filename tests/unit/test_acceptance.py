@@ -938,7 +938,11 @@ def test_mpi_generated_key_is_ecdsa_p521() -> None:
 
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    objects = FRAMEWORK.desired_objects(TrainJobBuilder.make().trainer().obj(), mpi_runtime().source())
+    from trainjob_operator.controller.keys import FRESH_KEYS
+
+    # The key the shell's key source draws (the core draws none itself).
+    observed = Observed(keys=FRESH_KEYS)
+    objects = FRAMEWORK.desired_objects(TrainJobBuilder.make().trainer().obj(), mpi_runtime().source(), observed)
     (secret,) = by_kind(objects, "Secret")
     key = load_pem_private_key(base64.b64decode(secret["data"]["ssh-privatekey"]), password=None)
     assert key.curve.name == "secp521r1"  # type: ignore[attr-defined]
