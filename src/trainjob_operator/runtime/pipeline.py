@@ -158,8 +158,9 @@ class Framework:
         info: RuntimeInfo | None = None,
     ) -> Validation:
         """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated.
-        Validators read the info and never change it, so a caller may hand over `new_runtime_info(new, runtime)` as
-        `info` and build from it afterwards (the offline CLI makes it once per TrainJob)."""
+        Validators read the info and never change it (only who owns the trainer is settled on it first), so a caller
+        may hand over `new_runtime_info(new, runtime)` as `info` and build from it afterwards (the offline CLI makes
+        it once per TrainJob)."""
         if info is None:
             try:
                 info = new_runtime_info(new, runtime)
