@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.controller.keys import FRESH_KEYS
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
@@ -128,7 +129,10 @@ def main() -> int:
             Observed(),
         ),
         "mpi first build (new ECDSA P-521 key)": scenario(
-            framework, mpi_runtime(), job_dicts(max(n // 10, 1), "deepspeed-distributed", numNodes=4), Observed()
+            framework,
+            mpi_runtime(),
+            job_dicts(max(n // 10, 1), "deepspeed-distributed", numNodes=4),
+            Observed(keys=FRESH_KEYS),
         ),
     }
     print(

@@ -12,6 +12,7 @@ from trainjob_operator.api import constants as c
 from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import SSHKeyPair
 
 
 class _Builder:
@@ -436,3 +437,19 @@ def billion_laughs(levels: int = 12) -> str:
         previous = f"*a{level - 1}"
         lines.append(f"a{level}: &a{level} [{', '.join([previous] * 10)}]")
     return "\n".join(lines) + "\nkind: TrainJob\n"
+
+
+FIXED_SSH_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
+
+
+@dataclass(frozen=True)
+class FixedKeys:
+    """A `KeySource` for tests: the same key pair every time, so a build is reproducible."""
+
+    key: SSHKeyPair = FIXED_SSH_KEY
+
+    def ssh_key(self) -> SSHKeyPair:
+        return self.key
+
+
+FIXED_KEYS = FixedKeys()

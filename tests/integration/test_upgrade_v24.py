@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from builders import FIXED_KEYS
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.runtime import TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 
 pytestmark = pytest.mark.cluster
@@ -64,7 +66,9 @@ def old_shape_jobset(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[
     test cannot know before the TrainJob exists: it adds the TrainJob's controller reference then, as the old
     operator had; the operator never adopts an object another uid or nothing controls)."""
     job = TrainJob.model_validate({**trainjob, "metadata": {**trainjob["metadata"], "uid": "0"}})
-    objects = Framework.from_registry().desired_objects(job, RuntimeSource.of(TrainingRuntime.model_validate(runtime)))
+    objects = Framework.from_registry().desired_objects(
+        job, RuntimeSource.of(TrainingRuntime.model_validate(runtime)), Observed(keys=FIXED_KEYS)
+    )
     jobset = next(o for o in objects if o["kind"] == c.JOBSET_KIND)
     jobset["metadata"].pop("ownerReferences")
     for rjob in jobset["spec"]["replicatedJobs"]:

@@ -19,7 +19,7 @@ import yaml
 from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, replicated_job, standard_jobs
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
-from trainjob_operator.cli import main
+from trainjob_operator.cli import RENDERING, main
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.snapshot import build_snapshot
@@ -69,7 +69,7 @@ def expected_objects(job: TrainJobBuilder, runtime: RuntimeBuilder) -> list[dict
     """What the library builds for `job`: the CLI must print exactly this (snapshot first)."""
     model: TrainJob = job.obj()
     source = RuntimeSource.of(runtime.obj())
-    return [build_snapshot(model, source), *Framework.from_registry().desired_objects(model, source)]
+    return [build_snapshot(model, source), *Framework.from_registry().desired_objects(model, source, RENDERING)]
 
 
 def names(objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:

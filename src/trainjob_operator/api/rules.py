@@ -5,6 +5,7 @@ has none) and tests/unit/runtime/validation/test_cel_twins.py fails when a rule 
 rules and their twins share are constants here too.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -81,12 +82,18 @@ TRAINER_STATUS_TIME: Final = CelRule(
     "!has(self.trainerStatus) || has(self.trainerStatus.lastUpdatedTime)",
     "lastUpdatedTime is required when trainerStatus is present",
 )
-ONE_ML_POLICY: Final = CelRule(
-    # (upstream's spelling, a missing space included)
-    "[" + ", ".join(f"has(self.{p})" for p in ML_POLICIES[:-1]) + f",has(self.{ML_POLICIES[-1]})]"
-    ".filter(x, x).size() <= 1",
-    "Only one of the policy can be configured",
-)
+
+
+def one_ml_policy(sources: Sequence[str]) -> CelRule:
+    """At most one of the framework `sources` of an ML policy (their wire names) is set."""
+    return CelRule(
+        # (upstream's spelling, a missing space included)
+        "[" + ", ".join(f"has(self.{p})" for p in sources[:-1]) + f",has(self.{sources[-1]})].filter(x, x).size() <= 1",
+        "Only one of the policy can be configured",
+    )
+
+
+ONE_ML_POLICY: Final = one_ml_policy(ML_POLICIES)
 ENV_INJECTION_NOT_NODE: Final = CelRule(
     f"!self.exists(c, c == '{c.NODE}')",
     "containerNames must not include the main node container because PET_* envs are always injected into it",

@@ -1,8 +1,10 @@
 """TrainingRuntime and ClusterTrainingRuntime: the blueprints platform admins publish."""
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
+from pydantic.alias_generators import to_camel
 
 from . import constants as c
 from .base import ApiModel
@@ -11,8 +13,10 @@ from .jobset import JobSetTemplateSpec
 from .rules import (
     ENV_INJECTION_NOT_NODE,
     FLUX_NUM_PROC_PER_NODE,
+    ML_POLICIES,
     MPI_NUM_PROC_PER_NODE,
     ONE_ML_POLICY,
+    one_ml_policy,
     x_validations,
 )
 
@@ -190,3 +194,25 @@ def runtime_model(kind: object) -> type[TrainingRuntime] | type[ClusterTrainingR
     """The model of a runtime object of `kind`: a TrainingRuntime for that kind, else a ClusterTrainingRuntime (the
     default kind of a `runtimeRef`; another kind fails the model's `kind` literal)."""
     return TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
+
+
+def with_ml_policy_sources(
+    sources: Mapping[str, type[ApiModel]],
+) -> tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]:
+    """The runtime models with more framework sources under `spec.mlPolicy`, one optional field each (by Python
+    name; a framework plugin's `ClaimsTrainer.policy_source`), and the one-of rule over all of them: what the CRDs
+    and the parsing of a registry whose plugins bring their own sources are generated from."""
+    if not sources:
+        return TrainingRuntime, ClusterTrainingRuntime
+    fields: dict[str, Any] = {name: (source | None, None) for name, source in sources.items()}
+    policy = create_model("MLPolicy", __base__=MLPolicy, __module__=__name__, **fields)
+    policy.model_config["json_schema_extra"] = x_validations(
+        one_ml_policy((*ML_POLICIES, *(to_camel(name) for name in sources)))
+    )
+    spec = create_model(
+        "TrainingRuntimeSpec", __base__=TrainingRuntimeSpec, __module__=__name__, ml_policy=(policy | None, None)
+    )
+    return (
+        create_model("TrainingRuntime", __base__=TrainingRuntime, __module__=__name__, spec=(spec, ...)),
+        create_model("ClusterTrainingRuntime", __base__=ClusterTrainingRuntime, __module__=__name__, spec=(spec, ...)),
+    )

@@ -30,6 +30,7 @@ from ..runtime.pipeline import Framework
 from ..runtime.plan import Blocked, Failure, Stage
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome
+from ..keys import FRESH_KEYS
 from .runtimes import RuntimeResolver
 from .store import Key, Store
 
@@ -300,6 +301,7 @@ class Reconciler:
             existing=self.store.known.exists(job.metadata.uid or ""),
             read=read or {},
             status_server=self.status_server(),
+            keys=FRESH_KEYS,
         )
 
     async def _build_and_write(self, job: TrainJob, now: dt.datetime) -> int | None:
@@ -368,7 +370,9 @@ class Reconciler:
         except ApiError as err:
             if isinstance(write, plan.Create) and err.conflict:
                 return await self._existing(job, write.obj)
-            rebuild = plan.rebuild_after_refusal(write, err.status, err.message, observed, bool(job.spec.suspend))
+            rebuild = plan.rebuild_after_refusal(
+                self.framework, write, err.status, err.message, observed, bool(job.spec.suspend)
+            )
             if rebuild is None:
                 raise plan.write_failed(write, err.message) from err
             name, namespace = write.obj["metadata"]["name"], write.obj["metadata"].get("namespace")

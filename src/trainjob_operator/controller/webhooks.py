@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
-from ..k8s.client import ApiError, Client
+from ..k8s.client import Client
 from ..logs import get
 from ..runtime.conditions import rfc3339
 from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
@@ -19,7 +19,7 @@ from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
 from ..runtime.review import Review, review_runtime, review_trainjob, review_unparsed, reviewed, runtime_key
 from ..runtime.validation import parse
-from . import admission
+from . import admission, reads
 from .admission import Verdict
 from .runtimes import RuntimeResolver
 from .store import Store
@@ -77,22 +77,9 @@ class Webhooks:
                 return Verdict(allowed=False, message=f"spec.runtimeRef: the runtime {key.name} does not parse: {err}")
         observed = Observed(
             jobset=self.store.jobsets.get((new.namespace, new.name)),
-            priority_classes=await self._priority_classes(runtime),
+            reads=await reads.perform(self.client, self.framework.reads(new, runtime)),
         )
         return verdict(review_trainjob(self.framework, old, new, runtime, observed))
-
-    async def _priority_classes(self, runtime: RuntimeSource | None) -> frozenset[str] | None:
-        """The PriorityClasses that exist, for a runtime whose PodGroups Volcano schedules (its plugin checks the
-        names the pods use); None (the check is skipped) for other runtimes or when they cannot be listed."""
-        policy = runtime.spec.pod_group_policy if runtime is not None else None
-        if policy is None or policy.volcano is None:
-            return None
-        try:
-            items = await self.client.list("scheduling.k8s.io/v1", "PriorityClass")
-        except (ApiError, OSError, TimeoutError) as err:
-            log.warning("cannot list PriorityClasses; the Volcano priority class check is skipped", error=str(err))
-            return None
-        return frozenset(str((item.get("metadata") or {}).get("name", "")) for item in items)
 
     async def _validate_runtime(
         self, review: dict[str, Any], kind: str, model: type[TrainingRuntime] | type[ClusterTrainingRuntime]

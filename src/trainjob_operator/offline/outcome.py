@@ -6,12 +6,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, TextIO
 
 from ..codec import jsontext, yamldump
+from ..keys import FRESH_KEYS
 from ..runtime.errors import BuildError, describe, printable
+from ..runtime.observed import Observed
 from ..runtime.pipeline import Framework
 from ..runtime.review import foreign_manager
 from ..runtime.snapshot import build_snapshot
 from .check import Checked, lifecycle_notes
 from .inputs import PROG
+
+RENDERING: Final = Observed(keys=FRESH_KEYS)
+"""What `render` builds against: nothing exists yet, and new key Secrets get fresh keys."""
 
 
 @dataclass
@@ -133,7 +138,7 @@ def render(checked: Checked, framework: Framework, err: TextIO) -> list[dict[str
                     "metadata.name is not set: the objects are named after the name the API server generates from "
                     "metadata.generateName; set metadata.name to render them"
                 )
-            built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, info=info)]
+            built = [build_snapshot(job, runtime), *framework.desired_objects(job, runtime, RENDERING, info=info)]
         except BuildError as error:
             line = f"{doc.label}: cannot build: {error}"
         except Exception as error:  # the pure pipeline crashed on this input: name the object and the cause

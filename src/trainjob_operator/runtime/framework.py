@@ -2,8 +2,10 @@
 they implement.
 
 Phases: Startup (OwnsKinds: the child kinds a plugin writes, from which the shell derives watches, existence
-tracking, the client's REST paths and the RBAC rules), PreExecution (CustomValidation), Build (EnforceMLPolicy →
-EnforcePodGroupPolicy → EnforcePodSpec → ComponentBuilder) and PostExecution (TrainJobStatusPlugin).
+tracking, the client's REST paths and the RBAC rules; DeclaresReads: what else the plugin needs to read, which the
+shell reads and hands back in `Observed.reads`), PreExecution (CustomValidation), Build (ClaimsTrainer decides who
+configures the trainer, then EnforceMLPolicy → EnforcePodGroupPolicy → EnforcePodSpec → ComponentBuilder) and
+PostExecution (TrainJobStatusPlugin; RebuildsChild: whether a refused child may be deleted and made anew).
 """
 
 from abc import ABC, abstractmethod
@@ -12,10 +14,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from ..api.base import ApiModel
 from ..api.trainjob import TrainJob, TrainJobStatus
 from .errors import Validation
-from .info import RuntimeInfo
-from .observed import Observed
+from .info import RuntimeInfo, RuntimeSource
+from .observed import Observed, Read
 
 Manifest = dict[str, Any]
 
@@ -78,6 +81,41 @@ class OwnsKinds(Plugin):
 
     @abstractmethod
     def kinds(self) -> list[ChildKind]: ...
+
+
+class DeclaresReads(Plugin):
+    """Startup: objects the plugin's checks need that the operator does not write (say the PriorityClasses a
+    runtime's pods name). The shell reads each declared `Read` before admission validation and hands the result
+    back in `Observed.reads`, keyed by the same `Read` (None there: unknown, the check is skipped). The core never
+    reads anything itself."""
+
+    @abstractmethod
+    def reads(self, job: TrainJob, runtime: RuntimeSource) -> list[Read]: ...
+
+
+class ClaimsTrainer(Plugin):
+    """Build: the framework plugin that configures the trainer. The first plugin in the registry's order that
+    claims it owns the trainer (`RuntimeInfo.trainer_owner`); with no claim, PlainML sets the count and env."""
+
+    policy_source: ClassVar[tuple[str, type[ApiModel]] | None] = None
+    """A framework source of its own under `spec.mlPolicy` (Python name, model), from which the runtime models,
+    their CRD schema and the one-of rule are generated (`Framework.runtime_models`); None: the API declares it, or
+    a label selects the framework."""
+
+    @abstractmethod
+    def claims_trainer(self, info: RuntimeInfo) -> bool: ...
+
+
+class RebuildsChild(Plugin):
+    """PostExecution: of a child whose update the API server refused as immutable, whether it may be deleted and
+    made anew (its builder knows when nothing is lost)."""
+
+    @abstractmethod
+    def rebuilds(self) -> tuple[str, str]:
+        """The (apiVersion, kind) it judges."""
+
+    @abstractmethod
+    def rebuildable(self, obj: dict[str, Any] | None) -> bool: ...
 
 
 class CustomValidation(Plugin):

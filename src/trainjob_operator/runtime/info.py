@@ -5,7 +5,7 @@ from functools import cached_property
 from typing import Any
 
 from ..api import constants as c
-from ..api.core import Container, PodSpec
+from ..api.core import Container, PodSpec, ResourceRequirements
 from ..api.jobset import JobSetSpec, ReplicatedJob
 from ..api.runtime import AnyRuntime, MLPolicy, PodGroupPolicy, TrainingRuntimeSpec
 from ..api.trainjob import TrainJob
@@ -98,6 +98,9 @@ class RuntimeInfo:
     trainer_args: list[str] | None = None
     """What the JobSet's trainer `node` container gets as command/args (None: the runtime's stay); the TrainJob's
     by default, rewritten by torchtune and Flux."""
+    trainer_owner: str | None = None
+    """The plugin that configures the trainer (`Framework.claim_trainer`: the first that claims it); None: none
+    does, PlainML sets the count and env."""
 
     def pod_set(self, name: str) -> PodSet | None:
         return next((p for p in self.pod_sets if p.name == name), None)
@@ -137,6 +140,13 @@ def _restore_order(spec: dict[str, Any], original: dict[str, Any]) -> dict[str, 
     return {**spec, "replicatedJobs": jobs}
 
 
+def merge_node_resources(rjob: ReplicatedJob, resources: ResourceRequirements) -> None:
+    """The TrainJob's resourcesPerNode merged into the replicated job's `node` container."""
+    node = find_container(rjob.template.spec.template.spec, c.NODE)
+    if node is not None:
+        node.resources = merge_resources(node.resources, resources)
+
+
 def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
     """The Info of docs/upstream-behaviour.md#runtime-info: patched template, merged resources and one PodSet per
     replicated job."""
@@ -144,7 +154,6 @@ def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
     ml_policy = runtime.spec.ml_policy
     trainer = job.spec.trainer
     resources = trainer.resources_per_node if trainer is not None else None
-    launcher_as_node = bool(ml_policy and ml_policy.mpi and ml_policy.mpi.run_launcher_as_node)
     pod_sets: list[PodSet] = []
     for rjob in template.replicated_jobs:
         job_meta = rjob.template.metadata
@@ -153,12 +162,8 @@ def new_runtime_info(job: TrainJob, runtime: RuntimeSource) -> RuntimeInfo:
         count = parallelism if parallelism is not None else 1
         if ancestor == c.ANCESTOR_TRAINER and ml_policy is not None:
             count = ml_policy.num_nodes if ml_policy.num_nodes is not None else 1
-        if resources is not None and (
-            (ancestor == c.ANCESTOR_TRAINER and ml_policy is not None) or (launcher_as_node and rjob.name == c.NODE)
-        ):
-            node = find_container(rjob.template.spec.template.spec, c.NODE)
-            if node is not None:
-                node.resources = merge_resources(node.resources, resources)
+        if resources is not None and ancestor == c.ANCESTOR_TRAINER and ml_policy is not None:
+            merge_node_resources(rjob, resources)
         pod_sets.append(PodSet(rjob.name, ancestor, max(count, 1), rjob))
     command = list(trainer.command) if trainer is not None and trainer.command is not None else None
     args = list(trainer.args) if trainer is not None and trainer.args is not None else None

@@ -2,13 +2,34 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
 class SSHKeyPair:
     private_pem: bytes
     public_openssh: bytes
+
+
+class KeySource(Protocol):
+    """Where new key material comes from. The shell passes one that draws fresh keys; tests pass a fixed one. The
+    core never draws entropy itself, so a build is a function of its inputs."""
+
+    def ssh_key(self) -> SSHKeyPair: ...
+
+
+@dataclass(frozen=True)
+class Read:
+    """An object, or every object of a kind, a plugin asks the shell to read for it (`DeclaresReads`)."""
+
+    api_version: str
+    kind: str
+    name: str | None = None
+    """One object by name; None: every object of the kind (a list)."""
+    namespace: str | None = None
+    """None for a cluster-scoped kind."""
+    label_selector: str | None = None
+    """Of a list: only the objects it selects."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +61,12 @@ class Observed:
     read: Mapping[ObjectRef, dict[str, Any] | None] = field(default_factory=dict)
     """Objects under the names of this build's children, read this pass (probes, a create that conflicted): None
     when absent. Whoever controls them: the plan decides."""
-    priority_classes: frozenset[str] | None = None
-    """Names of existing PriorityClasses, or None when unknown (then the Volcano check is skipped)."""
-    ssh_key: SSHKeyPair | None = field(default=None, repr=False)
-    """Key material for a new MPI Secret; when None the MPI plugin generates one."""
+    reads: Mapping[Read, tuple[dict[str, Any], ...] | None] = field(default_factory=dict)
+    """What the plugins declared they need to read (`DeclaresReads`), keyed by their `Read`: the objects found
+    (one or none for a read by name), or None when the shell could not read them (the checks that need them are
+    skipped)."""
+    keys: KeySource | None = field(default=None, repr=False)
+    """Key material for the Secrets a build creates once (None: a build that needs a key fails, saying so)."""
     status_server: StatusServer | None = None
     """Where trainer pods report progress; None when the status server is off (nothing is injected)."""
 

@@ -4,14 +4,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
-from ..api.runtime import RunPolicy
+from pydantic.alias_generators import to_camel
+
+from ..api.base import ApiModel
+from ..api.rules import ML_POLICIES
+from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime, with_ml_policy_sources
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation, aggregate
 from .framework import (
     ChildKind,
+    ClaimsTrainer,
     ComponentBuilder,
     CustomValidation,
+    DeclaresReads,
     EnforceMLPolicy,
     EnforcePodGroupPolicy,
     EnforcePodSpec,
@@ -19,11 +26,12 @@ from .framework import (
     Mode,
     OwnsKinds,
     Plugin,
+    RebuildsChild,
     TrainJobStatusPlugin,
 )
 from .info import RuntimeInfo, RuntimeSource, new_runtime_info
 from .limits import pod_name_errors, trainer_count_errors
-from .observed import NOTHING, Observed
+from .observed import NOTHING, Observed, Read
 from .registry import PLUGINS, Factory
 from .snapshot import SNAPSHOT_KIND
 from .status import StatusOutcome, desired_status
@@ -39,6 +47,9 @@ class Framework:
     builders: tuple[ComponentBuilder, ...] = field(default=())
     status_plugin: TrainJobStatusPlugin | None = None
     owners: tuple[OwnsKinds, ...] = field(default=())
+    readers: tuple[DeclaresReads, ...] = field(default=())
+    claimants: tuple[ClaimsTrainer, ...] = field(default=())
+    rebuilders: tuple[RebuildsChild, ...] = field(default=())
 
     @classmethod
     def from_registry(cls, registry: dict[str, Factory] | None = None) -> "Framework":
@@ -55,7 +66,40 @@ class Framework:
             builders=tuple(p for p in plugins if isinstance(p, ComponentBuilder)),
             status_plugin=statuses[0] if statuses else None,
             owners=tuple(p for p in plugins if isinstance(p, OwnsKinds)),
+            readers=tuple(p for p in plugins if isinstance(p, DeclaresReads)),
+            claimants=tuple(p for p in plugins if isinstance(p, ClaimsTrainer)),
+            rebuilders=tuple(p for p in plugins if isinstance(p, RebuildsChild)),
         )
+
+    def reads(self, job: TrainJob, runtime: RuntimeSource | None) -> list[Read]:
+        """What the plugins need read for admitting `job` against `runtime`, once each, in registry order (the shell
+        reads them and hands the results back in `Observed.reads`)."""
+        if runtime is None:
+            return []
+        return list(dict.fromkeys(read for reader in self.readers for read in reader.reads(job, runtime)))
+
+    def policy_sources(self) -> dict[str, type[ApiModel]]:
+        """The `mlPolicy` sources the framework plugins bring themselves, by Python name."""
+        return dict(p.policy_source for p in self.claimants if p.policy_source is not None)
+
+    def runtime_models(self) -> tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]:
+        """The runtime models with those sources (the shipped API's when no plugin brings one)."""
+        return with_ml_policy_sources(self.policy_sources())
+
+    def one_ml_policy_sources(self) -> tuple[str, ...]:
+        """The wire names of every `mlPolicy` framework source, of which a runtime may set one (the CEL twin's)."""
+        return (*ML_POLICIES, *(to_camel(name) for name in self.policy_sources()))
+
+    def claim_trainer(self, info: RuntimeInfo) -> RuntimeInfo:
+        """Who configures the trainer: the first plugin, in registry order, that claims it (None: no framework
+        does, and PlainML sets the count and env)."""
+        info.trainer_owner = next((p.name for p in self.claimants if p.claims_trainer(info)), None)
+        return info
+
+    def rebuildable(self, api_version: str, kind: str, obj: dict[str, Any] | None) -> bool:
+        """Whether the plugin that judges this kind says a refused `obj` may be deleted and made anew (no plugin:
+        never)."""
+        return any(r.rebuilds() == (api_version, kind) and r.rebuildable(obj) for r in self.rebuilders)
 
     def runtime_info(
         self, job: TrainJob, runtime: RuntimeSource, observed: Observed = NOTHING, info: RuntimeInfo | None = None
@@ -64,8 +108,7 @@ class Framework:
         `info`: `new_runtime_info(job, runtime)` when the caller made it already (for `validate`, whose validators
         only read it); it is enforced in place."""
         try:
-            if info is None:
-                info = new_runtime_info(job, runtime)
+            info = self.claim_trainer(info if info is not None else new_runtime_info(job, runtime))
             too_many = trainer_count_errors(info, job)
             if too_many:  # before any plugin makes something per node
                 raise BuildError(aggregate(too_many))
@@ -115,8 +158,9 @@ class Framework:
         info: RuntimeInfo | None = None,
     ) -> Validation:
         """PreExecution: every plugin's checks against the patched template (no ML plugins run), aggregated.
-        Validators read the info and never change it, so a caller may hand over `new_runtime_info(new, runtime)` as
-        `info` and build from it afterwards (the offline CLI makes it once per TrainJob)."""
+        Validators read the info and never change it (only who owns the trainer is settled on it first), so a caller
+        may hand over `new_runtime_info(new, runtime)` as `info` and build from it afterwards (the offline CLI makes
+        it once per TrainJob)."""
         if info is None:
             try:
                 info = new_runtime_info(new, runtime)
@@ -124,6 +168,7 @@ class Framework:
                 from .errors import invalid
 
                 return Validation((invalid("spec.runtimePatches", None, str(err)),))
+        self.claim_trainer(info)
         result = Validation(tuple(trainer_count_errors(info, new) + pod_name_errors(info, new, enforced=False)))
         if result.errors:  # the plugins' own size checks assume a count within the Job's limit
             return result

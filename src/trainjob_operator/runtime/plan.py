@@ -28,7 +28,6 @@ from .info import RuntimeInfo, RuntimeSource
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
 from .pipeline import Framework
-from .plugins.jobset import rebuildable
 from .snapshot import runtime_from_snapshot
 from .status import StatusOutcome, startup_failed, with_reconcile_error
 
@@ -281,7 +280,7 @@ def unchanged(write: Write, applied: Mapping[ObjectRef, bytes]) -> bool:
 
 
 def rebuild_after_refusal(
-    write: Write, status: int, message: str, observed: Observed, suspended: bool
+    framework: Framework, write: Write, status: int, message: str, observed: Observed, suspended: bool
 ) -> Delete | Keep | None:
     """An apply the API server refused. A JobSet of an older shape (another controller's, or built before the v2.4
     env) that refuses the update as immutable and never ran is kept as it is while the TrainJob stays suspended, so
@@ -289,7 +288,9 @@ def rebuild_after_refusal(
     send first (docs/compatibility.md D24). Anything else is a failure (None)."""
     if not isinstance(write, Apply) or write.obj["kind"] != c.JOBSET_KIND:
         return None
-    if not (status in (403, 422) and "immutable" in message and rebuildable(observed.jobset)):
+    if not (status in (403, 422) and "immutable" in message):
+        return None
+    if not framework.rebuildable(c.JOBSET_API_VERSION, c.JOBSET_KIND, observed.jobset):
         return None
     if suspended:
         return Keep()

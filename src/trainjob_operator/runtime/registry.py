@@ -1,7 +1,19 @@
-"""The plugin registry: name → factory, in the fixed order every extension point runs them.
+"""The plugin registry: one list, in the fixed order every extension point runs them (the framework sorts each
+plugin into the buckets of the extension points it implements and keeps this order inside each).
 
 Upstream iterates a Go map (random order); we fix the order so output is deterministic
-(docs/upstream-behaviour.md#plugin-order).
+(docs/upstream-behaviour.md#plugin-order). Why each sits where it does:
+
+1. PlainML, first: the trainer count and env when no framework claims the trainer.
+2. The frameworks, Torch, MPI, JAX, XGBoost, Flux, then TensorFlow: the first of them that claims the trainer
+   configures it (`ClaimsTrainer`); the ones with an `mlPolicy` source come before TensorFlow, which a runtime's
+   label selects. Their env and objects are appended in this order.
+3. The gang schedulers, CoScheduling and Volcano: their pod group policies run after every ML policy (they count
+   the pods the frameworks settled) and their PodGroups are written before the JobSet.
+4. TrainJobStatus (the status server's endpoint on the trainer pods).
+5. JobSet, last: its JobSet is written after every object its pods consume, and it is the status plugin.
+
+A new plugin goes in this list, where its position says it runs (a framework among the frameworks).
 """
 
 from collections.abc import Callable
@@ -22,16 +34,18 @@ from .plugins.xgboost import XGBoost
 
 Factory = Callable[[], Plugin]
 
-PLUGINS: Final[dict[str, Factory]] = {
-    PlainML.name: PlainML,
-    Torch.name: Torch,
-    MPI.name: MPI,
-    JAX.name: JAX,
-    XGBoost.name: XGBoost,
-    Flux.name: Flux,
-    TensorFlow.name: TensorFlow,
-    CoScheduling.name: CoScheduling,
-    Volcano.name: Volcano,
-    TrainJobStatus.name: TrainJobStatus,
-    JobSetPlugin.name: JobSetPlugin,
-}
+ORDER: Final[tuple[type[Plugin], ...]] = (
+    PlainML,
+    Torch,
+    MPI,
+    JAX,
+    XGBoost,
+    Flux,
+    TensorFlow,
+    CoScheduling,
+    Volcano,
+    TrainJobStatus,
+    JobSetPlugin,
+)
+
+PLUGINS: Final[dict[str, Factory]] = {plugin.name: plugin for plugin in ORDER}

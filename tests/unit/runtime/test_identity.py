@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from builders import RuntimeBuilder, TrainJobBuilder
+from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.runtime import RunPolicy
 from trainjob_operator.api.trainjob import Condition, TrainJobStatus
@@ -96,14 +96,17 @@ def placed(case: ChildCase, found: dict[str, Any]) -> Observed:
     """`found` where the shell would see it: the JobSet in the watch cache, anything else read by a probe or after a
     create that conflicted."""
     if case.ref.kind == c.JOBSET_KIND:
-        return Observed(jobset=found, ssh_key=KEY, status_server=case.status_server)
-    return Observed(read={case.ref: found}, ssh_key=KEY, status_server=case.status_server)
+        return Observed(jobset=found, keys=FixedKeys(KEY), status_server=case.status_server)
+    return Observed(read={case.ref: found}, keys=FixedKeys(KEY), status_server=case.status_server)
 
 
 @pytest.mark.parametrize("case", CHILDREN.values(), ids=CHILDREN.keys())
 def test_a_predecessors_child_stops_the_build_and_is_named(case: ChildCase) -> None:
     built = plan.children(
-        FRAMEWORK, case.job.obj(), case.runtime.source(), Observed(ssh_key=KEY, status_server=case.status_server)
+        FRAMEWORK,
+        case.job.obj(),
+        case.runtime.source(),
+        Observed(keys=FixedKeys(KEY), status_server=case.status_server),
     )
     assert case.ref in {plan.ref_of(w.obj) for w in built.writes if not isinstance(w, plan.Delete)}, "a child kind"
     with pytest.raises(Blocked) as raised:
@@ -124,7 +127,7 @@ def test_an_object_no_trainjob_controls_stops_the_build_and_is_not_a_predecessor
 def test_this_trainjobs_own_child_is_built_over(case: ChildCase) -> None:
     job = case.job.suspend().obj()
     first = plan.children(
-        FRAMEWORK, job, case.runtime.source(), Observed(ssh_key=KEY, status_server=case.status_server)
+        FRAMEWORK, job, case.runtime.source(), Observed(keys=FixedKeys(KEY), status_server=case.status_server)
     )
     [mine] = [dict(w.obj) for w in first.writes if not isinstance(w, plan.Delete) and plan.ref_of(w.obj) == case.ref]
     mine["metadata"] = {**mine["metadata"], "uid": "child-uid"}  # as the API server answers: owner "uid"

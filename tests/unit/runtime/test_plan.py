@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from builders import RuntimeBuilder, TrainJobBuilder
+from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.runtime import RunPolicy
 from trainjob_operator.api.trainjob import TrainJobStatus
@@ -161,7 +161,7 @@ BUILDS = {
     "an MPI TrainJob's SSH Secret is created once, its hostfile applied": BuildCase(
         JOB,
         MPI,
-        Observed(ssh_key=KEY),
+        Observed(keys=FixedKeys(KEY)),
         [
             ("Create", "Secret", "test-job-mpi-ssh-auth"),
             ("Apply", "ConfigMap", "test-job-mpi-hostfile"),
@@ -274,7 +274,7 @@ REFUSALS = {
 @pytest.mark.parametrize("case", REFUSALS.values(), ids=REFUSALS.keys())
 def test_rebuild_after_refusal(case: tuple[Any, int, str, Observed, bool, plan.Delete | plan.Keep | None]) -> None:
     write, status, message, observed, suspended, want = case
-    assert plan.rebuild_after_refusal(write, status, message, observed, suspended) == want
+    assert plan.rebuild_after_refusal(FRAMEWORK, write, status, message, observed, suspended) == want
 
 
 def test_a_failed_write_names_the_verb_and_the_object() -> None:

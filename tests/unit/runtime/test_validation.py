@@ -27,8 +27,9 @@ from builders import (
 )
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource
-from trainjob_operator.runtime.observed import Observed
+from trainjob_operator.runtime.observed import Observed, Read
 from trainjob_operator.runtime.pipeline import Framework
+from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
 from trainjob_operator.runtime.validation import (
     admit_runtime,
     admit_trainjob,
@@ -688,6 +689,11 @@ def test_runtime_defaults_replicated_job_replicas_and_group_name() -> None:
 
 
 FRAMEWORK = Framework.from_registry()
+
+
+def priority_classes(*names: str) -> dict[Read, tuple[dict[str, Any], ...] | None]:
+    """What the shell hands back for the Volcano plugin's declared read: these PriorityClasses exist."""
+    return {PRIORITY_CLASSES: tuple({"metadata": {"name": name}} for name in names)}
 
 
 def launcher_job(**fields: Any) -> dict[str, Any]:
@@ -1444,7 +1450,7 @@ def patches_json(job: TrainJobBuilder) -> str:
                     'spec.templateSpec.priorityClassName: Invalid value: "high": PriorityClass "high" doesn\'t exist: '
                     'priorityclasses.scheduling.k8s.io "high" not found',
                 ],
-                observed=Observed(priority_classes=frozenset({"low"})),
+                observed=Observed(reads=priority_classes("low")),
             ),
             id="a missing volcano PriorityClass is rejected",
         ),
@@ -1452,7 +1458,7 @@ def patches_json(job: TrainJobBuilder) -> str:
             AdmissionCase(
                 TJ,
                 RT.volcano().job(c.NODE, "template.spec.template.spec.priorityClassName", "high"),
-                observed=Observed(priority_classes=frozenset({"high"})),
+                observed=Observed(reads=priority_classes("high")),
             ),
             id="an existing volcano PriorityClass is admitted",
         ),
@@ -1462,7 +1468,7 @@ def patches_json(job: TrainJobBuilder) -> str:
                 RT.volcano()
                 .job(c.DATASET_INITIALIZER, "template.spec.template.spec.priorityClassName", "system-node-critical")
                 .job(c.NODE, "template.spec.template.spec.priorityClassName", "high"),
-                observed=Observed(priority_classes=frozenset()),
+                observed=Observed(reads=priority_classes()),
             ),
             id="a system priority class short-circuits the volcano PriorityClass check",
         ),

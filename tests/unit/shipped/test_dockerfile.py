@@ -163,4 +163,6 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     )
     assert (Path(shown.stdout.strip()) / "py.typed").exists()
     assert (Path(shown.stdout.strip()) / "crds" / "trainer.kubeflow.org_trainjobs.yaml").is_file()
+    flux_scripts = Path(shown.stdout.strip()) / "runtime" / "plugins" / "flux" / "scripts"
+    assert sorted(p.name for p in flux_scripts.glob("*.sh")) == ["entrypoint.sh", "init.sh"]
     assert str(tmp_path) in shown.stdout  # the clean venv, not the checkout

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from builders import by_kind, jobset_of
+from builders import FixedKeys, by_kind, jobset_of
 from pss import restricted_violations
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource
@@ -151,7 +151,7 @@ def render(name: str) -> list[dict[str, Any]]:
     assert job is not None and validation.ok, validation.errors
     verdict = FRAMEWORK.validate(None, job, source(name))
     assert verdict.ok, verdict.errors
-    return FRAMEWORK.desired_objects(job, source(name), Observed(ssh_key=FIXED_KEY))
+    return FRAMEWORK.desired_objects(job, source(name), Observed(keys=FixedKeys(FIXED_KEY)))
 
 
 def pod_specs(jobset: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from builders import by_kind, jobset_of
+from builders import FIXED_KEYS, by_kind, jobset_of
 from trainjob_operator.cli import main
 from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.validation import check_runtime, check_trainjob
 
@@ -171,7 +172,7 @@ def render(body: dict[str, Any]) -> list[dict[str, Any]]:
     assert job is not None and validation.ok, validation.errors
     admitted = FRAMEWORK.validate(None, job, RuntimeSource.of(runtime))
     assert admitted.ok, admitted.errors
-    return FRAMEWORK.desired_objects(job, RuntimeSource.of(runtime))
+    return FRAMEWORK.desired_objects(job, RuntimeSource.of(runtime), Observed(keys=FIXED_KEYS))
 
 
 def initializer_env(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

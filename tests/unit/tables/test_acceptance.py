@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from builders import (
+    FixedKeys,
     RuntimeBuilder,
     TrainJobBuilder,
     as_set,
@@ -40,7 +41,7 @@ FIXED_KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp
 
 
 def render(job: TrainJobBuilder, runtime: RuntimeBuilder, observed: Observed | None = None) -> list[dict[str, Any]]:
-    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed(ssh_key=FIXED_KEY))
+    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed(keys=FixedKeys(FIXED_KEY)))
 
 
 def all_containers_runtime(**fields: Any) -> RuntimeBuilder:
@@ -937,7 +938,11 @@ def test_mpi_generated_key_is_ecdsa_p521() -> None:
 
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    objects = FRAMEWORK.desired_objects(TrainJobBuilder.make().trainer().obj(), mpi_runtime().source())
+    from trainjob_operator.keys import FRESH_KEYS
+
+    # The key the shell's key source draws (the core draws none itself).
+    observed = Observed(keys=FRESH_KEYS)
+    objects = FRAMEWORK.desired_objects(TrainJobBuilder.make().trainer().obj(), mpi_runtime().source(), observed)
     (secret,) = by_kind(objects, "Secret")
     key = load_pem_private_key(base64.b64decode(secret["data"]["ssh-privatekey"]), password=None)
     assert key.curve.name == "secp521r1"  # type: ignore[attr-defined]

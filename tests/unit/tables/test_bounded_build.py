@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_properties import FRAMEWORK, runtimes
 
-from builders import RuntimeBuilder, TrainJobBuilder, container_of, standard_jobs
+from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, container_of, standard_jobs
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource, new_runtime_info
 from trainjob_operator.runtime.limits import INDEXED_JOB_LIMIT
@@ -94,7 +94,7 @@ def test_what_admission_accepts_builds_within_a_fixed_memory_and_time(
     tracemalloc.start()
     started = time.perf_counter()
     try:
-        objects = [build_snapshot(job, source), *FRAMEWORK.desired_objects(job, source, Observed(ssh_key=KEY))]
+        objects = [build_snapshot(job, source), *FRAMEWORK.desired_objects(job, source, Observed(keys=FixedKeys(KEY)))]
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -188,7 +188,7 @@ def test_the_computed_sizes_are_the_built_sizes(nodes: int, runtime: RuntimeBuil
     if runtime is MPI:
         runtime = runtime.set("spec.mlPolicy.mpi.runLauncherAsNode", launcher_as_node)
     job = TrainJobBuilder.make(runtime=runtime.raw()["metadata"]["name"]).trainer(numNodes=nodes).obj()
-    objects = FRAMEWORK.desired_objects(job, runtime.source(), Observed(ssh_key=KEY))
+    objects = FRAMEWORK.desired_objects(job, runtime.source(), Observed(keys=FixedKeys(KEY)))
     if runtime is TENSORFLOW:
         [jobset] = [o for o in objects if o["kind"] == c.JOBSET_KIND]
         node = container_of(jobset, c.NODE)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_properties import FRAMEWORK, NAMES, patches, runtimes, trainer
 
-from builders import RuntimeBuilder, TrainJobBuilder
+from builders import FIXED_KEYS, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator import cli
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.errors import BuildError, printable
@@ -250,7 +250,7 @@ def pipeline(raw_job: dict[str, Any], raw_runtime: dict[str, Any]) -> str:
         assert all(str(e) for e in admission.errors)
         return "trainjob refused by admission"
     try:
-        objects = [build_snapshot(job, source), *FRAMEWORK.desired_objects(job, source)]
+        objects = [build_snapshot(job, source), *FRAMEWORK.desired_objects(job, source, Observed(keys=FIXED_KEYS))]
     except BuildError as err:
         assert str(err)
         return "build failed with a clear error"

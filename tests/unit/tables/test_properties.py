@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import INITIALIZER_PVC, RuntimeBuilder, TrainJobBuilder, container, pod_patch, replicated_job
+from builders import FIXED_KEYS, INITIALIZER_PVC, RuntimeBuilder, TrainJobBuilder, container, pod_patch, replicated_job
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
@@ -319,7 +319,7 @@ def validated(raw_job: dict[str, Any], raw_runtime: dict[str, Any], plugin: str)
 
 def render(job: TrainJob, runtime: RuntimeSource) -> list[dict[str, Any]]:
     """What `trainjob-operator render` prints for one TrainJob."""
-    return [build_snapshot(job, runtime), *FRAMEWORK.desired_objects(job, runtime)]
+    return [build_snapshot(job, runtime), *FRAMEWORK.desired_objects(job, runtime, Observed(keys=FIXED_KEYS))]
 
 
 def without_secret_data(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,8 +9,18 @@ from typing import Any
 
 import pytest
 
-from builders import RuntimeBuilder, TrainJobBuilder, container, container_of, env_of, jobset_of, replicated_job
+from builders import (
+    FIXED_KEYS,
+    RuntimeBuilder,
+    TrainJobBuilder,
+    container,
+    container_of,
+    env_of,
+    jobset_of,
+    replicated_job,
+)
 from trainjob_operator.api import constants as c
+from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.prune import prune, unknown_field_warning
 from trainjob_operator.runtime.validation import admit_runtime, admit_trainjob, check_runtime
@@ -53,7 +63,7 @@ def mpi_runtime(
 
 
 def jobset(job: TrainJobBuilder, runtime: RuntimeBuilder) -> dict[str, Any]:
-    return jobset_of(FRAMEWORK.desired_objects(job.obj(), runtime.source()))
+    return jobset_of(FRAMEWORK.desired_objects(job.obj(), runtime.source(), Observed(keys=FIXED_KEYS)))
 
 
 # ------------------------------------------------------------------------------------------ #4029: PRTE env

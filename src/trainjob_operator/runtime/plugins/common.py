@@ -4,6 +4,7 @@ from ...api import constants as c
 from ...api.core import EnvVar, ResourceRequirements
 from ...api.trainjob import TrainJob
 from ..info import PodSet, RuntimeInfo
+from ..upsert import upsert_env
 
 COMPLETION_INDEX_ENV_SOURCE = {"fieldRef": {"fieldPath": c.JOB_COMPLETION_INDEX_FIELD}}
 
@@ -47,3 +48,13 @@ def set_trainer_count(info: RuntimeInfo, job: TrainJob) -> None:
     trainer = info.ancestor(c.ANCESTOR_TRAINER)
     if trainer is not None and job.spec.trainer is not None and job.spec.trainer.num_nodes is not None:
         trainer.count = job.spec.trainer.num_nodes
+
+
+def plain_trainer(info: RuntimeInfo, job: TrainJob) -> None:
+    """What every trainer gets unless its framework does it its own way: the TrainJob's numNodes as the trainer
+    count and its env on the `node` container (PlainML, and frameworks that add to it: Flux, TensorFlow)."""
+    set_trainer_count(info, job)
+    trainer = info.ancestor(c.ANCESTOR_TRAINER)
+    node = trainer.container(c.NODE) if trainer is not None else None
+    if node is not None and job.spec.trainer is not None and job.spec.trainer.env:
+        upsert_env(node, job.spec.trainer.env)

@@ -8,14 +8,17 @@ from typing import ClassVar
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
-from ..framework import EnforceMLPolicy
+from ..framework import ClaimsTrainer, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, first_pod_address, set_trainer_count
 
 
-class JAX(EnforceMLPolicy):
+class JAX(ClaimsTrainer, EnforceMLPolicy):
     name: ClassVar[str] = "JAX"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return info.ml_policy is not None and info.ml_policy.jax is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if info.ml_policy is None or info.ml_policy.jax is None:

@@ -10,7 +10,15 @@ from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, T
 from .. import lifecycle, names
 from ..conditions import set_condition
 from ..errors import FieldError, Validation, forbidden, invalid
-from ..framework import ChildKind, ComponentBuilder, CustomValidation, Manifest, OwnsKinds, TrainJobStatusPlugin
+from ..framework import (
+    ChildKind,
+    ComponentBuilder,
+    CustomValidation,
+    Manifest,
+    OwnsKinds,
+    RebuildsChild,
+    TrainJobStatusPlugin,
+)
 from ..health import jobset_restarts, tally_restarts
 from ..info import RuntimeInfo
 from ..manifests import owner_reference
@@ -21,8 +29,14 @@ PROTECTED_ENV_CONTAINERS = (c.DATASET_INITIALIZER, c.MODEL_INITIALIZER, c.NODE)
 DOMAIN_PREFIXED_HINT = 'must be a domain-prefixed path (such as "acme.io/foo")'
 
 
-class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, OwnsKinds):
+class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, OwnsKinds, RebuildsChild):
     name: ClassVar[str] = "JobSet"
+
+    def rebuilds(self) -> tuple[str, str]:
+        return (c.JOBSET_API_VERSION, c.JOBSET_KIND)
+
+    def rebuildable(self, obj: dict[str, Any] | None) -> bool:
+        return rebuildable(obj)
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         # A running JobSet is never mutated: only apply when absent or when either side is suspended

@@ -8,13 +8,21 @@ from ...api.core import EnvVar, Volume, VolumeMount
 from ...api.runtime import MPIMLPolicySource
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
-from ..info import PodSet, RuntimeInfo
+from ..framework import (
+    ChildKind,
+    ClaimsTrainer,
+    ComponentBuilder,
+    CustomValidation,
+    EnforceMLPolicy,
+    Manifest,
+    Mode,
+    OwnsKinds,
+)
+from ..info import PodSet, RuntimeInfo, merge_node_resources
 from ..limits import CONFIGMAP_DATA_LIMIT, hosts_bytes, too_large
 from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import gpu_count
-from ..sshkey import generate_ssh_key
 from ..upsert import upsert_env, upsert_volume, upsert_volume_mount
 from .common import decision_resources, pod_hosts
 
@@ -39,8 +47,11 @@ def slots(info: RuntimeInfo, job: TrainJob, policy: MPIMLPolicySource) -> int:
     return runtime_slots
 
 
-class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
+class MPI(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "MPI"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return info.ml_policy is not None and info.ml_policy.mpi is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         policy = info.ml_policy.mpi if info.ml_policy is not None else None
@@ -48,7 +59,12 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
             return
         if policy.mpi_implementation != OPEN_MPI:
             raise BuildError(f"MPI implementation for {policy.mpi_implementation} doesn't supported")
+        resources = job.spec.trainer.resources_per_node if job.spec.trainer is not None else None
         node_set = info.pod_set(c.NODE)
+        # The launcher runs as a node: `node` gets the TrainJob's resources too (a trainer's got them already).
+        node_outside_trainer = node_set if node_set is not None and node_set.ancestor != c.ANCESTOR_TRAINER else None
+        if policy.run_launcher_as_node and resources is not None and node_outside_trainer is not None:
+            merge_node_resources(node_outside_trainer.job, resources)
         if node_set is not None:
             node_set.count = node_count(job, policy, node_set.count)
         secret_volume = Volume.model_validate(
@@ -99,7 +115,9 @@ class MPI(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
             return []
         objects: list[Manifest] = []
         if not observed.exists("v1", "Secret", ssh_secret_name(job)):
-            key = observed.ssh_key or generate_ssh_key()
+            if observed.keys is None:
+                raise BuildError("no key source for the MPI SSH Secret (the shell supplies one)")
+            key = observed.keys.ssh_key()
             objects.append(
                 {
                     "apiVersion": "v1",

@@ -19,22 +19,20 @@ from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, forbidden
-from ..framework import CustomValidation, EnforceMLPolicy
+from ..framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..limits import ENV_VALUE_LIMIT, hosts_bytes, too_large, trainer_nodes
 from ..observed import Observed
 from ..upsert import upsert_env, upsert_port
-from .common import completion_index_env, pod_hosts
+from .common import completion_index_env, plain_trainer, pod_hosts
 
 INDEX_PLACEHOLDER = "__TF_TASK_INDEX__"
 
 
 def is_tensorflow(info: RuntimeInfo) -> bool:
-    """The runtime is labelled `tensorflow` and no other framework policy claims the trainer."""
-    if info.runtime.labels.get(c.FRAMEWORK_LABEL) != c.TENSORFLOW_FRAMEWORK:
-        return False
-    policy = info.ml_policy
-    return policy is None or not (policy.torch or policy.mpi or policy.jax or policy.xgboost or policy.flux)
+    """The runtime is labelled `tensorflow` and no framework before it in the registry claims the trainer (those
+    with an `mlPolicy` source come first)."""
+    return info.trainer_owner == TensorFlow.name
 
 
 def tf_config(workers: list[str], index: str) -> str:
@@ -43,12 +41,16 @@ def tf_config(workers: list[str], index: str) -> str:
     return json.dumps(doc, separators=(",", ":")).replace(f'"{INDEX_PLACEHOLDER}"', index)
 
 
-class TensorFlow(EnforceMLPolicy, CustomValidation):
+class TensorFlow(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
     name: ClassVar[str] = "TensorFlow"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return info.runtime.labels.get(c.FRAMEWORK_LABEL) == c.TENSORFLOW_FRAMEWORK
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if not is_tensorflow(info):
             return
+        plain_trainer(info, job)
         trainer = info.ancestor(c.ANCESTOR_TRAINER)
         node = trainer.container(c.NODE) if trainer is not None else None
         if trainer is None or node is None:

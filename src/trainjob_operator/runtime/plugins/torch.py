@@ -7,7 +7,7 @@ from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import CustomValidation, EnforceMLPolicy
+from ..framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..observed import Observed
 from ..resources import cpu_count, gpu_count
@@ -20,8 +20,11 @@ def envinjection_missing(job_name: str, container: str) -> str:
     return f'envInjection target podSet "{job_name}" container "{container}" not found in runtime template'
 
 
-class Torch(EnforceMLPolicy, CustomValidation):
+class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
     name: ClassVar[str] = "Torch"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return info.ml_policy is not None and info.ml_policy.torch is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if info.ml_policy is None or info.ml_policy.torch is None:

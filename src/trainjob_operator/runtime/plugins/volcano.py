@@ -10,20 +10,27 @@ from ..framework import (
     ChildKind,
     ComponentBuilder,
     CustomValidation,
+    DeclaresReads,
     EnforcePodGroupPolicy,
     Manifest,
     OwnsKinds,
 )
-from ..info import RuntimeInfo
+from ..info import RuntimeInfo, RuntimeSource
 from ..manifests import owned_metadata
-from ..observed import Observed
+from ..observed import Observed, Read
 from .podgroup import min_member, min_resources
 
 SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+PRIORITY_CLASSES = Read("scheduling.k8s.io/v1", "PriorityClass")
+"""Every PriorityClass: the pods of a Volcano runtime must name one that exists."""
 
 
-class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
+class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKinds, DeclaresReads):
     name: ClassVar[str] = "Volcano"
+
+    def reads(self, job: TrainJob, runtime: RuntimeSource) -> list[Read]:
+        policy = runtime.spec.pod_group_policy
+        return [PRIORITY_CLASSES] if policy is not None and policy.volcano is not None else []
 
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if info.pod_group_policy is None or info.pod_group_policy.volcano is None:
@@ -68,14 +75,16 @@ class Volcano(EnforcePodGroupPolicy, ComponentBuilder, CustomValidation, OwnsKin
                     "Volcano queue name must not be empty",
                 )
             )
-        if observed.priority_classes is not None:
+        found = observed.reads.get(PRIORITY_CLASSES)
+        if found is not None:
+            existing = {(item.get("metadata") or {}).get("name") for item in found}
             for pod_set in info.pod_sets:
                 name = pod_set.pod_spec.priority_class_name
                 if name in SYSTEM_PRIORITY_CLASSES:
                     break  # upstream stops checking at a system priority class
                 if not name:
                     continue
-                if name not in observed.priority_classes:
+                if name not in existing:
                     errors.append(
                         invalid(
                             "spec.templateSpec.priorityClassName",

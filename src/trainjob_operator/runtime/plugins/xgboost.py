@@ -6,7 +6,7 @@ from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.trainjob import TrainJob
 from ..errors import Validation, forbidden
-from ..framework import CustomValidation, EnforceMLPolicy
+from ..framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
 from ..info import RuntimeInfo
 from ..observed import Observed
 from ..resources import gpu_count
@@ -14,8 +14,11 @@ from ..upsert import upsert_env, upsert_port
 from .common import completion_index_env, decision_resources, first_pod_address, set_trainer_count
 
 
-class XGBoost(EnforceMLPolicy, CustomValidation):
+class XGBoost(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
     name: ClassVar[str] = "XGBoost"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return info.ml_policy is not None and info.ml_policy.xgboost is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if info.ml_policy is None or info.ml_policy.xgboost is None:

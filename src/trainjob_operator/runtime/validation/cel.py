@@ -3,7 +3,7 @@ API server's paths and messages. `TWINS` names the function mirroring each rule 
 tests/unit/runtime/validation/test_cel_twins.py fails when a CRD rule is in neither. (Why not a CEL library: docs/validation.md.)"""
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ...api import constants as c
@@ -53,13 +53,14 @@ def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-def ml_policy_cel(raw: dict[str, Any]) -> list[FieldError]:
-    """The runtime CRD's CEL rules on `spec.mlPolicy`, evaluated on the raw object."""
+def ml_policy_cel(raw: dict[str, Any], sources: Sequence[str] = rules.ML_POLICIES) -> list[FieldError]:
+    """The runtime CRD's CEL rules on `spec.mlPolicy`, evaluated on the raw object (`sources`: the wire names of the
+    framework sources, of which at most one may be set)."""
     policy = _get(raw, "spec", "mlPolicy")
     if not isinstance(policy, dict):
         return []
     errors: list[FieldError] = []
-    if sum(key in policy for key in rules.ML_POLICIES) > 1:
+    if sum(key in policy for key in sources) > 1:
         errors.append(invalid_rule("spec.mlPolicy", rules.ONE_ML_POLICY.message))
     targets = _get(policy, "torch", "envInjection", "targets")
     for i, target in enumerate(targets if isinstance(targets, list) else []):

@@ -1,9 +1,10 @@
-"""ECDSA P-521 key pairs for the MPI SSH Secret (upstream's choice, despite the `id_rsa` file names)."""
+"""The shell's key source: fresh ECDSA P-521 key pairs for the MPI SSH Secret (upstream's choice, despite the
+`id_rsa` file names). The pure core never draws entropy; it gets this through `Observed.keys`."""
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from .observed import SSHKeyPair
+from .runtime.observed import SSHKeyPair
 
 
 def generate_ssh_key() -> SSHKeyPair:
@@ -13,3 +14,13 @@ def generate_ssh_key() -> SSHKeyPair:
     )
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     return SSHKeyPair(private_pem=private_pem, public_openssh=public + b"\n")
+
+
+class FreshKeys:
+    """A `KeySource` that draws a new key pair on every call (only builds that create a key Secret call it)."""
+
+    def ssh_key(self) -> SSHKeyPair:
+        return generate_ssh_key()
+
+
+FRESH_KEYS = FreshKeys()

@@ -11,29 +11,40 @@ What a TrainJob with `mlPolicy.flux` gets, with upstream v2.3.0's names, keys an
 - the trainer command becomes `/bin/bash /etc/flux-config/entrypoint.sh "<command and args>"` and the TrainJob's
   args are no longer copied onto the container (the runtime's args stay, as upstream's).
 
-The two scripts are this project's own; what they are built from (hosts, broker settings, resource spec, `flux
+The two scripts are this project's own (`scripts/init.sh` and `scripts/entrypoint.sh` beside this module, package
+data with `@name@` placeholders); what they are built from (hosts, broker settings, resource spec, `flux
 run` flags) is what upstream's are built from, and the differential test compares exactly that.
 """
 
 import base64
-import hashlib
+import re
 from collections.abc import Mapping
+from functools import cache
+from importlib import resources
 from typing import ClassVar, Final
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-from ...api import constants as c
-from ...api.core import Container, Volume, VolumeMount
-from ...api.runtime import FluxMLPolicySource
-from ...api.trainjob import TrainJob
-from ..errors import BuildError, FieldError, Validation, invalid, required
-from ..framework import ChildKind, ComponentBuilder, CustomValidation, EnforceMLPolicy, Manifest, Mode, OwnsKinds
-from ..info import RuntimeInfo
-from ..manifests import owned_metadata
-from ..observed import Observed
-from ..resources import gpu_count
-from ..upsert import upsert_volume, upsert_volume_mount
-from .common import decision_resources
+from ....api import constants as c
+from ....api.core import Container, Volume, VolumeMount
+from ....api.runtime import FluxMLPolicySource
+from ....api.trainjob import TrainJob
+from ...errors import BuildError, FieldError, Validation, invalid, required
+from ...framework import (
+    ChildKind,
+    ClaimsTrainer,
+    ComponentBuilder,
+    CustomValidation,
+    EnforceMLPolicy,
+    Manifest,
+    Mode,
+    OwnsKinds,
+)
+from ...info import RuntimeInfo
+from ...manifests import owned_metadata
+from ...observed import Observed
+from ...resources import gpu_count
+from ...upsert import upsert_volume, upsert_volume_mount
+from ..common import decision_resources, plain_trainer
+from .curve import curve_certificate
 
 INSTALLER_CONTAINER: Final = "flux-installer"
 INSTALLER_IMAGE: Final = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
@@ -64,8 +75,6 @@ DEFAULT_SETTINGS: Final[Mapping[str, str]] = {
     SETTING_QUEUE_POLICY: "fcfs",
 }
 
-Z85_ALPHABET: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-
 
 def entrypoint_name(job: TrainJob) -> str:
     return f"{job.name}-flux-entrypoint"
@@ -79,12 +88,16 @@ def flux_policy(info: RuntimeInfo) -> FluxMLPolicySource | None:
     return info.ml_policy.flux if info.ml_policy is not None else None
 
 
-class Flux(EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
+class Flux(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, OwnsKinds):
     name: ClassVar[str] = "Flux"
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return flux_policy(info) is not None
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
         if flux_policy(info) is None:
             return
+        plain_trainer(info, job)
         settings = broker_settings(info, job)
         info.trainer_command = ["/bin/bash", f"{CONFIG_PATH}/{ENTRYPOINT_KEY}", original_command(info, job)]
         info.trainer_args = None
@@ -310,152 +323,39 @@ def broker_config(job: TrainJob, settings: Mapping[str, str]) -> str:
     )
 
 
-INIT_SCRIPT: Final = """\
-#!/bin/bash
-# flux-installer (trainjob-operator): share the Flux view of this image with the trainer container
-# and write the broker configuration every pod of the TrainJob uses.
-fluxroot={view_root}
-hosts="{hosts}"
-base={install_path}
-config=$base/config
+PLACEHOLDER: Final = re.compile(r"@([a-z_]+)@")
 
-echo "flux-installer on $(hostname): Flux view $fluxroot, hosts $hosts"
-mkdir -p "$fluxroot/bin" "$config/etc/flux/system/cron.d" "$config/etc/flux/config" \\
-  "$config/var/lib/flux" "$config/run/flux" "$config/etc/curve" "$base/view"
-echo "$hosts" > "$config/etc/flux/system/hostlist"
 
-cat > "$config/etc/flux/config/broker.toml" <<'BROKER_TOML'
-{broker}
-BROKER_TOML
-echo "broker configuration:"
-cat "$config/etc/flux/config/broker.toml"
+@cache
+def script(name: str) -> str:
+    """One of the shell scripts shipped beside this module (package data, in the wheel and the image)."""
+    return resources.files(__package__).joinpath("scripts", name).read_text(encoding="utf-8")
 
-# /opt/view links into a spack view; copy its target and the software it links to.
-view=/opt/views/._view/$(ls /opt/views/._view/)
-cp -R "$view"/* "$base/view"
-cp -R /opt/software "$base/"
-touch "$base/flux-operator-done.txt"
-echo "flux-installer: done"
-"""
 
-ENTRYPOINT_SCRIPT: Final = """\
-#!/bin/bash
-# trainer entrypoint (trainjob-operator): start a Flux broker on every pod; the lead broker runs the
-# TrainJob's command with `flux run`, the others serve as followers until it is done.
-base={install_path}
-view=$base/view
-config=$base/config
-mainHost="{lead_host}"
-flags="{flags}"
-command="$*"
-
-export PATH=$PATH:$view/bin
-cp -R "$base"/software/* {software_path}/
-
-# Flux's Python modules come from the view.
-pyroot=$(find "$view" -maxdepth 2 -type d -path "$view/lib/python3*" 2>/dev/null | head -n 1)
-if [ -n "$pyroot" ] && [ -f "$view/bin/$(basename "$pyroot")" ]; then
-  rm -rf "$view/bin/python3" "$view/bin/python"
-  ln -s "$view/bin/$(basename "$pyroot")" "$view/lib/python" || true
-  ln -s "$view/bin/$(basename "$pyroot")" "$view/lib/python3" || true
-fi
-export PYTHONPATH=${{PYTHONPATH:-}}:$pyroot/site-packages
-export FLUX_RC_EXTRA=$view/etc/flux/rc1.d
-
-# Environment for interactive use: source $base/flux-view.sh
-cat > "$base/flux-view.sh" <<EOF
-export PATH=$PATH
-export PYTHONPATH=$PYTHONPATH
-export LD_LIBRARY_PATH=${{LD_LIBRARY_PATH:-}}:$view/lib
-export fluxsocket=local://$config/run/flux/local
-EOF
-cat > "$base/load-fluxion.sh" <<EOF
-flux module remove sched-simple
-flux module load sched-fluxion-resource
-flux module load sched-fluxion-qmanager
-EOF
-
-# The CURVE certificate must be readable by its owner only.
-cert=$config/etc/curve/{curve_key}
-cp {curve_path}/{curve_key} "$cert"
-chmod go-r "$cert"
-chown -R "$(id -u)" "$cert"
-
-hosts=$(cat "$config/etc/flux/system/hostlist")
-flux R encode --hosts=$hosts {resource_spec} > "$config/etc/flux/system/R"
-
-export STATE_DIR=$config/var/lib/flux
-export FLUX_OUTPUT_DIR=/tmp/fluxout
-mkdir -p "$STATE_DIR" "$FLUX_OUTPUT_DIR" "$config/etc/flux/system/cron.d"
-cfg=$config/etc/flux/config
-broker_options="-Scron.directory=$config/etc/flux/system/cron.d -Stbon.fanout=256 -Srundir=$config/run/flux \\
-  -Sstatedir=$STATE_DIR -Slocal-uri=local://$config/run/flux/local -Slog-stderr-level=0 -Slog-stderr-mode=local"
-
-if [ "$(hostname)" = "$mainHost" ]; then
-  if [ -z "$command" ]; then
-    echo "no command: starting an interactive Flux broker"
-    flux broker --config-path "$cfg" $broker_options
-  else
-    echo "flux run $flags $command"
-    flux start -o --config "$cfg" $broker_options flux run $flags $command
-  fi
-else
-  # A follower retries until the lead broker is up, and ends when the lead ends.
-  until flux start -o --config "$cfg" $broker_options; do
-    echo "follower broker exited with $?, retrying in 15s"
-    sleep 15
-  done
-fi
-touch "$base/flux-operator-complete.txt"
-"""
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """The script with each `@name@` replaced by its value, in one pass (a value is never scanned again)."""
+    return PLACEHOLDER.sub(lambda found: values[found.group(1)], template)
 
 
 def init_script(job: TrainJob, settings: Mapping[str, str]) -> str:
-    return INIT_SCRIPT.format(
-        view_root=VIEW_ROOT, hosts=host_list(job), install_path=INSTALL_PATH, broker=broker_config(job, settings)
-    )
+    values = {
+        "view_root": VIEW_ROOT,
+        "hosts": host_list(job),
+        "install_path": INSTALL_PATH,
+        "broker": broker_config(job, settings),
+    }
+    return fill(script(INIT_KEY), values)
 
 
 def entrypoint_script(info: RuntimeInfo, job: TrainJob, policy: FluxMLPolicySource) -> str:
     spec, flags = resource_spec_and_flags(info, job, policy)
-    return ENTRYPOINT_SCRIPT.format(
-        install_path=INSTALL_PATH,
-        lead_host=lead_host(job),
-        flags=flags,
-        software_path=SOFTWARE_PATH,
-        curve_key=CURVE_KEY,
-        curve_path=CURVE_PATH,
-        resource_spec=spec,
-    )
-
-
-def z85(data: bytes) -> str:
-    """ZeroMQ's Z85 (RFC 32/Z85): four bytes, big-endian, to five characters."""
-    if len(data) % 4:
-        raise ValueError("Z85 needs a multiple of 4 bytes")
-    out: list[str] = []
-    for i in range(0, len(data), 4):
-        value = int.from_bytes(data[i : i + 4], "big")
-        out.extend(Z85_ALPHABET[value // 85**k % 85] for k in (4, 3, 2, 1, 0))
-    return "".join(out)
-
-
-def curve_keys(uid: str) -> tuple[str, str]:
-    """(public, secret) Z85 keys of the X25519 pair whose secret is sha256(uid), as upstream derives them."""
-    secret = hashlib.sha256(uid.encode()).digest()
-    public = X25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
-    return z85(public), z85(secret)
-
-
-def curve_certificate(name: str, uid: str) -> str:
-    """A ZeroMQ CURVE secret certificate (the ZPL file `flux keygen` writes) for the brokers of one TrainJob."""
-    public, secret = curve_keys(uid)
-    return (
-        "#   ZeroMQ CURVE secret certificate of a Flux cluster, written by trainjob-operator\n"
-        "\n"
-        "metadata\n"
-        f'    name = "{name}"\n'
-        "curve\n"
-        f'    public-key = "{public}"\n'
-        f'    secret-key = "{secret}"\n'
-    )
+    values = {
+        "install_path": INSTALL_PATH,
+        "lead_host": lead_host(job),
+        "flags": flags,
+        "software_path": SOFTWARE_PATH,
+        "curve_key": CURVE_KEY,
+        "curve_path": CURVE_PATH,
+        "resource_spec": spec,
+    }
+    return fill(script(ENTRYPOINT_KEY), values)

@@ -1,0 +1,50 @@
+"""The shell side of `DeclaresReads`: performs the reads the plugins declared and hands the results to the core."""
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from ..k8s.client import ApiError
+from ..logs import get
+from ..runtime.errors import printable
+from ..runtime.observed import Read
+
+log = get("trainjob_operator.reads")
+
+
+class Reader(Protocol):
+    """What the reads need of `k8s.client.Client`."""
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+    async def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+async def perform(client: Reader, reads: Iterable[Read]) -> dict[Read, tuple[dict[str, Any], ...] | None]:
+    """Each declared read, one request each: the objects found, or None when the API refused or could not be
+    reached (logged; the checks that need it are skipped, as they would be for an unknown cluster)."""
+    results: dict[Read, tuple[dict[str, Any], ...] | None] = {}
+    for read in reads:
+        try:
+            results[read] = await _one(client, read)
+        except (ApiError, OSError, TimeoutError) as err:
+            log.warning(
+                "cannot read what a plugin declared; the checks that need it are skipped",
+                kind=read.kind,
+                name=printable(read.name or ""),
+                error=str(err),
+            )
+            results[read] = None
+    return results
+
+
+async def _one(client: Reader, read: Read) -> tuple[dict[str, Any], ...]:
+    if read.name is not None:
+        found = await client.get(read.api_version, read.kind, read.name, read.namespace)
+        return (found,) if found is not None else ()
+    if read.label_selector is not None:
+        return tuple(await client.list(read.api_version, read.kind, read.namespace, label_selector=read.label_selector))
+    return tuple(await client.list(read.api_version, read.kind, read.namespace))

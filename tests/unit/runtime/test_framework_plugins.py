@@ -1,0 +1,308 @@
+"""Plugins own their reads and their claims: who configures the trainer (`ClaimsTrainer`, first claim in the
+registry's order wins), what a plugin needs read (`DeclaresReads`, performed by the shell), key material injected
+(`Observed.keys`), the JobSet's rebuild rule reached through the framework, Flux's scripts as package data. A toy
+framework added in this file alone (its `mlPolicy.toy` source, the CRD schema and one-of CEL rule generated from
+it, its claim, its build and its validation) proves a new framework changes no other file."""
+
+import asyncio
+import base64
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, by_kind, container, container_of, jobset_of
+from builders import replicated_job as rjob
+from trainjob_dev import crdgen
+from trainjob_operator.api import constants as c
+from trainjob_operator.api.base import ApiModel
+from trainjob_operator.api.core import EnvVar
+from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.controller import reads
+from trainjob_operator.k8s.client import ApiError
+from trainjob_operator.runtime.errors import BuildError, Validation, forbidden
+from trainjob_operator.runtime.framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
+from trainjob_operator.runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
+from trainjob_operator.runtime.observed import ObjectRef, Observed, Read, SSHKeyPair
+from trainjob_operator.runtime.pipeline import Framework
+from trainjob_operator.runtime.plugins.flux import plugin as flux
+from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
+from trainjob_operator.runtime.registry import ORDER, PLUGINS, Factory
+from trainjob_operator.runtime.upsert import upsert_env
+from trainjob_operator.runtime.validation.cel import ml_policy_cel
+
+FRAMEWORK = Framework.from_registry()
+TRAINER = [rjob(c.NODE, c.ANCESTOR_TRAINER, [container(c.NODE, "img")])]
+SHIPPED_RUNTIME = (TrainingRuntime, c.TRAINING_RUNTIME_KIND)
+
+
+def runtime(**policy: Any) -> RuntimeBuilder:
+    return RuntimeBuilder.make().jobs(TRAINER).ml_policy(num_nodes=1, **policy)
+
+
+def labelled(framework: str, **policy: Any) -> RuntimeBuilder:
+    return runtime(**policy).set("metadata.labels", {c.FRAMEWORK_LABEL: framework})
+
+
+# --- who claims the trainer ---------------------------------------------------------------------------------------
+
+CLAIMS = {
+    "a runtime with no framework source is nobody's: PlainML sets count and env": (runtime(), None),
+    "mlPolicy.torch claims it for Torch": (runtime(torch={}), "Torch"),
+    "mlPolicy.mpi claims it for MPI": (runtime(mpi={}), "MPI"),
+    "mlPolicy.jax claims it for JAX": (runtime(jax={}), "JAX"),
+    "mlPolicy.xgboost claims it for XGBoost": (runtime(xgboost={}), "XGBoost"),
+    "mlPolicy.flux claims it for Flux": (runtime(flux={}), "Flux"),
+    "the tensorflow label claims it for TensorFlow": (labelled("tensorflow"), "TensorFlow"),
+    "a framework source comes before the tensorflow label": (labelled("tensorflow", torch={}), "Torch"),
+    "another framework label claims nothing": (labelled("pytorch"), None),
+}
+
+
+@pytest.mark.parametrize("case", CLAIMS.values(), ids=CLAIMS.keys())
+def test_the_first_claim_in_registry_order_owns_the_trainer(case: tuple[RuntimeBuilder, str | None]) -> None:
+    built, owner = case
+    job = TrainJobBuilder.make().obj()
+    info = FRAMEWORK.claim_trainer(new_runtime_info(job, built.source()))
+    assert info.trainer_owner == owner
+
+
+def test_plugin_order_is_one_list_and_the_registry_follows_it() -> None:
+    assert list(PLUGINS) == [plugin.name for plugin in ORDER]
+    assert [p.name for p in FRAMEWORK.claimants] == ["Torch", "MPI", "JAX", "XGBoost", "Flux", "TensorFlow"]
+
+
+# --- a toy framework, added here alone ----------------------------------------------------------------------------
+
+
+class ToyMLPolicySource(ApiModel):
+    """Toy training: one process per node."""
+
+    world: int | None = None
+    """How many processes in all (default: the trainer count)."""
+
+
+class Toy(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
+    """A framework with its own `mlPolicy.toy`: TOY_WORLD on the trainer; TOY_WORLD is the toy's to set."""
+
+    name: ClassVar[str] = "Toy"
+    policy_source: ClassVar[tuple[str, type[ApiModel]] | None] = ("toy", ToyMLPolicySource)
+
+    def claims_trainer(self, info: RuntimeInfo) -> bool:
+        return toy_policy(info) is not None
+
+    def enforce_ml_policy(self, info: RuntimeInfo, job: TrainJob) -> None:
+        policy = toy_policy(info)
+        if info.trainer_owner != self.name or policy is None:
+            return
+        trainer = info.ancestor(c.ANCESTOR_TRAINER)
+        node = trainer.container(c.NODE) if trainer is not None else None
+        if trainer is not None and node is not None:
+            world = policy.world if policy.world is not None else trainer.count
+            upsert_env(node, [EnvVar(name="TOY_WORLD", value=str(world))])
+
+    def validate(self, info: RuntimeInfo, old: TrainJob | None, new: TrainJob, observed: Observed) -> Validation:
+        if info.trainer_owner != self.name or new.spec.trainer is None:
+            return Validation()
+        return Validation(
+            tuple(
+                forbidden(f"spec.trainer.env[{i}]", "TOY_WORLD is reserved for the toy runtime")
+                for i, env in enumerate(new.spec.trainer.env or [])
+                if env.name == "TOY_WORLD"
+            )
+        )
+
+
+def toy_policy(info: RuntimeInfo) -> ToyMLPolicySource | None:
+    """The runtime's `mlPolicy.toy` (a runtime parsed with the registry's models has the field)."""
+    source = getattr(info.ml_policy, "toy", None)
+    return source if isinstance(source, ToyMLPolicySource) else None
+
+
+# Registered where a framework goes: among the frameworks, before TensorFlow.
+TOY_ORDER: dict[str, Factory] = {}
+for plugin in ORDER:
+    if plugin.name == "TensorFlow":
+        TOY_ORDER[Toy.name] = Toy
+    TOY_ORDER[plugin.name] = PLUGINS[plugin.name]
+WITH_TOY = Framework.from_registry(TOY_ORDER)
+TOY_RUNTIME_MODEL, TOY_CLUSTER_RUNTIME_MODEL = WITH_TOY.runtime_models()
+MINE = {"name": "MINE", "value": "1"}
+TOY_JOB = TrainJobBuilder.make().trainer(numNodes=3, env=[MINE])
+
+
+def toy_source(**toy: Any) -> RuntimeSource:
+    """A runtime with `mlPolicy.toy`, parsed with the models generated for the toy's registry."""
+    return RuntimeSource.of(TOY_RUNTIME_MODEL.model_validate(runtime(toy=toy).raw()))
+
+
+def test_the_toy_brings_its_ml_policy_field_and_one_of_rule_into_the_generated_crd() -> None:
+    def ml_policy(model: type[BaseModel], kind: str) -> dict[str, Any]:
+        crd = crdgen.crd(crdgen.CrdKind(model, kind, c.PLURALS[kind], "Namespaced"))
+        schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        return schema["properties"]["spec"]["properties"]["mlPolicy"]
+
+    toy, shipped = ml_policy(TOY_RUNTIME_MODEL, c.TRAINING_RUNTIME_KIND), ml_policy(*SHIPPED_RUNTIME)
+    assert toy["properties"]["toy"] == {
+        "description": "Toy training: one process per node.",
+        "properties": {
+            "world": {
+                "description": "How many processes in all (default: the trainer count).",
+                "format": "int32",
+                "type": "integer",
+            }
+        },
+        "type": "object",
+    }
+    assert toy["x-kubernetes-validations"] == [
+        {
+            "rule": "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost), has(self.flux),has(self.toy)]"
+            ".filter(x, x).size() <= 1",
+            "message": "Only one of the policy can be configured",
+        }
+    ]
+    # Nothing else of the schema changes, and the shipped registry generates the shipped CRD.
+    assert {k: v for k, v in toy["properties"].items() if k != "toy"} == shipped["properties"]
+    assert Framework.from_registry().runtime_models() == (TrainingRuntime, ClusterTrainingRuntime)
+
+
+def test_the_cel_twin_of_the_one_of_rule_counts_the_toys_source() -> None:
+    both = runtime(toy={}, torch={}).raw()
+    assert [str(e) for e in ml_policy_cel(both, WITH_TOY.one_ml_policy_sources())] == [
+        "spec.mlPolicy: Invalid value: Only one of the policy can be configured"
+    ]
+    assert ml_policy_cel(both) == []  # the shipped twin knows no toy
+
+
+def test_the_toy_framework_claims_the_trainer_and_plainml_steps_aside() -> None:
+    def trainer(framework: Framework, source: RuntimeSource) -> tuple[list[dict[str, Any]], int]:
+        jobset = jobset_of(framework.desired_objects(TOY_JOB.obj(), source, Observed()))
+        return container_of(jobset, c.NODE)["env"], jobset["spec"]["replicatedJobs"][0]["template"]["spec"][
+            "parallelism"
+        ]
+
+    # Claimed: the toy's env first, and the count stays the runtime's (PlainML would have set numNodes, 3).
+    assert trainer(WITH_TOY, toy_source()) == ([{"name": "TOY_WORLD", "value": "1"}, MINE], 1)
+    assert trainer(WITH_TOY, toy_source(world=8)) == ([{"name": "TOY_WORLD", "value": "8"}, MINE], 1)
+    # The shipped models drop the unknown source: nobody claims, PlainML sets the count.
+    assert trainer(FRAMEWORK, runtime(toy={}).source()) == ([MINE], 3)
+
+
+def test_without_its_source_the_toy_claims_nothing_and_the_build_is_the_shipped_one() -> None:
+    plain = runtime().source()
+    assert WITH_TOY.desired_objects(TOY_JOB.obj(), plain, Observed()) == FRAMEWORK.desired_objects(
+        TOY_JOB.obj(), plain, Observed()
+    )
+
+
+def test_the_toy_framework_validates_its_reserved_env() -> None:
+    job = TOY_JOB.trainer(env=[{"name": "TOY_WORLD", "value": "9"}]).obj()
+    result = WITH_TOY.validate(None, job, toy_source())
+    assert [str(e) for e in result.errors] == [
+        "spec.trainer.env[0]: Forbidden: TOY_WORLD is reserved for the toy runtime"
+    ]
+    assert FRAMEWORK.validate(None, job, runtime(toy={}).source()).errors == ()
+
+
+# --- declared reads -----------------------------------------------------------------------------------------------
+
+
+def test_the_volcano_plugin_declares_the_priority_class_read_for_volcano_runtimes_only() -> None:
+    job = TrainJobBuilder.make().obj()
+    assert FRAMEWORK.reads(job, RuntimeBuilder.make().volcano().source()) == [PRIORITY_CLASSES]
+    assert FRAMEWORK.reads(job, RuntimeBuilder.make().coscheduling().source()) == []
+    assert FRAMEWORK.reads(job, None) == []
+
+
+class Answers:
+    """A client that answers gets and lists from a table; a missing entry is refused with 403."""
+
+    def __init__(self, lists: dict[str, list[dict[str, Any]]], objects: dict[str, dict[str, Any]]) -> None:
+        self.lists, self.objects, self.requests = lists, objects, list[tuple[Any, ...]]()
+
+    async def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        self.requests.append(("list", kind, namespace, label_selector))
+        if kind not in self.lists:
+            raise ApiError(403, "Forbidden", f"{kind} is forbidden")
+        return self.lists[kind]
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        self.requests.append(("get", kind, namespace, name))
+        return self.objects.get(name)
+
+
+def test_the_shell_performs_each_declared_read_and_a_refused_one_is_unknown() -> None:
+    low = {"metadata": {"name": "low"}}
+    client = Answers({"PriorityClass": [low]}, {"cm": {"metadata": {"name": "cm"}}})
+    by_name, missing = Read("v1", "ConfigMap", "cm", "ns"), Read("v1", "ConfigMap", "gone", "ns")
+    selected, refused = Read("v1", "Pod", namespace="ns", label_selector="a=b"), Read("v1", "Secret")
+    got = asyncio.run(reads.perform(client, [PRIORITY_CLASSES, by_name, missing, selected, refused]))
+    assert got == {
+        PRIORITY_CLASSES: (low,),
+        by_name: ({"metadata": {"name": "cm"}},),
+        missing: (),
+        selected: None,
+        refused: None,
+    }
+    assert ("list", "Pod", "ns", "a=b") in client.requests
+
+
+# --- key material -------------------------------------------------------------------------------------------------
+
+KEY = SSHKeyPair(private_pem=b"fixed private", public_openssh=b"fixed public\n")
+MPI_RUNTIME = runtime(mpi={"numProcPerNode": 1})
+
+
+class NoKeys:
+    def ssh_key(self) -> SSHKeyPair:
+        raise AssertionError("a key was drawn for a Secret that exists")
+
+
+def test_the_mpi_secret_carries_the_injected_key() -> None:
+    objects = FRAMEWORK.desired_objects(
+        TrainJobBuilder.make().obj(), MPI_RUNTIME.source(), Observed(keys=FixedKeys(KEY))
+    )
+    (secret,) = by_kind(objects, "Secret")
+    assert secret["data"] == {
+        c.MPI_SSH_PRIVATE_KEY: base64.b64encode(b"fixed private").decode(),
+        c.MPI_SSH_PUBLIC_KEY: base64.b64encode(b"fixed public\n").decode(),
+    }
+
+
+def test_no_key_is_drawn_for_an_existing_secret_and_none_is_made_up_without_a_source() -> None:
+    exists = frozenset({ObjectRef("v1", "Secret", "test-job-mpi-ssh-auth")})
+    objects = FRAMEWORK.desired_objects(
+        TrainJobBuilder.make().obj(), MPI_RUNTIME.source(), Observed(existing=exists, keys=NoKeys())
+    )
+    assert by_kind(objects, "Secret") == []
+    with pytest.raises(BuildError, match="no key source for the MPI SSH Secret"):
+        FRAMEWORK.desired_objects(TrainJobBuilder.make().obj(), MPI_RUNTIME.source(), Observed())
+
+
+# --- the JobSet's rebuild rule through the framework --------------------------------------------------------------
+
+NEVER_RAN = {"spec": {"suspend": True}, "status": {}}
+
+
+def test_the_plan_reaches_the_jobset_rebuild_rule_through_the_framework() -> None:
+    assert FRAMEWORK.rebuildable(c.JOBSET_API_VERSION, c.JOBSET_KIND, NEVER_RAN)
+    assert not FRAMEWORK.rebuildable(c.JOBSET_API_VERSION, c.JOBSET_KIND, {"spec": {"suspend": False}})
+    assert not FRAMEWORK.rebuildable("v1", "ConfigMap", NEVER_RAN)
+    without_jobset = Framework.from_registry({k: v for k, v in PLUGINS.items() if k != "JobSet"})
+    assert not without_jobset.rebuildable(c.JOBSET_API_VERSION, c.JOBSET_KIND, NEVER_RAN)
+
+
+# --- Flux's scripts are package data ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [flux.INIT_KEY, flux.ENTRYPOINT_KEY])
+def test_flux_scripts_are_files_beside_the_plugin_and_every_placeholder_is_filled(name: str) -> None:
+    template = flux.script(name)
+    assert template.startswith("#!/bin/bash\n") and flux.PLACEHOLDER.search(template)
+    job = TrainJobBuilder.make().trainer(numNodes=2, numProcPerNode=1).obj()
+    objects = FRAMEWORK.desired_objects(job, runtime(flux={}).source(), Observed())
+    (config_map,) = [o for o in by_kind(objects, "ConfigMap") if o["metadata"]["name"] == "test-job-flux-entrypoint"]
+    assert flux.PLACEHOLDER.search(config_map["data"][name]) is None
