@@ -16,6 +16,7 @@ from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
 from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client
+from ..keys import FRESH_KEYS
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import plan
@@ -30,7 +31,6 @@ from ..runtime.pipeline import Framework
 from ..runtime.plan import Blocked, Failure, Stage
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
 from ..runtime.status import StatusOutcome
-from ..keys import FRESH_KEYS
 from .runtimes import RuntimeResolver
 from .store import Key, Store
 
