@@ -19,7 +19,8 @@ import yaml
 from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, replicated_job, standard_jobs
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
-from trainjob_operator.cli import RENDERING, main
+from trainjob_operator.cli import main
+from trainjob_operator.offline.outcome import RENDERING
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.snapshot import build_snapshot

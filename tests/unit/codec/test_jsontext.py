@@ -15,7 +15,7 @@ from trainjob_operator.offline.inputs import read_inputs
 from trainjob_operator.offline.outcome import dump, render
 from trainjob_operator.runtime.pipeline import Framework
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 json_values = st.recursive(
     st.none()
@@ -223,7 +223,7 @@ def test_yaml_direct_writer_writes_the_rendered_objects_itself() -> None:
     assert "".join(out) == yamldump.dump_all(objects, fast=False)
 
 
-RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"
+RUNTIMES = Path(__file__).resolve().parents[3] / "runtimes"
 
 
 @pytest.mark.parametrize("runtime", sorted(p.name for p in RUNTIMES.glob("*.yaml")))

@@ -7,7 +7,7 @@ from typing import Any
 
 import trainjob_operator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = Path(trainjob_operator.__file__).parent
 
 

@@ -36,18 +36,19 @@ READ_ONLY_TABLES = {
     "trainjob_operator.api.legacy.INITIALIZER_JOBS": "the v2.3 initializer job names",
     "trainjob_operator.api.trainjob._MAP_BY_NAME": "list-map keys of the TrainJob schema",
     "trainjob_operator.api.trainjob._IMMUTABLE_MAP_BY_NAME": "immutable list-maps of the TrainJob schema",
-    "trainjob_operator.cli._stdin_text": "stdin read once per CLI command (reset by `cli.main`; one command a process)",
+    "trainjob_operator.offline.inputs._stdin_text": "stdin read once per CLI command (reset by `offline.commands.run`; one command a process)",
     "trainjob_operator.runtime.errors._SHORT_ESCAPES": "control-character escapes",
     "trainjob_operator.runtime.pipeline.PLUGINS": "the built-in plugins (re-exported from runtime.registry)",
     "trainjob_operator.runtime.registry.PLUGINS": "the built-in plugins; a Framework copies what it uses",
     "trainjob_operator.runtime.plugins.common.COMPLETION_INDEX_ENV_SOURCE": "an env var source, copied when used",
-    "trainjob_operator.runtime.plugins.flux.DEFAULT_SETTINGS": "Flux's default settings",
+    "trainjob_operator.runtime.plugins.flux.plugin.DEFAULT_SETTINGS": "Flux's default settings",
     "trainjob_operator.runtime.quantity._SUFFIXES": "quantity suffixes",
     "trainjob_operator.runtime.smp.MERGE_KEYS": "strategic merge patch keys",
     "trainjob_operator.runtime.validation.cel.TWINS": "CEL rules and their Python twins",
     "trainjob_operator.runtime.validation.cel.UNMIRRORED": "CEL rules without a twin, and why",
     "trainjob_operator.runtime.validation.schema._QUANTITY_MAPS": "schema paths holding quantities",
-    "trainjob_operator.runtime.yamltext._BOOLS": "YAML 1.1 booleans",
+    "trainjob_operator.codec.yamltext._BOOLS": "YAML 1.1 booleans",
+    "trainjob_operator.runtime.review.REVIEWED_OPERATIONS": "the operations each validating webhook reviews",
 }
 """Module-level containers that are constant tables (never mutated after import), each with what it holds."""
 
