@@ -816,7 +816,7 @@ def _contains(stored: Any, source: Any) -> bool:
 def test_runtime_pods_pass_the_api_servers_restricted_pod_security(cluster: Any, kube: Kube, helm: str) -> None:
     """The API server's own PodSecurity admission agrees with tests/pss.py: every runtime pod, the operator pod
     and the runtime installer pod are admitted in an enforce=restricted namespace; an unhardened pod is refused."""
-    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "shipped"))
     import test_runtimes as rt
 
     ns = f"tjo-pss-{uuid.uuid4().hex[:6]}"

@@ -148,7 +148,8 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
         assert re.split(r"[<>=!~\[ ]", requirement, maxsplit=1)[0].lower().replace("_", "-") in names
     dev_only = {"pytest", "ruff", "mypy", "hypothesis", "kubeflow", "import-linter", "uv"}
     assert names & dev_only == set()
-    # exactly the versions the lock pins
+    # exactly the versions the lock pins (test_lock is in tests/unit/project, on the path only when collected first)
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "project"))
     from test_lock import read
 
     versions = {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(frozen.stdout)}
