@@ -61,6 +61,13 @@ DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_NODE_CPU = "32"
 DEFAULT_NODE_MEMORY = "256Gi"
 
+#: The topology of the kwok nodes with `topology=True` (Kueue's topology-aware scheduling), widest level first:
+#: node i is in block i // 4 and rack i // 2 (4 nodes: one block, two racks of two hosts); the lowest level is the
+#: node itself, as Kueue recommends.
+TOPOLOGY_LEVELS = ("topology.trainjob-operator.test/block", "topology.trainjob-operator.test/rack", "kubernetes.io/hostname")
+NODES_PER_RACK = 2
+NODES_PER_BLOCK = 4
+
 RUN_FOR_ANNOTATION = "trainjob-operator.test/run-for"
 EXIT_CODE_ANNOTATION = "trainjob-operator.test/exit-code"
 # What `kubectl logs` returns for every container of a fake pod.
@@ -201,6 +208,8 @@ class ClusterInfo:
     trainer_crds: bool = False
     nodes: int = DEFAULT_NODES
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+    #: kwok nodes labelled with the block/rack/host topology of TOPOLOGY_LEVELS.
+    topology: bool = False
     controllers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     webhook_configurations: list[list[str]] = dataclasses.field(default_factory=list)
     #: Real nodes (containerd + kubelet, `realnodes.py`) beside the kwok ones; what `down` must undo is in `real`.
@@ -531,11 +540,13 @@ def up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
     real_nodes: int = 0,
+    topology: bool = False,
 ) -> ClusterInfo:
     """Start a fresh cluster (tearing down a stale one of the same name first).
 
     `real_nodes` > 0 adds that many real nodes (containerd, kubelet; `realnodes.py`, needs root and
-    `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes.
+    `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes. `topology` labels the
+    kwok nodes with a block/rack/host topology (TOPOLOGY_LEVELS) for Kueue's topology-aware scheduling.
 
     On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
     is torn down before the error propagates.
@@ -548,6 +559,7 @@ def up(
             gpus_per_node=gpus_per_node,
             build=build,
             real_nodes=real_nodes,
+            topology=topology,
         )
     except BaseException:
         _save_component_logs()
@@ -572,6 +584,7 @@ def _up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
     real_nodes: int = 0,
+    topology: bool = False,
 ) -> ClusterInfo:
     """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
     as soon as there is something `down` must undo)."""
@@ -580,6 +593,7 @@ def _up(
     _check_tools(bin_dir, kueue=kueue)
     info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
     info.real_nodes = real_nodes
+    info.topology = topology
     _create_control_plane(info)
     _add_fake_nodes(info)
     cert_dir = state_dir() / "certs"
@@ -736,6 +750,21 @@ def _add_fake_nodes(info: ClusterInfo) -> None:
         f"nvidia.com/gpu.count={info.gpus_per_node}",
         "nvidia.com/gpu.product=Fake-GPU",
     )
+    if info.topology:
+        _label_topology(info)
+
+
+def topology_labels(index: int) -> dict[str, str]:
+    """The block and rack labels of the kwok node at `index` (in name order); its host level is its own
+    `kubernetes.io/hostname`."""
+    block, rack, _host = TOPOLOGY_LEVELS
+    return {block: f"block-{index // NODES_PER_BLOCK}", rack: f"rack-{index // NODES_PER_RACK}"}
+
+
+def _label_topology(info: ClusterInfo) -> None:
+    names = sorted(n["metadata"]["name"] for n in info.kubectl_json("get", "nodes").get("items", []))
+    for index, name in enumerate(names):
+        info.kubectl("label", "nodes", name, "--overwrite", *(f"{k}={v}" for k, v in topology_labels(index).items()))
 
 
 def _install_crds(info: ClusterInfo) -> None:
@@ -939,6 +968,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
         help="also run Kueue (env WITH_KUEUE=1)",
     )
+    p_up.add_argument(
+        "--topology", action="store_true", help="label the kwok nodes with a block/rack/host topology (Kueue TAS)"
+    )
     p_up.add_argument("--trainer-crds", action="store_true", help="also install the upstream Trainer v2.3.0 CRDs")
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
@@ -962,6 +994,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 gpus_per_node=args.gpus_per_node,
                 build=not args.no_build,
                 real_nodes=args.real_nodes,
+                topology=args.topology,
             )
             print(info.kubeconfig)
         elif args.cmd == "down":
