@@ -36,6 +36,7 @@ TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 RJOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+FLAVOR_TOLERATION = {"key": "trainjob-operator.test/tas", "operator": "Exists", "effect": "NoSchedule"}
 
 
 @pytest.fixture
@@ -55,7 +56,8 @@ def tas_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_run
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ResourceFlavor",
             "metadata": {"name": flavor},
-            "spec": {"nodeLabels": FLAVOR_LABELS, "topologyName": topology},
+            # The toleration (of a taint no node has) makes Kueue write tolerations into its runtimePatch too.
+            "spec": {"nodeLabels": FLAVOR_LABELS, "topologyName": topology, "tolerations": [FLAVOR_TOLERATION]},
         },
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -144,6 +146,9 @@ def assert_placed_as_kueue_decided(kube: Kube, namespace: str, name: str, rjobs:
         assert len(expected_hosts) == count, (rjob, expected_hosts)
         patch = pod_template_patch(kueue_patch, rjob)
         assert {"name": TOPOLOGY_GATE} in patch["spec"]["schedulingGates"], patch
+        # Something of every kind Kueue writes, so the subset checks below compare something.
+        assert patch["metadata"]["labels"] and patch["metadata"]["annotations"], patch
+        assert patch["spec"]["nodeSelector"] == FLAVOR_LABELS and FLAVOR_TOLERATION in patch["spec"]["tolerations"]
         template = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == rjob)["template"]["spec"]["template"]
         assert {"name": TOPOLOGY_GATE} in template["spec"]["schedulingGates"], "the JobSet lost Kueue's gate"
         mine = sorted(
@@ -160,7 +165,7 @@ def assert_placed_as_kueue_decided(kube: Kube, namespace: str, name: str, rjobs:
             assert labels.items() >= (patch["metadata"].get("labels") or {}).items()
             assert annotations.items() >= (patch["metadata"].get("annotations") or {}).items()
             assert spec["nodeSelector"].items() >= (patch["spec"].get("nodeSelector") or {}).items()
-            for toleration in patch["spec"].get("tolerations") or []:
+            for toleration in patch["spec"]["tolerations"]:
                 assert toleration in spec["tolerations"], toleration
         assert placed == list(enumerate(expected_hosts)), f"{rjob}: pods by rank {placed}, Kueue's {expected_hosts}"
         nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in kube.items("nodes", "default")}
