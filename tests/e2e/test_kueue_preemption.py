@@ -119,14 +119,21 @@ def test_high_priority_preempts_and_the_low_one_resumes_intact(
     assert suspended["status"]["state"] == "Suspended"
     cond = condition(suspended, "Suspended")
     assert cond is not None and cond["status"] == "True"
-    # Why: Kueue's Event on the TrainJob carries the Workload's preemption message.
-    events = json.loads(
-        kube.run(
-            "get", "events", "-n", namespace, "--field-selector", f"involvedObject.uid={uid}", "-o", "json"
-        ).stdout
-    )["items"]
-    stopped = [e for e in events if e["reason"] == "Stopped"]
-    assert stopped and any("Preempted" in e["message"] or evicted["message"] in e["message"] for e in stopped), events
+    # Why, from the Workload's eviction condition: in our status.reason/message (`kubectl get trainjobs -o wide`)...
+    explained = eventually(
+        lambda: (s := get(kube, "trainjob", "low", namespace)["status"]).get("reason") == "Preempted" and s,
+        "low's status says it was preempted",
+        timeout=30,
+    )
+    assert explained["message"] == evicted["message"], explained
+    # ... and in Kueue's own Event on the TrainJob (sent once our jobsStatus shows no active Job).
+    def stopped_events() -> list[dict[str, str]]:
+        items = json.loads(
+            kube.run("get", "events", "-n", namespace, "--field-selector", f"involvedObject.uid={uid}", "-o", "json").stdout
+        )["items"]
+        return [e for e in items if e["reason"] == "Stopped" and evicted["message"] in e["message"]]
+
+    eventually(stopped_events, "Kueue's Stopped Event on low with the preemption message", timeout=60)
 
     # high runs to the end, then low is admitted again, resumes and keeps what it had.
     eventually(lambda: len(running_pods(kube, namespace, "high")) == 2, "high running", timeout=60)
@@ -137,4 +144,5 @@ def test_high_priority_preempts_and_the_low_one_resumes_intact(
     assert resumed["status"]["trainerStatus"] == PROGRESS
     assert resumed["status"].get("restarts", 0) == before["status"].get("restarts", 0)
     assert condition(resumed, "Suspended") is None
+    assert resumed["status"].get("reason") != "Preempted", "the reason outlived the suspension"
     wait_condition(kube, namespace, "low", "Complete", timeout=90)

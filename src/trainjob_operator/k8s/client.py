@@ -169,6 +169,8 @@ KNOWN: dict[tuple[str, str], Resource] = {
         "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False
     ),
     ("scheduling.k8s.io/v1", "PriorityClass"): Resource("scheduling.k8s.io/v1", "priorityclasses", namespaced=False),
+    # Kueue's Workload of a suspended queued TrainJob: why Kueue stopped it (runtime/kueue.py).
+    ("kueue.x-k8s.io/v1beta2", "Workload"): Resource("kueue.x-k8s.io/v1beta2", "workloads"),
 }
 
 
