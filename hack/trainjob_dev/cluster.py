@@ -64,7 +64,11 @@ DEFAULT_NODE_MEMORY = "256Gi"
 #: The topology of the kwok nodes with `topology=True` (Kueue's topology-aware scheduling), widest level first:
 #: node i is in block i // 4 and rack i // 2 (4 nodes: one block, two racks of two hosts); the lowest level is the
 #: node itself, as Kueue recommends.
-TOPOLOGY_LEVELS = ("topology.trainjob-operator.test/block", "topology.trainjob-operator.test/rack", "kubernetes.io/hostname")
+TOPOLOGY_LEVELS = (
+    "topology.trainjob-operator.test/block",
+    "topology.trainjob-operator.test/rack",
+    "kubernetes.io/hostname",
+)
 NODES_PER_RACK = 2
 NODES_PER_BLOCK = 4
 

@@ -30,8 +30,18 @@ def preempting_queue(
     suffix = uuid.uuid4().hex[:6]
     flavor, cq, low, high = f"e2e-pf-{suffix}", f"e2e-pcq-{suffix}", f"e2e-low-{suffix}", f"e2e-high-{suffix}"
     kube.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": low}, "value": 100},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": high}, "value": 1000},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": low},
+            "value": 100,
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": high},
+            "value": 1000,
+        },
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -50,7 +60,12 @@ def preempting_queue(
         },
     )
     kube.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "prio"}, "spec": {"clusterQueue": cq}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "prio"},
+            "spec": {"clusterQueue": cq},
+        },
         namespace=namespace,
     )
     eventually(
@@ -96,7 +111,14 @@ def test_high_priority_preempts_and_the_low_one_resumes_intact(
     # Progress as the trainer reports it (the status server's field manager; runtime/progress.py).
     body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "low"}}
     kube.run(
-        "apply", "--server-side", "--subresource=status", "--field-manager=trainer-status", "-n", namespace, "-f", "-",
+        "apply",
+        "--server-side",
+        "--subresource=status",
+        "--field-manager=trainer-status",
+        "-n",
+        namespace,
+        "-f",
+        "-",
         stdin=yaml.safe_dump({**body, "status": {"trainerStatus": PROGRESS}}),
     )
     before = get(kube, "trainjob", "low", namespace)
@@ -126,10 +148,13 @@ def test_high_priority_preempts_and_the_low_one_resumes_intact(
         timeout=30,
     )
     assert explained["message"] == evicted["message"], explained
+
     # ... and in Kueue's own Event on the TrainJob (sent once our jobsStatus shows no active Job).
     def stopped_events() -> list[dict[str, str]]:
         items = json.loads(
-            kube.run("get", "events", "-n", namespace, "--field-selector", f"involvedObject.uid={uid}", "-o", "json").stdout
+            kube.run(
+                "get", "events", "-n", namespace, "--field-selector", f"involvedObject.uid={uid}", "-o", "json"
+            ).stdout
         )["items"]
         return [e for e in items if e["reason"] == "Stopped" and evicted["message"] in e["message"]]
 

@@ -23,9 +23,9 @@ from e2e_support import (
     pods,
     trainjob,
 )
-from trainjob_dev.cluster import TOPOLOGY_LEVELS
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from trainjob_dev.cluster import TOPOLOGY_LEVELS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.kueue, pytest.mark.timeout(240)]
 
@@ -75,7 +75,12 @@ def tas_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_run
         },
     )
     kube.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "tas"}, "spec": {"clusterQueue": cq}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "tas"},
+            "spec": {"clusterQueue": cq},
+        },
         namespace=namespace,
     )
     eventually(
@@ -137,7 +142,9 @@ def assert_placed_as_kueue_decided(kube: Kube, namespace: str, name: str, rjobs:
     job = get(kube, "trainjob", name, namespace)
     kueue_patch = {p["manager"]: p for p in job["spec"]["runtimePatches"]}[KUEUE_MANAGER]
     workload = next(
-        w for w in kube.items("workloads", namespace) if w["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+        w
+        for w in kube.items("workloads", namespace)
+        if w["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     )
     assignments = {a["name"]: a for a in workload["status"]["admission"]["podSetAssignments"]}
     jobset = get(kube, "jobset", name, namespace)
@@ -149,7 +156,9 @@ def assert_placed_as_kueue_decided(kube: Kube, namespace: str, name: str, rjobs:
         # Something of every kind Kueue writes, so the subset checks below compare something.
         assert patch["metadata"]["labels"] and patch["metadata"]["annotations"], patch
         assert patch["spec"]["nodeSelector"] == FLAVOR_LABELS and FLAVOR_TOLERATION in patch["spec"]["tolerations"]
-        template = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == rjob)["template"]["spec"]["template"]
+        template = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == rjob)["template"]["spec"][
+            "template"
+        ]
         assert {"name": TOPOLOGY_GATE} in template["spec"]["schedulingGates"], "the JobSet lost Kueue's gate"
         mine = sorted(
             (p for p in running if p["metadata"]["labels"][RJOB_NAME] == rjob),
@@ -177,9 +186,7 @@ def topology_patch(requests: dict[str, tuple[str, str]], run_for: str) -> dict[s
     return kwok_patch({rjob: {RUN_FOR: run_for, kind: level} for rjob, (kind, level) in requests.items()})
 
 
-@pytest.mark.parametrize(
-    "request_", [(REQUIRED, BLOCK), (PREFERRED, RACK)], ids=["required-block", "preferred-rack"]
-)
+@pytest.mark.parametrize("request_", [(REQUIRED, BLOCK), (PREFERRED, RACK)], ids=["required-block", "preferred-rack"])
 def test_torch_pods_are_placed_by_rank_as_kueue_decided(
     kube: Kube, namespace: str, tas_queue: str, request_: tuple[str, str]
 ) -> None:

@@ -13,9 +13,7 @@ from trainjob_operator.runtime import kueue
 from trainjob_operator.runtime.plan import observed_status
 from trainjob_operator.runtime.status import StatusOutcome
 
-PREEMPTED = (
-    "Preempted to accommodate a workload (UID: 1a2b, JobUID: 3c4d) due to prioritization in the ClusterQueue"
-)
+PREEMPTED = "Preempted to accommodate a workload (UID: 1a2b, JobUID: 3c4d) due to prioritization in the ClusterQueue"
 NOW_TEXT = "2026-11-25T10:00:00Z"
 
 
