@@ -77,9 +77,22 @@ def test_why_stopped(case: str) -> None:
 QUEUED = TrainJobBuilder.make().set("metadata.labels", {kueue.QUEUE_NAME_LABEL: "team"})
 
 ASKS_WHY = {
-    "a suspended queued TrainJob asks": (QUEUED.suspend(), True),
-    "a running queued TrainJob does not": (QUEUED, False),
-    "a suspended TrainJob outside Kueue does not": (TrainJobBuilder.make().suspend(), False),
+    "suspended after it ran (Kueue evicted it) asks": (QUEUED.suspend().set("status", {"state": "Running"}), True),
+    "suspended while it was pending after admission asks": (
+        QUEUED.suspend().set("status", {"state": "Pending"}),
+        True,
+    ),
+    "suspended with a reason shown keeps asking": (
+        QUEUED.suspend().set("status", {"state": "Suspended", "reason": "Preempted"}),
+        True,
+    ),
+    "waiting for its first admission does not": (QUEUED.suspend().set("status", {"state": "Suspended"}), False),
+    "a new queued TrainJob (no status) does not": (QUEUED.suspend(), False),
+    "a running queued TrainJob does not": (QUEUED.set("status", {"state": "Running"}), False),
+    "a suspended TrainJob outside Kueue does not": (
+        TrainJobBuilder.make().suspend().set("status", {"state": "Running"}),
+        False,
+    ),
 }
 
 

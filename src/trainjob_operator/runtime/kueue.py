@@ -24,8 +24,12 @@ REASON_LIMIT = 64
 
 
 def asks_why(job: TrainJob) -> bool:
-    """Whether the Workload is worth reading: the TrainJob is suspended and queued in Kueue."""
-    return bool(job.spec.suspend) and QUEUE_NAME_LABEL in (job.metadata.labels or {})
+    """Whether the Workload is worth reading: the TrainJob is queued in Kueue and suspended after it was admitted
+    (its last status showed another state) or with a reason already shown (kept up to date). A TrainJob waiting for
+    its first admission has nothing to explain, so the queue of never-admitted TrainJobs costs no reads."""
+    if not job.spec.suspend or QUEUE_NAME_LABEL not in (job.metadata.labels or {}) or job.status is None:
+        return False
+    return job.status.state not in (None, c.STATE_SUSPENDED) or job.status.reason is not None
 
 
 def workload_selector(job: TrainJob) -> str:
