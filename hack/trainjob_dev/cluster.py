@@ -81,6 +81,9 @@ POD_LOG = ("kwok: fake container started", "kwok: fake container finished")
 # internal cert management is off (cmd/kueue/main.go); it exits without it.
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 
+#: Names the Kueue version a run must use (`v0.19.2`); unset: whatever the tool cache has.
+KUEUE_VERSION_ENV = "TRAINJOB_OPERATOR_KUEUE_VERSION"
+
 CREATE_TIMEOUT_S = 180.0
 CONTROLLER_TIMEOUT_S = 90.0
 DELETE_TIMEOUT_S = 60.0
@@ -629,8 +632,31 @@ REQUIRED_TOOLS = (
 )
 
 
+def built_version(versions: str, component: str) -> str | None:
+    """The version of `component` in the tool cache's `share/VERSIONS` text (lines `<component> <version> ...`)."""
+    for line in versions.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == component:
+            return words[1]
+    return None
+
+
+def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
+    """Why the tool cache's Kueue is not the one `TRAINJOB_OPERATOR_KUEUE_VERSION` asks for (None: it is, or
+    nothing is asked): a run must never test another Kueue than the one it names."""
+    if not wanted:
+        return None
+    built = built_version(versions, "kueue")
+    if built == wanted:
+        return None
+    return (
+        f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
+        "hack/cluster/kueue/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+    )
+
+
 def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
-    """Stage 1: every binary is in the tool cache."""
+    """Stage 1: every binary is in the tool cache (and Kueue the version asked for, if one is)."""
     need = [*REQUIRED_TOOLS, *(["kueue"] if kueue else [])]
     missing = [b for b in need if not (bin_dir / b).exists()]
     if missing or not (bin_dir / "share" / "VERSIONS").exists():
@@ -638,6 +664,10 @@ def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
             f"tools missing in {bin_dir}: {missing or ['share/']}; run `make tools`"
             + (" WITH_KUEUE=1" if kueue else "")
         )
+    if kueue:
+        problem = kueue_version_problem((bin_dir / "share" / "VERSIONS").read_text(), os.environ.get(KUEUE_VERSION_ENV))
+        if problem:
+            raise ClusterError(problem)
 
 
 def _fresh_state(bin_dir: Path, *, kueue: bool, trainer_crds: bool, nodes: int, gpus_per_node: int) -> ClusterInfo:
@@ -816,6 +846,7 @@ def _wait_ready(info: ClusterInfo) -> None:
 def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Optional stage (`kueue=True`): Kueue's CRDs and manifests, its controller, then its webhooks."""
     share = info.bin_dir / "share"
+    _log(f"starting Kueue {built_version((share / 'VERSIONS').read_text(), 'kueue') or '(version unknown)'}")
     KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for f in ("tls.crt", "tls.key"):
         shutil.copyfile(cert_dir / f, KUEUE_METRICS_CERT_DIR / f)

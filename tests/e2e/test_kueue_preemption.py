@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from e2e_support import QUEUE_LABEL, RUN_FOR, get, kwok_patch, pods, trainjob, wait_condition
+from e2e_support import QUEUE_LABEL, RUN_FOR, get, gpu_queue, kueue_object, kwok_patch, pods, trainjob, wait_condition
 
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
@@ -28,59 +28,19 @@ def preempting_queue(
     """Two WorkloadPriorityClasses and a ClusterQueue of 8 GPUs that preempts lower priorities within itself;
     yields (local queue, low class, high class)."""
     suffix = uuid.uuid4().hex[:6]
-    flavor, cq, low, high = f"e2e-pf-{suffix}", f"e2e-pcq-{suffix}", f"e2e-low-{suffix}", f"e2e-high-{suffix}"
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "WorkloadPriorityClass",
-            "metadata": {"name": low},
-            "value": 100,
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "WorkloadPriorityClass",
-            "metadata": {"name": high},
-            "value": 1000,
-        },
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "preemption": {"withinClusterQueue": "LowerPriority"},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["nvidia.com/gpu"],
-                        "flavors": [{"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
-                    }
-                ],
-            },
-        },
-    )
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "prio"},
-            "spec": {"clusterQueue": cq},
-        },
-        namespace=namespace,
-    )
-    eventually(
-        lambda: (q := kube.get("clusterqueue", cq)) and (condition(q, "Active") or {}).get("status") == "True",
-        "the ClusterQueue active",
-        timeout=30,
-    )
-    try:
-        yield "prio", low, high
-    finally:
-        kube.run("delete", "trainjobs", "--all", "-n", namespace, "--wait=true", "--timeout=60s", check=False)
-        kube.run("delete", "localqueue", "prio", "-n", namespace, "--wait=true", "--timeout=30s", check=False)
-        for kind, name in (("clusterqueue", cq), ("resourceflavor", flavor), ("workloadpriorityclass", low)):
-            kube.delete(kind, name)
-        kube.delete("workloadpriorityclass", high)
+    low, high = f"e2e-low-{suffix}", f"e2e-high-{suffix}"
+    with gpu_queue(
+        kube,
+        namespace,
+        "prio",
+        gpus=8,
+        queue_spec={"preemption": {"withinClusterQueue": "LowerPriority"}},
+        extra=[
+            kueue_object("WorkloadPriorityClass", low, value=100),
+            kueue_object("WorkloadPriorityClass", high, value=1000),
+        ],
+    ) as queue:
+        yield queue, low, high
 
 
 def prioritized_job(name: str, queue: str, priority: str, run_for: str) -> dict[str, object]:

@@ -19,12 +19,14 @@ from e2e_support import (
     QUEUE_LABEL,
     RUN_FOR,
     get,
+    gpu_queue,
+    kueue_object,
     kwok_patch,
     pods,
     trainjob,
 )
 
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import Kube, OperatorProcess, eventually
 from trainjob_dev.cluster import TOPOLOGY_LEVELS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.kueue, pytest.mark.timeout(240)]
@@ -43,59 +45,18 @@ FLAVOR_TOLERATION = {"key": "trainjob-operator.test/tas", "operator": "Exists", 
 def tas_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_runtimes: list[str]) -> Iterator[str]:
     """A Topology over the nodes' block/rack/host labels, a GPU ResourceFlavor naming it, a ClusterQueue with the
     whole cluster's 32 GPUs and a LocalQueue in the test namespace."""
-    suffix = uuid.uuid4().hex[:6]
-    topology, flavor, cq = f"e2e-topo-{suffix}", f"e2e-tas-{suffix}", f"e2e-tas-cq-{suffix}"
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Topology",
-            "metadata": {"name": topology},
-            "spec": {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": flavor},
-            # The toleration (of a taint no node has) makes Kueue write tolerations into its runtimePatch too.
-            "spec": {"nodeLabels": FLAVOR_LABELS, "topologyName": topology, "tolerations": [FLAVOR_TOLERATION]},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["nvidia.com/gpu"],
-                        "flavors": [{"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 32}]}],
-                    }
-                ],
-            },
-        },
-    )
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "tas"},
-            "spec": {"clusterQueue": cq},
-        },
-        namespace=namespace,
-    )
-    eventually(
-        lambda: (q := kube.get("clusterqueue", cq)) and (condition(q, "Active") or {}).get("status") == "True",
-        "the TAS ClusterQueue active",
-        timeout=30,
-    )
-    try:
-        yield "tas"
-    finally:
-        kube.run("delete", "trainjobs", "--all", "-n", namespace, "--wait=true", "--timeout=60s", check=False)
-        kube.run("delete", "localqueue", "tas", "-n", namespace, "--wait=true", "--timeout=30s", check=False)
-        kube.delete("clusterqueue", cq)
-        kube.delete("resourceflavor", flavor)
-        kube.delete("topology", topology)
+    topology = f"e2e-topo-{uuid.uuid4().hex[:6]}"
+    levels = {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]}
+    with gpu_queue(
+        kube,
+        namespace,
+        "tas",
+        gpus=32,
+        # The toleration (of a taint no node has) makes Kueue write tolerations into its runtimePatch too.
+        flavor_spec={"nodeLabels": FLAVOR_LABELS, "topologyName": topology, "tolerations": [FLAVOR_TOLERATION]},
+        extra=[kueue_object("Topology", topology, spec=levels)],
+    ) as queue:
+        yield queue
 
 
 def hosts_by_rank(assignment: dict[str, Any]) -> list[str]:
