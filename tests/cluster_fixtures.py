@@ -96,7 +96,12 @@ def _acquire() -> cluster_lib.ClusterInfo:
                 os.environ["TRAINJOB_CLUSTER_DIR"] = str(cluster_lib.repo_root() / ".cluster" / worker)
                 os.environ["TRAINJOB_CLUSTER_NAME"] = f"{cluster_lib.DEFAULT_NAME}-{worker}"
             try:
-                info = cluster_lib.up(kueue=_truthy(KUEUE_ENV), real_nodes=int(os.environ.get(REAL_NODES_ENV) or 0))
+                # With Kueue the kwok nodes carry the block/rack/host topology its topology-aware tests ask for.
+                info = cluster_lib.up(
+                    kueue=_truthy(KUEUE_ENV),
+                    real_nodes=int(os.environ.get(REAL_NODES_ENV) or 0),
+                    topology=_truthy(KUEUE_ENV),
+                )
             except cluster_lib.ClusterError as exc:
                 pytest.fail(f"could not start the local cluster: {exc}", pytrace=False)
             _SESSION["owned"] = True

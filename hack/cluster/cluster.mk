@@ -50,7 +50,7 @@ tools-nodes: tools-nodes-debs
 	@nice -n 10 bash $(CLUSTER_HACK_DIR)/build-nodes.sh
 
 cluster-up: tools
-	@$(CLUSTER_PYTHON) $(CLUSTER_SCRIPT) up --no-build $(if $(filter-out 0,$(WITH_KUEUE)),--kueue) $(if $(filter-out 0,$(REAL_NODES)),--real-nodes $(REAL_NODES))
+	@$(CLUSTER_PYTHON) $(CLUSTER_SCRIPT) up --no-build $(if $(filter-out 0,$(WITH_KUEUE)),--kueue --topology) $(if $(filter-out 0,$(REAL_NODES)),--real-nodes $(REAL_NODES))
 
 cluster-down:
 	@$(CLUSTER_PYTHON) $(CLUSTER_SCRIPT) down

@@ -61,6 +61,17 @@ DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_NODE_CPU = "32"
 DEFAULT_NODE_MEMORY = "256Gi"
 
+#: The topology of the kwok nodes with `topology=True` (Kueue's topology-aware scheduling), widest level first:
+#: node i is in block i // 4 and rack i // 2 (4 nodes: one block, two racks of two hosts); the lowest level is the
+#: node itself, as Kueue recommends.
+TOPOLOGY_LEVELS = (
+    "topology.trainjob-operator.test/block",
+    "topology.trainjob-operator.test/rack",
+    "kubernetes.io/hostname",
+)
+NODES_PER_RACK = 2
+NODES_PER_BLOCK = 4
+
 RUN_FOR_ANNOTATION = "trainjob-operator.test/run-for"
 EXIT_CODE_ANNOTATION = "trainjob-operator.test/exit-code"
 # What `kubectl logs` returns for every container of a fake pod.
@@ -69,6 +80,9 @@ POD_LOG = ("kwok: fake container started", "kwok: fake container finished")
 # Kueue (v0.15-v0.19) hard-codes where it reads its metrics serving certificate when
 # internal cert management is off (cmd/kueue/main.go); it exits without it.
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
+
+#: Names the Kueue version a run must use (`v0.19.2`); unset: whatever the tool cache has.
+KUEUE_VERSION_ENV = "TRAINJOB_OPERATOR_KUEUE_VERSION"
 
 CREATE_TIMEOUT_S = 180.0
 CONTROLLER_TIMEOUT_S = 90.0
@@ -201,6 +215,8 @@ class ClusterInfo:
     trainer_crds: bool = False
     nodes: int = DEFAULT_NODES
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+    #: kwok nodes labelled with the block/rack/host topology of TOPOLOGY_LEVELS.
+    topology: bool = False
     controllers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     webhook_configurations: list[list[str]] = dataclasses.field(default_factory=list)
     #: Real nodes (containerd + kubelet, `realnodes.py`) beside the kwok ones; what `down` must undo is in `real`.
@@ -531,11 +547,13 @@ def up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
     real_nodes: int = 0,
+    topology: bool = False,
 ) -> ClusterInfo:
     """Start a fresh cluster (tearing down a stale one of the same name first).
 
     `real_nodes` > 0 adds that many real nodes (containerd, kubelet; `realnodes.py`, needs root and
-    `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes.
+    `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes. `topology` labels the
+    kwok nodes with a block/rack/host topology (TOPOLOGY_LEVELS) for Kueue's topology-aware scheduling.
 
     On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
     is torn down before the error propagates.
@@ -548,6 +566,7 @@ def up(
             gpus_per_node=gpus_per_node,
             build=build,
             real_nodes=real_nodes,
+            topology=topology,
         )
     except BaseException:
         _save_component_logs()
@@ -572,6 +591,7 @@ def _up(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     build: bool = True,
     real_nodes: int = 0,
+    topology: bool = False,
 ) -> ClusterInfo:
     """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
     as soon as there is something `down` must undo)."""
@@ -580,6 +600,7 @@ def _up(
     _check_tools(bin_dir, kueue=kueue)
     info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
     info.real_nodes = real_nodes
+    info.topology = topology
     _create_control_plane(info)
     _add_fake_nodes(info)
     cert_dir = state_dir() / "certs"
@@ -611,8 +632,31 @@ REQUIRED_TOOLS = (
 )
 
 
+def built_version(versions: str, component: str) -> str | None:
+    """The version of `component` in the tool cache's `share/VERSIONS` text (lines `<component> <version> ...`)."""
+    for line in versions.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == component:
+            return words[1]
+    return None
+
+
+def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
+    """Why the tool cache's Kueue is not the one `TRAINJOB_OPERATOR_KUEUE_VERSION` asks for (None: it is, or
+    nothing is asked): a run must never test another Kueue than the one it names."""
+    if not wanted:
+        return None
+    built = built_version(versions, "kueue")
+    if built == wanted:
+        return None
+    return (
+        f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
+        "hack/cluster/kueue/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+    )
+
+
 def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
-    """Stage 1: every binary is in the tool cache."""
+    """Stage 1: every binary is in the tool cache (and Kueue the version asked for, if one is)."""
     need = [*REQUIRED_TOOLS, *(["kueue"] if kueue else [])]
     missing = [b for b in need if not (bin_dir / b).exists()]
     if missing or not (bin_dir / "share" / "VERSIONS").exists():
@@ -620,6 +664,10 @@ def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
             f"tools missing in {bin_dir}: {missing or ['share/']}; run `make tools`"
             + (" WITH_KUEUE=1" if kueue else "")
         )
+    if kueue:
+        problem = kueue_version_problem((bin_dir / "share" / "VERSIONS").read_text(), os.environ.get(KUEUE_VERSION_ENV))
+        if problem:
+            raise ClusterError(problem)
 
 
 def _fresh_state(bin_dir: Path, *, kueue: bool, trainer_crds: bool, nodes: int, gpus_per_node: int) -> ClusterInfo:
@@ -736,6 +784,21 @@ def _add_fake_nodes(info: ClusterInfo) -> None:
         f"nvidia.com/gpu.count={info.gpus_per_node}",
         "nvidia.com/gpu.product=Fake-GPU",
     )
+    if info.topology:
+        _label_topology(info)
+
+
+def topology_labels(index: int) -> dict[str, str]:
+    """The block and rack labels of the kwok node at `index` (in name order); its host level is its own
+    `kubernetes.io/hostname`."""
+    block, rack, _host = TOPOLOGY_LEVELS
+    return {block: f"block-{index // NODES_PER_BLOCK}", rack: f"rack-{index // NODES_PER_RACK}"}
+
+
+def _label_topology(info: ClusterInfo) -> None:
+    names = sorted(n["metadata"]["name"] for n in info.kubectl_json("get", "nodes").get("items", []))
+    for index, name in enumerate(names):
+        info.kubectl("label", "nodes", name, "--overwrite", *(f"{k}={v}" for k, v in topology_labels(index).items()))
 
 
 def _install_crds(info: ClusterInfo) -> None:
@@ -783,6 +846,7 @@ def _wait_ready(info: ClusterInfo) -> None:
 def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Optional stage (`kueue=True`): Kueue's CRDs and manifests, its controller, then its webhooks."""
     share = info.bin_dir / "share"
+    _log(f"starting Kueue {built_version((share / 'VERSIONS').read_text(), 'kueue') or '(version unknown)'}")
     KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for f in ("tls.crt", "tls.key"):
         shutil.copyfile(cert_dir / f, KUEUE_METRICS_CERT_DIR / f)
@@ -939,6 +1003,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("WITH_KUEUE", "") not in ("", "0"),
         help="also run Kueue (env WITH_KUEUE=1)",
     )
+    p_up.add_argument(
+        "--topology", action="store_true", help="label the kwok nodes with a block/rack/host topology (Kueue TAS)"
+    )
     p_up.add_argument("--trainer-crds", action="store_true", help="also install the upstream Trainer v2.3.0 CRDs")
     p_up.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     p_up.add_argument("--gpus-per-node", type=int, default=DEFAULT_GPUS_PER_NODE)
@@ -962,6 +1029,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 gpus_per_node=args.gpus_per_node,
                 build=not args.no_build,
                 real_nodes=args.real_nodes,
+                topology=args.topology,
             )
             print(info.kubeconfig)
         elif args.cmd == "down":

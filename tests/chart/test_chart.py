@@ -357,6 +357,7 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         ("trainer.kubeflow.org", "trainjobs/finalizers", "update"),
         ("", "pods", "list"),  # the startup deadline (issue 13)
         ("", "pods", "watch"),  # STATE from the JobSets' pods (issue 27, runtime/health.py)
+        ("kueue.x-k8s.io", "workloads", "list"),  # why Kueue suspended a TrainJob (issue 26, runtime/kueue.py)
         ("scheduling.k8s.io", "priorityclasses", "list"),  # the Volcano PriorityClass check in the webhook
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
         # delete: a previous TrainJob's object under a child's name (issue 28), only that incarnation

@@ -3,10 +3,11 @@ through runtime patches, bounded waits and the session summary."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,59 +120,74 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 FLAVOR_LABELS = {"nvidia.com/gpu.product": "Fake-GPU"}
 
 
-@pytest.fixture
-def local_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_runtimes: list[str]) -> Iterator[str]:
-    """ResourceFlavor (with node labels) + ClusterQueue (8 GPUs) + LocalQueue in the test namespace."""
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+
+
+def kueue_object(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    """A cluster-scoped Kueue object (`spec=...`, or top-level fields such as a WorkloadPriorityClass's `value`)."""
+    return {"apiVersion": KUEUE_API, "kind": kind, "metadata": {"name": name}, **fields}
+
+
+@contextlib.contextmanager
+def gpu_queue(
+    kube: Kube,
+    namespace: str,
+    local_queue: str,
+    *,
+    gpus: int,
+    flavor_spec: dict[str, Any] | None = None,
+    queue_spec: dict[str, Any] | None = None,
+    extra: Sequence[dict[str, Any]] = (),
+) -> Iterator[str]:
+    """The cluster-scoped `extra` objects (a Topology, WorkloadPriorityClasses), a ResourceFlavor, a ClusterQueue
+    with `gpus` GPUs for the namespace and the LocalQueue `local_queue` in it, active; afterwards the namespace's
+    TrainJobs and all of these are deleted."""
     suffix = uuid.uuid4().hex[:6]
-    flavor, cq = f"e2e-gpu-{suffix}", f"e2e-cq-{suffix}"
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": flavor},
-            "spec": {"nodeLabels": FLAVOR_LABELS},
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["nvidia.com/gpu"],
-                        "flavors": [{"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
-                    }
-                ],
-            },
-        },
-    )
-    kube.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "team"},
-            "spec": {"clusterQueue": cq},
-        },
-        namespace=namespace,
-    )
+    flavor, cq = f"e2e-flavor-{suffix}", f"e2e-cq-{suffix}"
+    cluster_queue = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "resourceGroups": [
+            {
+                "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [{"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
+            }
+        ],
+        **(queue_spec or {}),
+    }
+    created = [
+        *extra,
+        kueue_object("ResourceFlavor", flavor, spec=flavor_spec or {}),
+        kueue_object("ClusterQueue", cq, spec=cluster_queue),
+    ]
+    kube.apply(*created)
+    local = kueue_object("LocalQueue", local_queue, spec={"clusterQueue": cq})
+    kube.apply(local, namespace=namespace)
     eventually(
-        lambda: (
-            (q := kube.get("clusterqueue", cq))
-            and condition(q, "Active")
-            and condition(q, "Active")["status"] == "True"
-        ),
+        lambda: (q := kube.get("clusterqueue", cq)) and (condition(q, "Active") or {}).get("status") == "True",
         "the ClusterQueue active",
         timeout=30,
     )
     try:
-        yield "team"
+        yield local_queue
     finally:
         kube.run("delete", "trainjobs", "--all", "-n", namespace, "--wait=true", "--timeout=60s", check=False)
-        kube.run("delete", "localqueue", "team", "-n", namespace, "--wait=true", "--timeout=30s", check=False)
-        kube.delete("clusterqueue", cq)
-        kube.delete("resourceflavor", flavor)
+        kube.run("delete", "localqueue", local_queue, "-n", namespace, "--wait=true", "--timeout=30s", check=False)
+        for obj in reversed(created):
+            kube.delete(obj["kind"].lower(), obj["metadata"]["name"])
+
+
+@pytest.fixture
+def local_queue(kube: Kube, namespace: str, operator: OperatorProcess, default_runtimes: list[str]) -> Iterator[str]:
+    """ResourceFlavor (with node labels) + ClusterQueue (8 GPUs) + LocalQueue in the test namespace."""
+    with gpu_queue(
+        kube,
+        namespace,
+        "team",
+        gpus=8,
+        flavor_spec={"nodeLabels": FLAVOR_LABELS},
+        queue_spec={"queueingStrategy": "BestEffortFIFO"},
+    ) as queue:
+        yield queue
 
 
 def queued_job(name: str, queue: str, run_for: str) -> dict[str, Any]:

@@ -200,9 +200,9 @@ def test_kueue_admits_workload(cluster: Any, namespace: str) -> None:
     suffix = uuid.uuid4().hex[:6]
     flavor, cq = f"flavor-{suffix}", f"cq-{suffix}"
     objs = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ClusterQueue",
             "metadata": {"name": cq},
             "spec": {
@@ -225,7 +225,7 @@ def test_kueue_admits_workload(cluster: Any, namespace: str) -> None:
             },
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "LocalQueue",
             "metadata": {"name": "lq", "namespace": namespace},
             "spec": {"clusterQueue": cq},

@@ -19,7 +19,7 @@ from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client
 from ..keys import FRESH_KEYS
 from ..logs import get
 from ..metrics import Metrics
-from ..runtime import plan
+from ..runtime import kueue, plan
 from ..runtime.conditions import rfc3339
 from ..runtime.errors import BuildError
 from ..runtime.health import PodWarning, warning_event
@@ -159,7 +159,8 @@ class Reconciler:
             return Result()
         jobset = own(job, self.store.jobsets.get(key))  # a predecessor's JobSet and pods say nothing of this one
         pods = self.store.pods.of_jobset(key) if self.store.pods is not None else None
-        status, warnings = plan.observed_status(job, outcome, failure, nodes, now, jobset, pods)
+        stopped = await self._why_kueue_stopped(job)
+        status, warnings = plan.observed_status(job, outcome, failure, nodes, now, jobset, pods, stopped)
         status = plan.pending(status, wait, now)
         await self._pod_warnings(job, warnings)
         await self._write_status(job, status, (body.get("metadata") or {}).get("resourceVersion"))
@@ -167,6 +168,20 @@ class Reconciler:
         if wait is not None:
             requeue = min(requeue, wait.requeue_after) if requeue else wait.requeue_after
         return Result(requeue_after=requeue, error=failure is not None)
+
+    async def _why_kueue_stopped(self, job: TrainJob) -> tuple[str, str] | None:
+        """A suspended TrainJob queued in Kueue: the reason on its Workload (one LIST by the TrainJob's uid label).
+        Without Kueue or without the permission it stays unexplained (the Suspended condition still says it)."""
+        if not kueue.asks_why(job):
+            return None
+        try:
+            workloads = await self.client.list(
+                kueue.WORKLOAD_API_VERSION, kueue.WORKLOAD_KIND, job.namespace, kueue.workload_selector(job)
+            )
+        except ApiError as err:
+            log.debug("cannot read Kueue's Workload", namespace=job.namespace, name=job.name, error=str(err))
+            return None
+        return kueue.why_stopped(workloads, job.metadata.uid or "")
 
     async def _wait(self, job: TrainJob, blocked: Blocked, now: dt.datetime) -> plan.Waiting:
         """Objects under this TrainJob's child names are not its own: delete the predecessor's (only those

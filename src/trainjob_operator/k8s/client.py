@@ -171,6 +171,8 @@ BUILTIN_RESOURCES: tuple[tuple[str, Resource], ...] = (
         Resource("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", namespaced=False),
     ),
     ("PriorityClass", Resource("scheduling.k8s.io/v1", "priorityclasses", namespaced=False)),
+    # Kueue's Workload of a suspended queued TrainJob: why Kueue stopped it (runtime/kueue.py).
+    ("Workload", Resource("kueue.x-k8s.io/v1beta2", "workloads")),
 )
 
 

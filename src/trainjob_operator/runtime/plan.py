@@ -25,6 +25,7 @@ from .framework import Manifest, Mode
 from .health import PodWarning, apply_health, requested_nodes, trainjob_event
 from .identity import WAIT_FIRST_SECONDS, WAIT_NOTICE_SECONDS, Stranger, own, stranger, wait_seconds
 from .info import RuntimeInfo, RuntimeSource
+from .kueue import explain_suspension
 from .lifecycle import STARTUP_RECHECK_SECONDS, StartupCheck, needs_rebuild
 from .observed import ObjectRef, Observed
 from .pipeline import Framework
@@ -360,11 +361,13 @@ def observed_status(
     now: datetime,
     jobset: dict[str, Any] | None = None,
     pods: Sequence[dict[str, Any]] | None = None,
+    stopped: tuple[str, str] | None = None,
 ) -> tuple[TrainJobStatus, tuple[PodWarning, ...]]:
     """The status to write, from the conditions and what the JobSet's pods say (`pods` None: unknown), and the
-    Warning Events the pods call for (runtime/health.py)."""
+    Warning Events the pods call for (runtime/health.py); `stopped`: why Kueue stopped it (runtime/kueue.py)."""
     result = with_reconcile_error(outcome.status, (failure.reason, failure.message) if failure else None, now)
     health = apply_health(job, result, jobset, pods)
+    explain_suspension(result, stopped)
     if nodes is not None:
         result.nodes = nodes
     return result, health.warnings

@@ -121,6 +121,8 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
         needs.append(Need("list", "", "pods", ns, required=False))
         # STATE follows the JobSets' pods (runtime/health.py); without, the Jobs' counts decide: a warning.
         needs.append(Need("watch", "", "pods", ns, required=False))
+        # Why Kueue suspended a queued TrainJob (runtime/kueue.py); without, its reason stays unexplained: a warning.
+        needs.append(Need("list", "kueue.x-k8s.io", "workloads", ns, required=False))
         if plan.status_server:  # the status server finds the pod a progress report's token is bound to
             needs.append(Need("get", "", "pods", ns, fix=NO_STATUS_SERVER))
     needs += [Need(verb, c.GROUP, "clustertrainingruntimes") for verb in ("get", "list", "watch")]

@@ -175,10 +175,12 @@ def test_watched_namespaces_are_checked_one_by_one_cluster_scoped_runtimes_clust
         ("trainingruntimes", "a"),
         ("jobsets", "a"),
         ("pods", "a"),
+        ("workloads", "a"),
         ("trainjobs", "b"),
         ("trainingruntimes", "b"),
         ("jobsets", "b"),
         ("pods", "b"),
+        ("workloads", "b"),
         ("clustertrainingruntimes", None),
     ]
     assert not [n for n in needs if n.resource in ("leases", "validatingwebhookconfigurations")]
