@@ -24,7 +24,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-unit test-corpus test-integration test-e2e test-multikueue test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -120,6 +120,10 @@ test-integration: $(STAMP) tools tools-browser ## integration tests against the 
 test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the tools with Kueue if needed)
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
+
+test-multikueue: $(STAMP) ## Kueue MultiKueue on two more local control planes (a manager and a worker), kubectl and the SDK
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
 
 test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session
 	@$(MAKE) --no-print-directory lint

@@ -264,12 +264,25 @@ def connect(fleet: Fleet, timeout: float = 120) -> None:
     cluster._wait_for("the MultiKueueClusters and the AdmissionCheck Active", active, timeout, interval=1.0)
 
 
-def queues(fleet: Fleet, namespace: str, gpus: int = 8, queue: str = "team", timeout: float = 60) -> None:
-    """The namespace (on every member) and its queues; returns once every ClusterQueue is Active."""
-    for role, info in fleet.members().items():
-        info.kubectl("create", "namespace", namespace, check=False)
-        _apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
+def queues(
+    fleet: Fleet,
+    namespace: str,
+    gpus: int = 8,
+    queue: str = "team",
+    timeout: float = 60,
+    workers: Sequence[str] | None = None,
+) -> None:
+    """The namespace (on every member) and its queues on the manager and on `workers` (default: all); returns once
+    every ClusterQueue is Active. A worker without the LocalQueue never admits the namespace's TrainJobs, so
+    `workers` steers them to the others."""
+    with_queues = {MANAGER: fleet.manager} | {
+        name: info for name, info in fleet.workers.items() if workers is None or name in workers
+    }
     for info in fleet.members().values():
+        info.kubectl("create", "namespace", namespace, check=False)
+    for role, info in with_queues.items():
+        _apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
+    for info in with_queues.values():
         cluster._wait_for(
             f"ClusterQueue cq-{namespace} Active on {info.name}",
             lambda info=info: _condition_true(info.kubectl_json("get", "clusterqueue", f"cq-{namespace}"), "Active"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_support import COMPLETE, QUEUE_LABEL, RUN_FOR, RUNTIMES_DIR, default_runtime_names, kwok_patch, trainjob
+from e2e_support import COMPLETE, QUEUE_LABEL, RUN_FOR, RUNTIMES_DIR, kwok_patch, trainjob
 
 from operator_fixtures import OPERATOR_NAMESPACE, REPO, Kube, OperatorProcess, condition, eventually
 from trainjob_dev import cluster as cluster_lib
 from trainjob_dev import multikueue
+
+sys.path.insert(0, str(REPO / "hack" / "upstream"))
+import upstream_run
 
 pytestmark = [
     pytest.mark.e2e,
@@ -36,6 +40,9 @@ pytestmark = [
 ]
 
 NAMESPACE = "team-a"
+#: TrainJobs of this namespace can only run on the worker with upstream's controller (its LocalQueue is only there).
+UPSTREAM_NAMESPACE = "team-b"
+UPSTREAM_WORKER = "worker2"
 QUEUE = "team"
 OUR_FIELD_MANAGERS = {"trainer", "trainer-status"}
 MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
@@ -48,7 +55,8 @@ class Member:
     role: str
     info: cluster_lib.ClusterInfo
     kube: Kube
-    operator: OperatorProcess
+    #: ours, or None on the worker that runs upstream's controller
+    operator: OperatorProcess | None
 
 
 @dataclass
@@ -60,7 +68,7 @@ class FleetUnderTest:
 
     @property
     def worker(self) -> Member:
-        return next(iter(self.workers.values()))
+        return self.workers["worker1"]
 
 
 def _install(member_kube: Kube) -> None:
@@ -101,31 +109,61 @@ def _runtimes(member_kube: Kube) -> None:
     member_kube.run("apply", "--server-side", "--force-conflicts", "-f", str(RUNTIMES_DIR))
     probe = trainjob("e2e-admission-probe", "torch-distributed")
     eventually(
-        lambda: member_kube.run(
-            "create", "--dry-run=server", "-n", OPERATOR_NAMESPACE, "-f", "-", stdin=yaml.safe_dump(probe), check=False
-        ).returncode
-        == 0,
+        lambda: (
+            member_kube.run(
+                "create",
+                "--dry-run=server",
+                "-n",
+                OPERATOR_NAMESPACE,
+                "-f",
+                "-",
+                stdin=yaml.safe_dump(probe),
+                check=False,
+            ).returncode
+            == 0
+        ),
         "TrainJob admission by every webhook",
         timeout=150,
     )
 
 
+def _start_upstream(role: str, member_kube: Kube, tmp: Path) -> subprocess.Popen[bytes]:
+    """Upstream Kubeflow Trainer v2.3.0's controller and webhooks on this member, over its own CRDs (installed
+    before Kueue started)."""
+    member_kube.run("apply", "--server-side", "--force-conflicts", "-f", str(upstream_run.crds_dir()))
+    with multikueue.member(role):  # its serving certificate is the member's
+        proc = upstream_run.start(member_kube.cluster, logs=tmp / role)
+    eventually(lambda: upstream_run.ready(member_kube.cluster, proc), f"upstream's controller on {role}", 90)
+    upstream_run.register_webhooks(member_kube.cluster, proc)
+    return proc
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetUnderTest]:
-    workers = ("worker1",)
+    """A manager and worker1 with our operator, and worker2 with upstream's v2.3.0 controller when it is built."""
+    mixed = upstream_run.available()
+    workers = ("worker1", UPSTREAM_WORKER) if mixed else ("worker1",)
     tmp = tmp_path_factory.mktemp("multikueue")
     operators: list[OperatorProcess] = []
+    upstreams: list[subprocess.Popen[bytes]] = []
     try:
         fl = multikueue.up(workers)
         members: dict[str, Member] = {}
         for role, info in fl.members().items():
             member_kube = Kube(info)
-            _install(member_kube)
-            operators.append(_start_operator(role, member_kube, tmp))
+            if role == UPSTREAM_WORKER:
+                upstreams.append(_start_upstream(role, member_kube, tmp))
+                operator = None
+            else:
+                _install(member_kube)
+                operator = _start_operator(role, member_kube, tmp)
+                operators.append(operator)
             _runtimes(member_kube)
-            members[role] = Member(role, info, member_kube, operators[-1])
+            members[role] = Member(role, info, member_kube, operator)
         multikueue.connect(fl)
-        multikueue.queues(fl, NAMESPACE, gpus=8, queue=QUEUE)
+        multikueue.queues(fl, NAMESPACE, gpus=8, queue=QUEUE, workers=["worker1"])
+        if mixed:
+            multikueue.queues(fl, UPSTREAM_NAMESPACE, gpus=8, queue=QUEUE, workers=[UPSTREAM_WORKER])
         under_test = FleetUnderTest(members.pop(multikueue.MANAGER), members, tmp)
         yield under_test
         for watch in under_test.watches:
@@ -133,6 +171,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetUnderTest]:
     finally:
         for process in operators:
             process.stop()
+        for upstream in upstreams:
+            upstream_run.stop(upstream)
         multikueue.down(workers)
 
 
@@ -205,29 +245,26 @@ class WriteWatch:
         self.proc.wait(timeout=10)
 
 
-def printed(member: Member, name: str) -> dict[str, str]:
+def printed(member: Member, name: str, namespace: str = NAMESPACE) -> dict[str, str]:
     """`kubectl get trainjob NAME -o wide` as the user sees it: column -> value."""
-    out = member.kube.run("get", "trainjob", name, "-n", NAMESPACE, "-o", "wide").stdout.splitlines()
+    out = member.kube.run("get", "trainjob", name, "-n", namespace, "-o", "wide").stdout.splitlines()
     header, row = out[0], out[1]
     starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
-    cells = {}
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(row)
-        cells[header[start:end].strip()] = row[start:end].strip()
-    return cells
+    bounds = [*starts[1:], None]
+    return {header[a:b].strip(): row[a:b].strip() for a, b in zip(starts, bounds, strict=True)}
 
 
-def worker_pods(member: Member, name: str) -> list[dict[str, Any]]:
-    out = member.kube.run("get", "pods", "-n", NAMESPACE, "-l", f"jobset.sigs.k8s.io/jobset-name={name}", "-o", "json")
+def worker_pods(member: Member, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    out = member.kube.run("get", "pods", "-n", namespace, "-l", f"jobset.sigs.k8s.io/jobset-name={name}", "-o", "json")
     items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
     return items
 
 
-def children_on(member: Member, uid: str) -> list[str]:
+def children_on(member: Member, uid: str, namespace: str = NAMESPACE) -> list[str]:
     """Objects in the namespace whose controller ownerReference names the TrainJob's uid."""
     found = []
     for kind in ("jobsets", "configmaps", "secrets", "jobs", "pods"):
-        for obj in member.kube.items(kind, NAMESPACE):
+        for obj in member.kube.items(kind, namespace):
             if any(o.get("uid") == uid for o in obj["metadata"].get("ownerReferences") or []):
                 found.append(f"{kind}/{obj['metadata']['name']}")
     return found
@@ -260,7 +297,8 @@ def test_kubectl_trainjob_runs_on_the_worker_and_the_manager_shows_it(fleet: Fle
     status = eventually(manager_sees_active, "the worker's jobsStatus on the manager", 60)
     running_row = printed(manager, "mk-kubectl")
     print(f"\nmanager while running: {status} {running_row}")
-    assert running_row["STATE"] == "Running", running_row
+    # STATE is ours and nothing runs on the manager; upstream's fields Kueue copied tell the truth with -o wide
+    assert (running_row["STATE"], running_row["CONDITION"], running_row["ACTIVE"]) == ("", "", "node"), running_row
 
     # Complete on the worker -> Complete on the manager, with the reason and message our operator wrote
     def complete_on_manager() -> dict[str, Any] | None:
@@ -270,7 +308,7 @@ def test_kubectl_trainjob_runs_on_the_worker_and_the_manager_shows_it(fleet: Fle
     cond = eventually(complete_on_manager, "Complete on the manager", 90)
     assert (cond["reason"], cond["message"]) == COMPLETE
     done_row = printed(manager, "mk-kubectl")
-    assert done_row["STATE"] == "Complete", done_row
+    assert (done_row["STATE"], done_row["CONDITION"], done_row["ACTIVE"]) == ("", "Complete", ""), done_row
 
     # the manager's operator created nothing and wrote nothing: no children, no write by our field managers
     local = manager.kube.get("trainjob", "mk-kubectl", NAMESPACE) or {}
@@ -279,9 +317,8 @@ def test_kubectl_trainjob_runs_on_the_worker_and_the_manager_shows_it(fleet: Fle
     writers = watch.writers("mk-kubectl")
     assert writers, "the watch saw the TrainJob"
     assert not {m for m, _ in writers} & OUR_FIELD_MANAGERS, writers
-    assert ("kueue", "status") in {(m.split("/")[0], s) for m, s in writers} or any(
-        s == "status" for _, s in writers
-    ), writers
+    assert any(subresource == "status" for _, subresource in writers), f"Kueue's status copy: {writers}"
+    print(f"writers of the manager's TrainJob: {sorted(writers)}")
 
 
 def test_deleting_on_the_manager_removes_everything_on_the_worker(fleet: FleetUnderTest) -> None:
@@ -364,6 +401,34 @@ def test_the_sdk_on_the_manager_follows_the_job_to_complete(fleet: FleetUnderTes
     eventually(lambda: children_on(worker, remote_uid) == [], "the worker's children gone", 90)
 
 
+def test_a_worker_running_upstream_beside_one_running_ours(fleet: FleetUnderTest) -> None:
+    """Mixed fleet: team-b's queue exists only on worker2, where upstream Kubeflow Trainer v2.3.0's controller runs.
+    The manager shows the same upstream fields for it as for a job our operator ran on worker1."""
+    if UPSTREAM_WORKER not in fleet.workers:
+        pytest.skip("upstream's controller is not built (make tools-upstream)")
+    manager, upstream = fleet.manager, fleet.workers[UPSTREAM_WORKER]
+    manager.kube.apply(queued("mk-upstream", "5s"), namespace=UPSTREAM_NAMESPACE)
+    remote = eventually(
+        lambda: upstream.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE), "the copy on worker2", 90
+    )
+    assert fleet.worker.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE) is None
+    eventually(
+        lambda: worker_pods(upstream, "mk-upstream", UPSTREAM_NAMESPACE), "upstream's JobSet's pods on worker2", 90
+    )
+
+    def complete_on_manager() -> dict[str, Any] | None:
+        cond = condition(manager.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE), "Complete")
+        return cond if cond and cond["status"] == "True" else None
+
+    cond = eventually(complete_on_manager, "Complete on the manager", 120)
+    assert (cond["reason"], cond["message"]) == COMPLETE
+    assert printed(manager, "mk-upstream", UPSTREAM_NAMESPACE)["CONDITION"] == "Complete"
+    remote = upstream.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE) or remote
+    assert "state" not in (remote.get("status") or {}), "upstream's controller ran it, not ours"
+    local = manager.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE) or {}
+    assert children_on(manager, local["metadata"]["uid"], UPSTREAM_NAMESPACE) == []
+
+
 def test_a_worker_lost_mid_run_is_given_up_after_the_timeout(fleet: FleetUnderTest) -> None:
     """Kueue's design (pkg/controller/admissionchecks/multikueue/workload.go): while the worker that admitted a
     workload is unreachable the manager keeps it admitted for `workerLostTimeout` (30 s here, 15 min by default);
@@ -384,7 +449,9 @@ def test_a_worker_lost_mid_run_is_given_up_after_the_timeout(fleet: FleetUnderTe
     assert condition(workload(), "Admitted") is not None
     multikueue.stop_api_server(worker.info, worker.role)
     eventually(
-        lambda: (c := condition(manager.kube.get("multikueuecluster", worker.role), "Active")) and c["status"] == "False",
+        lambda: (
+            (c := condition(manager.kube.get("multikueuecluster", worker.role), "Active")) and c["status"] == "False"
+        ),
         "the manager notices the lost worker (MultiKueueCluster Active=False)",
         60,
     )
