@@ -34,7 +34,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -283,11 +283,11 @@ def queues(
     for role, info in with_queues.items():
         _apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
     for info in with_queues.values():
-        cluster._wait_for(
-            f"ClusterQueue cq-{namespace} Active on {info.name}",
-            lambda info=info: _condition_true(info.kubectl_json("get", "clusterqueue", f"cq-{namespace}"), "Active"),
-            timeout,
-        )
+        cluster._wait_for(f"ClusterQueue cq-{namespace} Active on {info.name}", _cq_active(info, namespace), timeout)
+
+
+def _cq_active(info: cluster.ClusterInfo, namespace: str) -> Callable[[], bool]:
+    return lambda: _condition_true(info.kubectl_json("get", "clusterqueue", f"cq-{namespace}"), "Active")
 
 
 def api_server_pid(info: cluster.ClusterInfo, role: str) -> int:
