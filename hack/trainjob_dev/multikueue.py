@@ -228,19 +228,6 @@ def queue_objects(namespace: str, gpus: int, *, manager: bool, queue: str = "tea
     ]
 
 
-def _apply(info: cluster.ClusterInfo, objs: list[dict[str, Any]]) -> None:
-    info.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--field-manager=trainjob-operator-test-harness",
-        "-f",
-        "-",
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}),
-        timeout=120,
-    )
-
-
 def _condition_true(obj: dict[str, Any], type_: str) -> bool:
     return any(
         c.get("type") == type_ and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or []
@@ -250,7 +237,7 @@ def _condition_true(obj: dict[str, Any], type_: str) -> bool:
 def connect(fleet: Fleet, timeout: float = 120) -> None:
     """The MultiKueue wiring on the manager; returns once every MultiKueueCluster and the AdmissionCheck are
     Active (Kueue connected to each worker's API server and watches it)."""
-    _apply(fleet.manager, multikueue_objects(fleet.workers))
+    cluster._apply(fleet.manager, multikueue_objects(fleet.workers))
 
     def active() -> bool:
         clusters = fleet.manager.kubectl_json("get", "multikueueclusters")["items"]
@@ -281,7 +268,7 @@ def queues(
     for info in fleet.members().values():
         info.kubectl("create", "namespace", namespace, check=False)
     for role, info in with_queues.items():
-        _apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
+        cluster._apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
     for info in with_queues.values():
         cluster._wait_for(f"ClusterQueue cq-{namespace} Active on {info.name}", _cq_active(info, namespace), timeout)
 

@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.cluster,
     pytest.mark.multikueue,
-    pytest.mark.timeout(300),
+    pytest.mark.timeout(600),  # the first test also starts three control planes (about 4 min at load 16)
     pytest.mark.skipif(
         os.environ.get("TRAINJOB_OPERATOR_MULTIKUEUE", "") in ("", "0"),
         reason="starts two more control planes: make test-multikueue (TRAINJOB_OPERATOR_MULTIKUEUE=1)",
@@ -131,10 +131,10 @@ def _start_upstream(role: str, member_kube: Kube, tmp: Path) -> subprocess.Popen
     """Upstream Kubeflow Trainer v2.3.0's controller and webhooks on this member, over its own CRDs (installed
     before Kueue started)."""
     member_kube.run("apply", "--server-side", "--force-conflicts", "-f", str(upstream_run.crds_dir()))
-    with multikueue.member(role):  # its serving certificate is the member's
+    with multikueue.member(role):  # its serving certificate and CA are the member's
         proc = upstream_run.start(member_kube.cluster, logs=tmp / role)
-    eventually(lambda: upstream_run.ready(member_kube.cluster, proc), f"upstream's controller on {role}", 90)
-    upstream_run.register_webhooks(member_kube.cluster, proc)
+        eventually(lambda: upstream_run.ready(member_kube.cluster, proc), f"upstream's controller on {role}", 90)
+        upstream_run.register_webhooks(member_kube.cluster, proc)
     return proc
 
 
