@@ -121,7 +121,7 @@ test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the too
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
 
-test-multikueue: $(STAMP) ## Kueue MultiKueue on two more local control planes (a manager and a worker), kubectl and the SDK
+test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control planes: a manager, a worker with ours, one with upstream v2.3.0
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
 
@@ -142,6 +142,9 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@echo ">> session 3: differential test against upstream Kubeflow Trainer v2.3.0"
 	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
+	@echo ">> session 4: MultiKueue across a manager and two workers (ours and upstream v2.3.0)"
+	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue \
+		--junitxml=$(TEST_RESULTS)/4-multikueue.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
 test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod

@@ -130,13 +130,27 @@ def up(
     try:
         for role in (MANAGER, *workers):
             with member(role):
-                members[role] = cluster.up(kueue=True, trainer_crds=True, build=build and not members)
+                members[role] = _member_up(build=build and not members)
         with member(MANAGER):
             _restart_kueue(members[MANAGER], manager_kueue_settings(worker_lost_timeout_s, gc_interval_s))
     except BaseException:
         down(workers)
         raise
     return Fleet(members.pop(MANAGER), members)
+
+
+def _member_up(*, build: bool, attempts: int = 2) -> cluster.ClusterInfo:
+    """One member up, once more if it did not come up (cluster.up tore it down): kwokctl picks free ports and binds them
+    later, and on a machine running other clusters one can be taken in between (seen: etcd's "bind: address already
+    in use")."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return cluster.up(kueue=True, trainer_crds=True, build=build)
+        except cluster.ClusterError as exc:
+            if attempt == attempts:
+                raise
+            print(f"multikueue: {cluster.cluster_name()} did not start, again: {str(exc)[:200]}", file=sys.stderr)
+    raise AssertionError("unreachable")
 
 
 def down(workers: Sequence[str] = DEFAULT_WORKERS) -> None:
