@@ -133,8 +133,12 @@ def _start_upstream(role: str, member_kube: Kube, tmp: Path) -> subprocess.Popen
     member_kube.run("apply", "--server-side", "--force-conflicts", "-f", str(upstream_run.crds_dir()))
     with multikueue.member(role):  # its serving certificate and CA are the member's
         proc = upstream_run.start(member_kube.cluster, logs=tmp / role)
-        eventually(lambda: upstream_run.ready(member_kube.cluster, proc), f"upstream's controller on {role}", 90)
-        upstream_run.register_webhooks(member_kube.cluster, proc)
+        try:
+            eventually(lambda: upstream_run.ready(member_kube.cluster, proc), f"upstream's controller on {role}", 90)
+            upstream_run.register_webhooks(member_kube.cluster, proc)
+        except BaseException:
+            upstream_run.stop(proc)
+            raise
     return proc
 
 
