@@ -107,6 +107,7 @@ def _start_operator(role: str, member_kube: Kube, tmp: Path) -> OperatorProcess:
 def _runtimes(member_kube: Kube) -> None:
     """Our default ClusterTrainingRuntimes, then a probe: every TrainJob webhook (ours, Kueue's) admits one."""
     member_kube.run("apply", "--server-side", "--force-conflicts", "-f", str(RUNTIMES_DIR))
+    member_kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)  # the probe's (upstream's worker too)
     probe = trainjob("e2e-admission-probe", "torch-distributed")
     eventually(
         lambda: (
