@@ -398,12 +398,15 @@ def test_the_sdk_on_the_manager_follows_the_job_to_complete(fleet: FleetUnderTes
         90,
     )
     assert client.get_job(name).status == "Created"  # no pods on the manager: the SDK cannot say Running there
+    remote_uid = (worker.kube.get("trainjob", name, NAMESPACE) or {})["metadata"]["uid"]
     job = client.wait_for_job_status(name, status={"Complete"}, timeout=120, polling_interval=1)
     assert (job.status, job.num_nodes, job.steps) == ("Complete", 2, [])
-    remote_uid = (worker.kube.get("trainjob", name, NAMESPACE) or {})["metadata"]["uid"]
-    client.delete_job(name)
-    eventually(lambda: worker.kube.get("trainjob", name, NAMESPACE) is None, "the worker's copy deleted", 90)
+    # Kueue deletes the worker's copy once the manager's Workload is finished: the manager keeps the record
+    eventually(lambda: worker.kube.get("trainjob", name, NAMESPACE) is None, "the finished copy removed", 90)
     eventually(lambda: children_on(worker, remote_uid) == [], "the worker's children gone", 90)
+    assert client.get_job(name).status == "Complete"
+    client.delete_job(name)
+    eventually(lambda: manager.kube.get("trainjob", name, NAMESPACE) is None, "deleted on the manager", 60)
 
 
 def test_a_worker_running_upstream_beside_one_running_ours(fleet: FleetUnderTest) -> None:
