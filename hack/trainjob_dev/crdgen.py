@@ -484,7 +484,7 @@ KINDS: Final = (
             {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
             # Upstream's own status fields, which Kueue's MultiKueue copies to the manager (it drops ours): on a
             # manager, where STATE is empty because nothing runs there, `-o wide` still tells the worker's truth
-            # (docs/kueue.md). The first True condition (Complete, Failed, Suspended) ...
+            # (docs/multikueue.md). The first True condition (Complete, Failed, Suspended) ...
             {
                 "name": "Condition",
                 "type": "string",

@@ -1,10 +1,11 @@
-"""Kueue's MultiKueue across two local control planes (hack/trainjob_dev/multikueue.py): TrainJobs submitted to the
-manager with kubectl and with the unmodified kubeflow SDK are dispatched by Kueue to the worker, run there under our
+"""Kueue's MultiKueue across local control planes (hack/trainjob_dev/multikueue.py): TrainJobs submitted to the
+manager with kubectl and with the unmodified kubeflow SDK are dispatched by Kueue to worker1, run there under our
 operator (kwok pods), and their status comes back to the manager, where our operator creates nothing and writes no
-status (Kueue owns it: `spec.managedBy: kueue.x-k8s.io/multikueue`). What the manager shows is in docs/kueue.md.
+status (Kueue owns it: `spec.managedBy: kueue.x-k8s.io/multikueue`); worker2 runs upstream v2.3.0's controller
+(mixed fleet). What the manager shows is in docs/multikueue.md.
 
-Runs with `make test-multikueue` (TRAINJOB_OPERATOR_MULTIKUEUE=1): two more control planes, so not in the
-single-cluster e2e session. The last test kills the worker's API server; the fleet is torn down after it."""
+Runs with `make test-multikueue` (TRAINJOB_OPERATOR_MULTIKUEUE=1): three more control planes, so not in the
+single-cluster e2e session. The last test kills worker1's API server; the fleet is torn down after it."""
 
 from __future__ import annotations
 
