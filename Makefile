@@ -24,7 +24,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -121,6 +121,10 @@ test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the too
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
 
+test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control planes: a manager, a worker with ours, one with upstream v2.3.0
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
+
 # `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
 # from the start (cold: ~25 min of builds), then lint, the tools, a benchmark smoke run and the sessions. Sessions 1-3
 # run as three lanes side by side (`make -j3`; TEST_LANES=1 runs them one after another), each cluster in a directory
@@ -159,9 +163,12 @@ test-lane-a: $(STAMP) tools-helm tools-browser
 	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1a-chart-integration.xml
 
 test-lane-c: $(STAMP) tools-upstream
-	@$(MAKE) --no-print-directory tools
+	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
 	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
+	@echo ">> session 5: MultiKueue across a manager and two workers (ours and upstream v2.3.0; lane C's fleet)"
+	@$(call lane_cluster,c) TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue \
+		--junitxml=$(TEST_RESULTS)/5-multikueue.xml
 
 test-lane-b: $(STAMP) tools-upstream
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1

@@ -482,6 +482,17 @@ KINDS: Final = (
             {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
             {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+            # Upstream's own status fields, which Kueue's MultiKueue copies to the manager (it drops ours): on a
+            # manager, where STATE is empty because nothing runs there, `-o wide` still tells the worker's truth
+            # (docs/multikueue.md). The first True condition (Complete, Failed, Suspended) ...
+            {
+                "name": "Condition",
+                "type": "string",
+                "jsonPath": '.status.conditions[?(@.status=="True")].type',
+                "priority": 1,
+            },
+            # ... and the first replicated job with active Jobs (`node` while training).
+            {"name": "Active", "type": "string", "jsonPath": ".status.jobsStatus[?(@.active>0)].name", "priority": 1},
         ),
     ),
     CrdKind(TrainingRuntime, c.TRAINING_RUNTIME_KIND, c.PLURALS[c.TRAINING_RUNTIME_KIND], "Namespaced"),

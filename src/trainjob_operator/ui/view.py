@@ -26,7 +26,9 @@ def derived_state(trainjob: dict[str, Any]) -> str:
     for kind in (c.CONDITION_FAILED, c.CONDITION_COMPLETE):
         if conditions.get(kind) == "True":
             return kind
-    if (trainjob.get("spec") or {}).get("suspend"):
+    # A MultiKueue manager's TrainJob is not suspended while the worker that runs it holds its copy suspended: the
+    # copied `Suspended` condition says so (docs/multikueue.md).
+    if (trainjob.get("spec") or {}).get("suspend") or conditions.get(c.CONDITION_SUSPENDED) == "True":
         return c.STATE_SUSPENDED
     if any((j.get("active") or 0) > 0 for j in status.get("jobsStatus") or []):
         return c.STATE_RUNNING

@@ -276,6 +276,14 @@ def test_trainjob_has_status_subresource_and_printer_columns(crds: dict[str, dic
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+        # upstream's fields, which a MultiKueue manager receives from the worker (docs/multikueue.md)
+        {
+            "name": "Condition",
+            "type": "string",
+            "jsonPath": '.status.conditions[?(@.status=="True")].type',
+            "priority": 1,
+        },
+        {"name": "Active", "type": "string", "jsonPath": ".status.jobsStatus[?(@.active>0)].name", "priority": 1},
     ]
 
 

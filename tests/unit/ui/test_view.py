@@ -23,6 +23,21 @@ def tj(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
         pytest.param(tj({"conditions": [{"type": "Complete", "status": "True"}]}), "Complete", id="Complete condition"),
         pytest.param(tj({"conditions": [{"type": "Failed", "status": "False"}]}), "Pending", id="a False condition"),
         pytest.param(tj(suspend=True), "Suspended", id="suspended"),
+        pytest.param(
+            tj({"conditions": [{"type": "Suspended", "status": "True"}]}, suspend=False),
+            "Suspended",
+            id="a MultiKueue manager's copy: suspended on the worker, not on the manager",
+        ),
+        pytest.param(
+            tj(
+                {
+                    "conditions": [{"type": "Suspended", "status": "False"}],
+                    "jobsStatus": [{"name": "node", "active": 1}],
+                }
+            ),
+            "Running",
+            id="a MultiKueue manager's copy from an upstream worker: resumed and running",
+        ),
         pytest.param(tj({"jobsStatus": [{"name": "node", "active": 2}]}), "Running", id="active jobs run"),
         pytest.param(tj(), "Pending", id="nothing yet"),
     ],
