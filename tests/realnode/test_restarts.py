@@ -65,6 +65,7 @@ def test_a_failing_rank_restarts_the_jobset_until_max_restarts_then_fails_as_ups
     # RESTARTS is the JobSet restarts plus the pods': JobSet defaults the pods' restartPolicy to OnFailure, so the
     # kubelet restarts the failed rank's container in place once per attempt before its Job (backoffLimit 0) fails.
     assert status["restarts"] == MAX_RESTARTS + status["restartCounts"]["pods"], status
+    assert jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
     assert status["restartCounts"]["pods"] >= 1, status
     assert printer_column(kube, "flaky", namespace, "RESTARTS") == str(status["restarts"])
     # The count never went down while it ran.
