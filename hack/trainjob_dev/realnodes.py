@@ -62,6 +62,8 @@ HOST_FOR_PODS = API_SERVER_ADVERTISE
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
 NODE_READY_TIMEOUT_S = 120.0
+#: How long the node lifecycle controller waits for a silent kubelet before it marks its node NotReady (Unknown).
+NODE_MONITOR_GRACE_PERIOD = "40s"
 CONTAINERD_TIMEOUT_S = 60.0
 
 NODE_PARTS = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "coredns")
