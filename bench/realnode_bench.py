@@ -231,14 +231,8 @@ def main() -> int:
     parser.add_argument("--ours-only", action="store_true", help="skip upstream even when it is built")
     parser.add_argument("--keep-cluster", action="store_true")
     args = parser.parse_args()
-    contenders = [cluster_bench.Contender("ours", cluster_bench.start_ours)]
-    upstream = None if args.ours_only else cluster_bench.upstream_contender()
-    if upstream is not None:
-        contenders.append(upstream)
-    else:
-        say("upstream is not part of this run (--ours-only, or `make tools-upstream` has not built it)")
-    logs = Path(os.environ["TRAINJOB_CLUSTER_DIR"]) / "bench-logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    contenders = cluster_bench.contenders_for(args.ours_only, "--ours-only, or `make tools-upstream` has not built it")
+    logs = cluster_bench.bench_logs()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report: dict[str, Any] = {
         "stamp": stamp,
