@@ -13,6 +13,8 @@ UV := $(VENV)/bin/uv
 LATEST_VENV ?= .venv-latest
 UV_COMPILE = $(UV) pip compile --quiet --universal --generate-hashes --python-version 3.11 --custom-compile-command "make lock"
 BUILD_REQUIRES = $(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
+# One real-node cluster per machine (fixed pod subnet, global kube-proxy chains): real-node runs take this lock.
+REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
 CHAOS_REPORT ?= .cluster/chaos-report.txt
@@ -24,7 +26,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue bench-realnodes
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -209,6 +211,9 @@ bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJob
 bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@$(PY) bench/cluster_bench.py
+
+bench-realnodes: $(STAMP) tools tools-nodes tools-upstream ## pod start latency on 2 real nodes (root): ours vs upstream v2.3.0, medians of 7, and the real torch run's wall time
+	@flock $(REALNODE_LOCK) $(PY) bench/realnode_bench.py
 
 bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5
 	@$(PY) bench/cli_bench.py --jobs 2000 --runs 5

@@ -198,6 +198,24 @@ def upstream_contender() -> Contender | None:
     return Contender("upstream", start)
 
 
+def contenders_for(skip_upstream: bool, why_not: str) -> list[Contender]:
+    """Ours, and upstream unless skipped or not built (saying so, with `why_not`)."""
+    contenders = [Contender("ours", start_ours)]
+    upstream = None if skip_upstream else upstream_contender()
+    if upstream is not None:
+        contenders.append(upstream)
+    else:
+        say(f"upstream is not part of this run ({why_not})")
+    return contenders
+
+
+def bench_logs() -> Path:
+    """The contenders' logs, beside the benchmark's cluster."""
+    logs = Path(os.environ["TRAINJOB_CLUSTER_DIR"]) / "bench-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    return logs
+
+
 def http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
@@ -830,14 +848,8 @@ def main() -> int:
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
     kueue_sizes = [] if args.smoke or args.steady_only else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
     runs = 1 if args.smoke else args.runs
-    contenders = [Contender("ours", start_ours)]
-    upstream = None if args.smoke or args.ours_only else upstream_contender()
-    if upstream is not None:
-        contenders.append(upstream)
-    else:
-        say("upstream is not part of this run (smoke mode, or hack/upstream has not built it)")
-    logs = Path(os.environ["TRAINJOB_CLUSTER_DIR"]) / "bench-logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    contenders = contenders_for(args.smoke or args.ours_only, "smoke mode, or hack/upstream has not built it")
+    logs = bench_logs()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report: dict[str, Any] = {
         "stamp": stamp,

@@ -749,6 +749,13 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
         # The `kubernetes` Service's endpoint: the first bridge's address, forwarded to 127.0.0.1 (realnodes.py).
         "--extra-args",
         f"kube-apiserver=advertise-address={realnodes.API_SERVER_ADVERTISE}",
+        # A node whose kubelet died is marked NotReady (Unknown) after Kubernetes' former default, 40 s, checked every
+        # 5 s; kwokctl's 3m20s would leave a real node's pods bound to a dead kubelet for minutes
+        # (tests/realnode/test_kubelet_killed.py). kwok renews its nodes' leases well within 40 s.
+        "--extra-args",
+        f"kube-controller-manager=node-monitor-grace-period={realnodes.NODE_MONITOR_GRACE_PERIOD}",
+        "--extra-args",
+        "kube-controller-manager=node-monitor-period=5s",
     ]
 
 

@@ -62,6 +62,8 @@ HOST_FOR_PODS = API_SERVER_ADVERTISE
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
 NODE_READY_TIMEOUT_S = 120.0
+#: How long the node lifecycle controller waits for a silent kubelet before it marks its node NotReady (Unknown).
+NODE_MONITOR_GRACE_PERIOD = "40s"
 CONTAINERD_TIMEOUT_S = 60.0
 
 NODE_PARTS = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "coredns")
@@ -317,7 +319,11 @@ def _start(name: str, args: list[str], log: Path, real: dict[str, Any], env: dic
             start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-    real.setdefault("processes", []).append({"name": name, "pid": proc.pid, "binary": args[0], "log": str(log)})
+    record = {"name": name, "pid": proc.pid, "binary": args[0], "log": str(log), "args": args, "env": env or {}}
+    processes = real.setdefault("processes", [])
+    # A restarted part (`restart_kubelet`) replaces its record: `down` stops the process that runs now.
+    processes[:] = [p for p in processes if p["name"] != name]
+    processes.append(record)
     return proc.pid
 
 
@@ -504,6 +510,46 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
             )
     _wait_alive(real, "kubelet-0", f"{count} real nodes Ready", all_ready, NODE_READY_TIMEOUT_S)
     cluster._log(f"{count} real nodes Ready in {time.monotonic() - t0:.1f}s")
+
+
+def _record(real: dict[str, Any], name: str) -> dict[str, Any]:
+    for p in real.get("processes", []):
+        if p["name"] == name:
+            return dict(p)
+    raise cluster.ClusterError(f"no process {name!r} was started for these real nodes")
+
+
+def kill_kubelet(info: cluster.ClusterInfo, index: int) -> None:
+    """SIGKILL the kubelet of real node `index`, as a crashed node would lose it: its containerd and the containers
+    it runs stay, nothing is told. Returns once the process is gone."""
+    p = _record(info.real, f"kubelet-{index}")
+    pid, binary = int(p["pid"]), str(p["binary"])
+    if cluster._pid_alive(pid) and cluster._pid_is(pid, binary):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while cluster._pid_alive(pid) and cluster._pid_is(pid, binary):
+        if time.monotonic() > deadline:
+            raise cluster.ClusterError(f"kubelet-{index} (pid {pid}) still alive 10s after SIGKILL")
+        time.sleep(0.05)
+
+
+def restart_kubelet(info: cluster.ClusterInfo, index: int) -> None:
+    """Start the kubelet of real node `index` again with the arguments `up` gave it (after `kill_kubelet`) and wait
+    for its node to be Ready."""
+    p = _record(info.real, f"kubelet-{index}")
+    if _alive(info.real, p["name"]):
+        raise cluster.ClusterError(f"{p['name']} is still running (pid {p['pid']})")
+    _start(p["name"], list(p["args"]), Path(p["log"]), info.real, env=dict(p.get("env") or {}))
+    cluster._save_state(info)
+    node = f"real-node-{index}"
+
+    def ready() -> bool:
+        got = info.kubectl_json("get", "node", node)
+        return any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in got.get("status", {}).get("conditions", [])
+        )
+
+    _wait_alive(info.real, p["name"], f"{node} Ready again", ready, NODE_READY_TIMEOUT_S)
 
 
 def load_image(info: cluster.ClusterInfo, name: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from operator_fixtures import Kube, condition, eventually
+from trainjob_dev import cluster as cluster_lib
 from trainjob_dev import realnodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,3 +109,72 @@ def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str,
         timeout=timeout,
     )
     return job
+
+
+def _ctr(cluster: cluster_lib.ClusterInfo, socket: str, *args: str) -> str:
+    ctr = [str(Path(cluster.real["bins"]) / "ctr"), "--address", socket, "--namespace", "k8s.io"]
+    return cluster_lib._run([*ctr, *args]).stdout
+
+
+def _containers_on(cluster: cluster_lib.ClusterInfo, socket: str, namespace: str) -> list[str]:
+    return _ctr(cluster, socket, "containers", "ls", "-q", f'labels."io.kubernetes.pod.namespace"=={namespace}').split()
+
+
+def containers(cluster: cluster_lib.ClusterInfo, namespace: str) -> list[str]:
+    """Every container (sandboxes included, running or not) that either real node's containerd holds for pods of
+    `namespace`: what is left once the kubelets have cleaned up."""
+    return [c for socket in cluster.real["sockets"] for c in _containers_on(cluster, socket, namespace)]
+
+
+def running_containers(cluster: cluster_lib.ClusterInfo, namespace: str) -> list[str]:
+    """Containers (sandboxes included) of pods in `namespace` whose task containerd reports RUNNING, on every real
+    node."""
+    running = []
+    for socket in cluster.real["sockets"]:
+        ours = set(_containers_on(cluster, socket, namespace))
+        for line in _ctr(cluster, socket, "tasks", "ls").splitlines()[1:]:
+            task, _pid, status = line.split()[:3]
+            if task in ours and status == "RUNNING":
+                running.append(task)
+    return running
+
+
+def shell_trainjob(name: str, runtime: str, command: str, **spec: Any) -> dict[str, Any]:
+    """A 2-node TrainJob of the namespaced runtime `runtime` running `command` in `sh -c`; `spec` adds to its spec."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
+            "trainer": {"numNodes": 2, "command": ["sh", "-c", command]},
+            **spec,
+        },
+    }
+
+
+def pods_of(kube: Kube, namespace: str, trainjob: str) -> list[dict[str, Any]]:
+    """The pods of TrainJob `trainjob` (its JobSet's, by the JobSet name label)."""
+    return [
+        p
+        for p in kube.items("pods", namespace)
+        if p["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == trainjob
+    ]
+
+
+def pods_running(kube: Kube, namespace: str, trainjob: str, count: int = 2) -> bool:
+    pods = pods_of(kube, namespace, trainjob)
+    return len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
+
+
+def busybox_runtime(name: str, *, backoff_limit: int | None = 0, grace: int = 3, **jobset: Any) -> dict[str, Any]:
+    """The torch-shaped runtime with the busybox image, one pod per real node; the pods' termination grace is
+    `grace` seconds (a `sleep` as PID 1 ignores SIGTERM, so the kubelet's SIGKILL ends it), `jobset` adds to the
+    JobSet spec (failurePolicy, ttlSecondsAfterFinished)."""
+    from trainjob_dev import images
+
+    runtime = real_node_runtime(images.ref("busybox"), name, backoff_limit=backoff_limit)
+    template = runtime["spec"]["template"]["spec"]
+    template.update(jobset)
+    template["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = grace
+    return runtime

@@ -113,3 +113,35 @@ def test_forward_rules_keep_pod_traffic_between_our_bridges() -> None:
         ["-A", "TJ-FWD", "-s", "10.244.0.0/16", "!", "-o", "tjabcde-n+", "-j", "DROP"],
         ["-A", "TJ-FWD", "-d", "10.244.0.0/16", "!", "-i", "tjabcde-n+", "-j", "DROP"],
     ]
+
+
+def test_a_killed_kubelet_is_recorded_again_with_its_arguments_when_it_restarts(tmp_path: Path) -> None:
+    """`kill_kubelet` SIGKILLs the recorded process; starting it again (as `restart_kubelet` does) replaces its
+    record, with the same arguments and environment, so `down` stops the one that runs now."""
+    import shutil
+    import types
+
+    sleep = shutil.which("sleep")
+    assert sleep
+    info = types.SimpleNamespace(real={"processes": []})
+    log = tmp_path / "kubelet.log"
+    first = realnodes._start("kubelet-0", [sleep, "30"], log, info.real, env={"X": "1"})
+    realnodes.kill_kubelet(info, 0)  # type: ignore[arg-type]
+    assert not realnodes._alive(info.real, "kubelet-0")
+    record = realnodes._record(info.real, "kubelet-0")
+    second = realnodes._start(record["name"], record["args"], log, info.real, env=record["env"])
+    try:
+        assert second != first
+        assert info.real["processes"] == [
+            {
+                "name": "kubelet-0",
+                "pid": second,
+                "binary": sleep,
+                "log": str(log),
+                "args": [sleep, "30"],
+                "env": {"X": "1"},
+            }
+        ]
+        assert realnodes._alive(info.real, "kubelet-0")
+    finally:
+        realnodes.kill_kubelet(info, 0)  # type: ignore[arg-type]
