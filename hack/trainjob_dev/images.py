@@ -76,6 +76,22 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 #: Left out of Debian root filesystems: nothing in a training pod reads them.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
 
+#: The initializer images' program: "downloads" $STORAGE_URI into /workspace/<dataset|model> (where upstream's
+#: initializers write) from a local source, never the network: `scheme://path` is the directory
+#: `${INITIALIZER_SOURCE:-/source}/scheme/path` (a volume the runtime mounts: a ConfigMap in tests/realnode and the
+#: demo). What it copied goes to the log, the line the tests and the demo read.
+INITIALIZE = r"""set -eu
+kind=$1
+uri=${STORAGE_URI:?STORAGE_URI is not set}
+case $uri in *://*) ;; *) echo "initializer: STORAGE_URI $uri is not scheme://path" >&2; exit 2 ;; esac
+src=${INITIALIZER_SOURCE:-/source}/${uri%%://*}/${uri#*://}
+dest=${INITIALIZER_DEST:-/workspace/$kind}
+if [ ! -d "$src" ]; then echo "initializer: $uri is not in the local source ($src)" >&2; exit 1; fi
+mkdir -p "$dest"
+cp -RL "$src/." "$dest/"
+echo "initializer: $kind $uri -> $dest files=$(find "$dest" -type f | wc -l) bytes=$(cat $(find "$dest" -type f) | wc -c)"
+"""
+
 #: name -> how its root filesystem is made ("busybox": from the installed busybox-static; "debian": mmdebstrap of
 #: `suite` with `include`), the installed Debian packages it copies (part of the key), entrypoint and cmd.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -144,6 +160,46 @@ RECIPES: dict[str, dict[str, Any]] = {
         "entrypoint": [],
         "cmd": ["/bin/bash"],
     },
+    "jax": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3", "libstdc++6"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/images/jax.txt", "roots": ["jax", "jaxlib"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "xgboost": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3-xgboost"],
+        "packages": ["mmdebstrap"],
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "tensorflow": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3", "libstdc++6"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/images/tensorflow.txt", "roots": ["tensorflow-cpu"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "dataset-initializer": {
+        "rootfs": "busybox",
+        "packages": ["busybox-static"],
+        "files": {"/usr/local/bin/initialize": INITIALIZE},
+        "entrypoint": ["/bin/sh", "/usr/local/bin/initialize", "dataset"],
+        "cmd": [],
+    },
+    "model-initializer": {
+        "rootfs": "busybox",
+        "packages": ["busybox-static"],
+        "files": {"/usr/local/bin/initialize": INITIALIZE},
+        "entrypoint": ["/bin/sh", "/usr/local/bin/initialize", "model"],
+        "cmd": [],
+    },
 }
 
 
@@ -164,8 +220,13 @@ def _deb_version(package: str) -> str:
     return proc.stdout
 
 
-#: Where wheels for the image's Python may come from (bookworm's glibc is 2.36).
-WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
+#: Where wheels for the image's Python may come from (bookworm's glibc is 2.36): pip takes `--platform` tags
+#: literally, so every manylinux glibc level up to bookworm's is listed (jaxlib publishes manylinux_2_27 only).
+WHEEL_PLATFORMS = (
+    *(f"manylinux_2_{minor}_x86_64" for minor in range(36, 16, -1)),
+    "manylinux2014_x86_64",
+    "linux_x86_64",
+)
 
 
 def _canonical(name: str) -> str:
@@ -277,7 +338,7 @@ def _buildah(*args: str, timeout: float = 600) -> str:
     return proc.stdout.strip()
 
 
-def _busybox_rootfs(root: Path) -> None:
+def _busybox_rootfs(root: Path, recipe: dict[str, Any]) -> None:
     busybox = Path("/bin/busybox")
     (root / "bin").mkdir(parents=True)
     shutil.copy2(busybox, root / "bin" / "busybox")
@@ -290,6 +351,10 @@ def _busybox_rootfs(root: Path) -> None:
     (root / "etc" / "group").write_text(GROUP)
     (root / "tmp").mkdir(mode=0o1777)
     (root / "tmp").chmod(0o1777)
+    for path, content in (recipe.get("files") or {}).items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
 
 
 def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
@@ -349,7 +414,7 @@ def build(name: str) -> dict[str, Any]:
             root = Path(tmp) / "rootfs"
             if recipe["rootfs"] == "busybox":
                 root.mkdir()
-                _busybox_rootfs(root)
+                _busybox_rootfs(root, recipe)
                 source = f"{root}/"
             else:
                 source = str(_debian_rootfs(recipe, Path(tmp)))

@@ -1,0 +1,76 @@
+"""The shipped jax/xgboost/tensorflow runtimes and the initializer shape on the real nodes (tests/realnode), and one
+helper that runs a TrainJob to its end and gathers what its pods wrote."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from real_runtimes import _on_real_nodes, _shipped, finished
+
+from operator_fixtures import Kube, condition
+from trainjob_dev import realnodes
+
+
+def real_node_framework_runtime(file: str, image: str, name: str) -> dict[str, Any]:
+    """The shipped runtime in `runtimes/<file>` (a single `node` job: jax-, xgboost-, tensorflow-distributed) as the
+    namespaced TrainingRuntime `name`, with an image built here, pinned to the real nodes, one pod per node.
+    Everything else of the shape stays: the restricted security contexts, uid 1000, /workspace and HOME."""
+    runtime = _shipped(file, name)
+    [job] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = job["template"]["spec"]["template"]["spec"]
+    _on_real_nodes(pod, job["name"])
+    for container in pod["containers"]:
+        container["image"] = image
+        container["imagePullPolicy"] = "Never"
+        container["env"] = [
+            *container.get("env", []),
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ]
+    return runtime
+
+
+@dataclasses.dataclass
+class Run:
+    job: dict[str, Any]
+    #: pod name -> pod, and pod name -> its log (every container)
+    pods: dict[str, dict[str, Any]]
+    logs: dict[str, str]
+    seconds: float
+
+    def complete(self) -> bool:
+        return condition(self.job, "Complete") is not None
+
+    def assert_ran_for_real(self) -> None:
+        """Every pod ran its containers in containerd on a real node."""
+        for name, pod in self.pods.items():
+            assert pod["spec"]["nodeName"].startswith("real-node-"), (name, pod["spec"].get("nodeName"))
+            for status in pod["status"].get("containerStatuses") or []:
+                assert status["containerID"].startswith("containerd://"), (name, status)
+
+
+def run_to_end(kube: Kube, namespace: str, trainjob: dict[str, Any], timeout: float) -> Run:
+    """Create `trainjob`, wait until it is Complete or Failed, return it with its pods and their logs."""
+    name = trainjob["metadata"]["name"]
+    created = time.monotonic()
+    kube.create(trainjob, namespace)
+    job = finished(kube, name, namespace, timeout=timeout)
+    seconds = time.monotonic() - created
+    pods = {
+        p["metadata"]["name"]: p
+        for p in kube.items("pods", namespace)
+        if p["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name") == name
+    }
+    logs = {pod: kube.run("logs", "-n", namespace, pod, "--all-containers", check=False).stdout for pod in sorted(pods)}
+    return Run(job=job, pods=pods, logs=logs, seconds=seconds)
+
+
+def pinned(runtime: dict[str, Any]) -> dict[str, Any]:
+    """`runtime` with every replicated job's pods on the real nodes (no spreading)."""
+    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        _on_real_nodes(job["template"]["spec"]["template"]["spec"], None)
+    return runtime
+
+
+__all__ = ["Run", "pinned", "real_node_framework_runtime", "realnodes", "run_to_end"]
