@@ -33,6 +33,18 @@ FRAMEWORK_IMAGES = {
     "xgboost": "xgboost",
     "tensorflow": "tensorflow",
 }
+#: What an image built here needs in its containers' env on these nodes (added to the runtime's, never to the
+#: operator's): Debian's torch 1.13 on Python 3.11 fails to parse torchrun's default `--redirects 0`/`--tee 0`
+#: (tests/realnode/real_runtimes.py says why), and gloo must use the pod's interface.
+IMAGE_ENV = {
+    "torch": [
+        {"name": "GLOO_SOCKET_IFNAME", "value": "eth0"},
+        {"name": "PET_REDIRECTS", "value": "1"},
+        {"name": "PET_TEE", "value": "1"},
+    ],
+}
+#: Every container learns the node it runs on (the demo and the tests print it).
+NODE_NAME_ENV = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
 #: container name -> image built here, before the framework's.
 CONTAINER_IMAGES = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer"}
 INITIALIZER_CONTAINERS = frozenset(CONTAINER_IMAGES)
@@ -81,6 +93,7 @@ def for_real_nodes(runtime: dict[str, Any], refs: dict[str, str], shared_claim: 
             if name is not None and name in refs:
                 container["image"] = refs[name]
                 container["imagePullPolicy"] = "Never"
+                container["env"] = [*(container.get("env") or []), *IMAGE_ENV.get(name, []), NODE_NAME_ENV]
             if container["name"] in INITIALIZER_CONTAINERS:
                 initializes = True
                 container["volumeMounts"] = [

@@ -5,30 +5,37 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
+import yaml
 from real_runtimes import _on_real_nodes, _shipped, finished
 
 from operator_fixtures import Kube, condition
-from trainjob_dev import realnodes
+from trainjob_dev import realexamples
+
+FRAMEWORK_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "frameworks.yaml"
 
 
 def real_node_framework_runtime(file: str, image: str, name: str) -> dict[str, Any]:
     """The shipped runtime in `runtimes/<file>` (a single `node` job: jax-, xgboost-, tensorflow-distributed) as the
-    namespaced TrainingRuntime `name`, with an image built here, pinned to the real nodes, one pod per node.
-    Everything else of the shape stays: the restricted security contexts, uid 1000, /workspace and HOME."""
+    namespaced TrainingRuntime `name`, on the real nodes with the image `image` built here (as `make demo` runs it:
+    `realexamples.for_real_nodes`), one pod per node. Everything else of the shape stays: the restricted security
+    contexts, uid 1000, /workspace and HOME."""
     runtime = _shipped(file, name)
+    framework = runtime["metadata"]["labels"][realexamples.FRAMEWORK_LABEL]
+    runtime = realexamples.for_real_nodes(runtime, {realexamples.FRAMEWORK_IMAGES[framework]: image})
     [job] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    pod = job["template"]["spec"]["template"]["spec"]
-    _on_real_nodes(pod, job["name"])
-    for container in pod["containers"]:
-        container["image"] = image
-        container["imagePullPolicy"] = "Never"
-        container["env"] = [
-            *container.get("env", []),
-            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-        ]
+    _on_real_nodes(job["template"]["spec"]["template"]["spec"], job["name"])
     return runtime
+
+
+def example_trainjob(example: str, name: str, runtime: str) -> dict[str, Any]:
+    """The TrainJob `example` of examples/frameworks.yaml as `name`, of the namespaced runtime `runtime`."""
+    [job] = [d for d in yaml.safe_load_all(FRAMEWORK_EXAMPLES.read_text()) if d["metadata"]["name"] == example]
+    job["metadata"] = {"name": name}
+    job["spec"]["runtimeRef"] = {"name": runtime, "kind": "TrainingRuntime"}
+    return dict(job)
 
 
 @dataclasses.dataclass
@@ -64,13 +71,3 @@ def run_to_end(kube: Kube, namespace: str, trainjob: dict[str, Any], timeout: fl
     }
     logs = {pod: kube.run("logs", "-n", namespace, pod, "--all-containers", check=False).stdout for pod in sorted(pods)}
     return Run(job=job, pods=pods, logs=logs, seconds=seconds)
-
-
-def pinned(runtime: dict[str, Any]) -> dict[str, Any]:
-    """`runtime` with every replicated job's pods on the real nodes (no spreading)."""
-    for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
-        _on_real_nodes(job["template"]["spec"]["template"]["spec"], None)
-    return runtime
-
-
-__all__ = ["Run", "pinned", "real_node_framework_runtime", "realnodes", "run_to_end"]

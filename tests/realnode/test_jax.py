@@ -1,6 +1,7 @@
 """jax-distributed for real (issue 23): a TrainJob of the shipped jax-distributed runtime (uid 1000, restricted
-security contexts) with the JAX (CPU) image built here, on the 2 real nodes. `jax.distributed.initialize` takes
-the coordinator, process count and id from the operator's JAX_* env only; every process reports JAX's own
+security contexts) with the JAX (CPU) image built here, on the 2 real nodes. The program is examples/frameworks.yaml's
+`jax-example`: `jax.distributed.initialize` takes the coordinator, process count and id from the operator's JAX_*
+env only; every process reports JAX's own
 process count and global device count, and the sum a `psum` computed across the processes (gloo, over the pod
 network)."""
 
@@ -9,32 +10,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from framework_runtimes import real_node_framework_runtime, run_to_end
-from real_runtimes import real_trainjob
+from framework_runtimes import example_trainjob, real_node_framework_runtime, run_to_end
 
 from operator_fixtures import Kube, OperatorProcess
 from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
-
-NODES = 2
-
-#: The operator's env is the whole configuration: JAX reads the coordinator address from JAX_COORDINATOR_ADDRESS,
-#: but not the process count and id, which upstream's runtime also hands over as JAX_NUM_PROCESSES/JAX_PROCESS_ID.
-PROGRAM = """
-import os
-import jax
-import jax.numpy as jnp
-
-jax.distributed.initialize(
-    os.environ["JAX_COORDINATOR_ADDRESS"], int(os.environ["JAX_NUM_PROCESSES"]), int(os.environ["JAX_PROCESS_ID"])
-)
-pid = jax.process_index()
-total = jax.pmap(lambda x: jax.lax.psum(x, "i"), axis_name="i")(jnp.array([pid + 1.0]))
-print(f"jax process={pid} count={jax.process_count()} devices={jax.device_count()} sum={float(total[0]):g} "
-      f"node={os.environ['NODE_NAME']}", flush=True)
-jax.distributed.shutdown()
-"""
 
 REPORT = re.compile(r"jax process=(\d+) count=(\d+) devices=(\d+) sum=(\S+) node=(\S+)")
 
@@ -42,9 +23,7 @@ REPORT = re.compile(r"jax process=(\d+) count=(\d+) devices=(\d+) sum=(\S+) node
 def test_jax_processes_across_two_nodes_sum_together(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
     image = realnodes.load_image(kube.cluster, "jax")
     kube.create(real_node_framework_runtime("jax-distributed.yaml", image, "jax-real"), namespace)
-    run = run_to_end(
-        kube, namespace, real_trainjob("jax", "jax-real", numNodes=NODES, command=["python3", "-c", PROGRAM]), 300
-    )
+    run = run_to_end(kube, namespace, example_trainjob("jax-example", "jax", "jax-real"), 300)
     assert run.complete(), (run.job.get("status"), run.logs)
     run.assert_ran_for_real()
 

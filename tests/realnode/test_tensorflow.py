@@ -9,30 +9,13 @@ import json
 import re
 
 import pytest
-from framework_runtimes import real_node_framework_runtime, run_to_end
-from real_runtimes import real_trainjob
+from framework_runtimes import example_trainjob, real_node_framework_runtime, run_to_end
 
 from operator_fixtures import Kube, OperatorProcess
 from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
-PROGRAM = """
-import json, os
-import tensorflow as tf
-
-task = json.loads(os.environ["TF_CONFIG"])["task"]
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-
-def replica_value():
-    ctx = tf.distribute.get_replica_context()
-    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, tf.constant(float(task["index"] + 1)))
-
-total = strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(replica_value), axis=None)
-workers = strategy.cluster_resolver.cluster_spec().as_dict()["worker"]
-print(f"tensorflow task={task['type']}:{task['index']} replicas={strategy.num_replicas_in_sync} "
-      f"workers={','.join(workers)} allreduce={float(total):g} node={os.environ['NODE_NAME']}", flush=True)
-"""
 
 REPORT = re.compile(r"tensorflow task=(\S+) replicas=(\d+) workers=(\S+) allreduce=(\S+) node=(\S+)")
 
@@ -42,9 +25,7 @@ def test_tensorflow_multi_worker_mirrored_across_two_pods(
 ) -> None:
     image = realnodes.load_image(kube.cluster, "tensorflow")
     kube.create(real_node_framework_runtime("tensorflow-distributed.yaml", image, "tf-real"), namespace)
-    run = run_to_end(
-        kube, namespace, real_trainjob("tf", "tf-real", numNodes=2, command=["python3", "-c", PROGRAM]), 420
-    )
+    run = run_to_end(kube, namespace, example_trainjob("tensorflow-example", "tf", "tf-real"), 420)
     assert run.complete(), (run.job.get("status"), run.logs)
     run.assert_ran_for_real()
 
