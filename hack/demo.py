@@ -194,13 +194,16 @@ class Pods:
         self.info = info
         self.seen: dict[str, dict[str, Any]] = {}
         self.logs: dict[str, str] = {}
+        self.ended: set[str] = set()
         self.kwok_nodes = {
             n["metadata"]["name"]
             for n in json.loads(kubectl(info, "get", "nodes", "-o", "json"))["items"]
             if (n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") == "fake"
         }
 
-    def poll(self) -> None:
+    def poll(self, final: bool = False) -> None:
+        """Record the pods; read a pod's log once while it runs (JobSet may remove it after success: the MPI
+        nodes' sshd) and once more when it has ended (`final`: every pod still there), not on every poll."""
         pods = json.loads(kubectl(self.info, "get", "pods", "-n", "default", "-o", "json"))["items"]
         for pod in pods:
             labels = pod["metadata"].get("labels") or {}
@@ -208,13 +211,16 @@ class Pods:
                 continue
             uid = pod["metadata"]["uid"]
             self.seen[uid] = pod
-            statuses = pod["status"].get("containerStatuses") or []
-            if statuses and any("running" in s["state"] or "terminated" in s["state"] for s in statuses):
-                log = self.info.kubectl(
-                    "logs", "-n", "default", pod["metadata"]["name"], "--all-containers", check=False
-                )
-                if log.returncode == 0 and log.stdout.strip():
-                    self.logs[uid] = log.stdout
+            states = [s["state"] for s in pod["status"].get("containerStatuses") or []]
+            ended = bool(states) and all("terminated" in s for s in states)
+            started = any("running" in s or "terminated" in s for s in states)
+            if uid in self.ended or not started or (uid in self.logs and not ended and not final):
+                continue
+            log = self.info.kubectl("logs", "-n", "default", pod["metadata"]["name"], "--all-containers", check=False)
+            if log.returncode == 0 and log.stdout.strip():
+                self.logs[uid] = log.stdout
+                if ended:
+                    self.ended.add(uid)
 
     def report(self, jobs: dict[str, str]) -> bool:
         """The table proving where each pod ran; True when every pod ran for real and every TrainJob is Complete."""
@@ -316,6 +322,7 @@ def main() -> int:
             j["metadata"]["name"]: (j.get("status") or {}).get("state") or "Pending"
             for j in json.loads(kubectl(info, "get", "trainjobs", "-n", "default", "-o", "json"))["items"]
         }
+        pods.poll(final=True)
         say("where each pod ran (containerd on the real nodes) and what its framework reported:")
         if not pods.report(jobs):
             say("not every example TrainJob ran for real to Complete (the table above says which)")
