@@ -4,6 +4,7 @@ helper that runs a TrainJob to its end and gathers what its pods wrote."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import yaml
 from real_runtimes import _on_real_nodes, _shipped, finished
 
 from operator_fixtures import Kube, condition
-from trainjob_dev import realexamples
+from trainjob_dev import realexamples, realnodes
 
 FRAMEWORK_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "frameworks.yaml"
 
@@ -71,3 +72,22 @@ def run_to_end(kube: Kube, namespace: str, trainjob: dict[str, Any], timeout: fl
     }
     logs = {pod: kube.run("logs", "-n", namespace, pod, "--all-containers", check=False).stdout for pod in sorted(pods)}
     return Run(job=job, pods=pods, logs=logs, seconds=seconds)
+
+
+def run_framework_example(
+    kube: Kube, namespace: str, *, image: str, runtime_file: str, example: str, name: str, timeout: float
+) -> Run:
+    """The example TrainJob `example` of examples/frameworks.yaml as `name`, of the shipped runtime
+    `runtimes/<runtime_file>` on the real nodes with the image `image` built here (loaded first); it must have
+    completed with every pod in containerd on a real node."""
+    ref = realnodes.load_image(kube.cluster, image)
+    kube.create(real_node_framework_runtime(runtime_file, ref, f"{name}-real"), namespace)
+    run = run_to_end(kube, namespace, example_trainjob(example, name, f"{name}-real"), timeout)
+    assert run.complete(), (run.job.get("status"), run.logs)
+    run.assert_ran_for_real()
+    return run
+
+
+def framework_reports(run: Run, pattern: re.Pattern[str]) -> list[tuple[str, ...]]:
+    """Every match of `pattern` in the run's logs, as its groups, sorted."""
+    return sorted(m.groups() for log in run.logs.values() for m in pattern.finditer(log))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from framework_runtimes import example_trainjob, real_node_framework_runtime, run_to_end
+from framework_runtimes import framework_reports, run_framework_example
 
 from operator_fixtures import Kube, OperatorProcess
-from trainjob_dev import images, realnodes
+from trainjob_dev import images
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -21,13 +21,17 @@ REPORT = re.compile(r"jax process=(\d+) count=(\d+) devices=(\d+) sum=(\S+) node
 
 
 def test_jax_processes_across_two_nodes_sum_together(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
-    image = realnodes.load_image(kube.cluster, "jax")
-    kube.create(real_node_framework_runtime("jax-distributed.yaml", image, "jax-real"), namespace)
-    run = run_to_end(kube, namespace, example_trainjob("jax-example", "jax", "jax-real"), 300)
-    assert run.complete(), (run.job.get("status"), run.logs)
-    run.assert_ran_for_real()
+    run = run_framework_example(
+        kube,
+        namespace,
+        image="jax",
+        runtime_file="jax-distributed.yaml",
+        example="jax-example",
+        name="jax",
+        timeout=300,
+    )
 
-    reports = sorted(m.groups() for log in run.logs.values() for m in REPORT.finditer(log))
+    reports = framework_reports(run, REPORT)
     # What JAX itself says: 2 processes, 2 CPU devices in all, and 1 + 2 summed across them; one per node.
     assert [r[:4] for r in reports] == [("0", "2", "2", "3"), ("1", "2", "2", "3")], run.logs
     assert {r[4] for r in reports} == {"real-node-0", "real-node-1"}

@@ -9,10 +9,10 @@ import json
 import re
 
 import pytest
-from framework_runtimes import example_trainjob, real_node_framework_runtime, run_to_end
+from framework_runtimes import framework_reports, run_framework_example
 
 from operator_fixtures import Kube, OperatorProcess
-from trainjob_dev import images, realnodes
+from trainjob_dev import images
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -23,14 +23,18 @@ REPORT = re.compile(r"tensorflow task=(\S+) replicas=(\d+) workers=(\S+) allredu
 def test_tensorflow_multi_worker_mirrored_across_two_pods(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
-    image = realnodes.load_image(kube.cluster, "tensorflow")
-    kube.create(real_node_framework_runtime("tensorflow-distributed.yaml", image, "tf-real"), namespace)
-    run = run_to_end(kube, namespace, example_trainjob("tensorflow-example", "tf", "tf-real"), 420)
-    assert run.complete(), (run.job.get("status"), run.logs)
-    run.assert_ran_for_real()
+    run = run_framework_example(
+        kube,
+        namespace,
+        image="tensorflow",
+        runtime_file="tensorflow-distributed.yaml",
+        example="tensorflow-example",
+        name="tf",
+        timeout=420,
+    )
 
     workers = "tf-node-0-0.tf:29500,tf-node-0-1.tf:29500"
-    reports = sorted(m.groups() for log in run.logs.values() for m in REPORT.finditer(log))
+    reports = framework_reports(run, REPORT)
     assert [r[:4] for r in reports] == [
         ("worker:0", "2", workers, "3"),
         ("worker:1", "2", workers, "3"),

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from framework_runtimes import example_trainjob, real_node_framework_runtime, run_to_end
+from framework_runtimes import framework_reports, run_framework_example
 
 from operator_fixtures import Kube, OperatorProcess
-from trainjob_dev import images, realnodes
+from trainjob_dev import images
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -23,13 +23,17 @@ REPORT = re.compile(r"xgboost rank=(\d+) world=(\d+) model=(\S+) rmse=(\S+) node
 def test_xgboost_workers_form_the_collective_and_train_one_model(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
-    image = realnodes.load_image(kube.cluster, "xgboost")
-    kube.create(real_node_framework_runtime("xgboost-distributed.yaml", image, "xgboost-real"), namespace)
-    run = run_to_end(kube, namespace, example_trainjob("xgboost-example", "xgb", "xgboost-real"), 300)
-    assert run.complete(), (run.job.get("status"), run.logs)
-    run.assert_ran_for_real()
+    run = run_framework_example(
+        kube,
+        namespace,
+        image="xgboost",
+        runtime_file="xgboost-distributed.yaml",
+        example="xgboost-example",
+        name="xgb",
+        timeout=300,
+    )
 
-    reports = sorted(m.groups() for log in run.logs.values() for m in REPORT.finditer(log))
+    reports = framework_reports(run, REPORT)
     assert [(r[0], r[1]) for r in reports] == [("0", "2"), ("1", "2")], run.logs
     assert len({r[2] for r in reports}) == 1, reports  # the same model on both workers
     assert len({r[3] for r in reports}) == 1, reports  # its error over both shards, allreduced
