@@ -16,16 +16,22 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | busybox | static busybox with its applets as links, /etc/passwd | test pods (sh, nslookup, nc, wget) |
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
 | sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
+| jax | Debian bookworm ``essential`` + ``python3``, ``jax``/``jaxlib`` (CPU) wheels from ``requirements/images/jax.txt`` | jax-distributed |
+| xgboost | Debian bookworm ``essential`` + ``python3-xgboost`` (1.7.4, CPU) | xgboost-distributed |
+| tensorflow | Debian bookworm ``essential`` + ``python3``, ``tensorflow-cpu`` wheels from ``requirements/images/tensorflow.txt`` | tensorflow-distributed |
+| dataset-initializer, model-initializer | static busybox + ``INITIALIZE`` (copies ``STORAGE_URI`` from a local source) | initializers |
 | mpi | Debian bookworm ``essential`` + ``openmpi-bin`` (4.1.4), ``openssh-server``/``-client``, ``python3-mpi4py``; user ``mpiuser`` (uid 1000) with mpi-operator's non-root sshd settings | the MPI runtimes' launcher and nodes |
 
 Why Debian's ``python3-torch`` and not PyPI's wheel: PyPI's Linux ``torch`` is the CUDA build and depends on the
 ``nvidia-*`` wheels (several GB); the CPU-only wheels live on download.pytorch.org, not PyPI. Debian's build is
 CPU-only and comes with gloo. Documentation, man pages and locales are left out (``path-exclude``).
 
-A recipe's ``pip`` installs wheels from PyPI: the entries of ``requirements/lock.txt`` its ``roots`` need (their
-closure by the lock's ``# via`` lines), with the lock's hashes (``--require-hashes``, wheels only, for the image's
-Python, not the host's), into ``/usr/local/lib/python3.X/dist-packages``; that requirements text is part of the
-key. The host's pip runs it, so it trusts what this machine trusts (an egress proxy's CA) without copying the
+A recipe's ``pip`` installs wheels from PyPI: the entries of its ``lock`` (``requirements/lock.txt``, or an
+image's own lock under ``requirements/images/``, ``make lock-images``) its ``roots`` need (their closure by the
+lock's ``# via`` lines), with the lock's hashes (``--require-hashes``, wheels only, for the image's Python, not the
+host's), into ``/usr/local/lib/python3.X/dist-packages``, then removes its ``prune`` paths there (TensorFlow's C++
+headers); that requirements text is part of the key. The host's pip runs it, so it trusts what this machine trusts
+(an egress proxy's CA) without copying the
 host's CA bundle into the image.
 
 A recipe's ``files`` are written into the root filesystem and its ``hooks`` run inside it (``chroot``) after the
@@ -182,7 +188,13 @@ RECIPES: dict[str, dict[str, Any]] = {
         "suite": "bookworm",
         "include": ["python3", "libstdc++6"],
         "packages": ["mmdebstrap"],
-        "pip": {"lock": "requirements/images/tensorflow.txt", "roots": ["tensorflow-cpu"], "python": "3.11"},
+        # C++ headers for building custom ops (287 MB of 1.6 GB): nothing in a training pod compiles against them.
+        "pip": {
+            "lock": "requirements/images/tensorflow.txt",
+            "roots": ["tensorflow-cpu"],
+            "python": "3.11",
+            "prune": ["tensorflow/include"],
+        },
         "entrypoint": [],
         "cmd": ["python3"],
     },
@@ -399,6 +411,8 @@ def _pip_install(recipe: dict[str, Any], tmp: Path, stage: Path) -> None:
     proc = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
     if proc.returncode != 0:
         raise ImageError(f"pip install for the image failed: {proc.stderr.strip()[-2000:]}")
+    for path in recipe["pip"].get("prune") or []:
+        shutil.rmtree(target / path)
 
 
 def build(name: str) -> dict[str, Any]:

@@ -15,7 +15,9 @@ from trainjob_dev import images, realexamples, realnodes
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _runtime(framework: str, containers: dict[str, list[dict[str, Any]]], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+def _runtime(
+    framework: str, containers: dict[str, list[dict[str, Any]]], volumes: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "kind": "TrainingRuntime",
         "metadata": {"name": "r", "labels": {"trainer.kubeflow.org/framework": framework}},
