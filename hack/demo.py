@@ -40,8 +40,11 @@ EXAMPLES = [
 REAL_NODES = 2
 #: Real training on a shared 2-core machine: TensorFlow's import alone takes a while.
 REAL_TIMEOUT = 900.0
-#: What a framework prints that the demo shows (the last matching line of a pod's log; else its last line).
-KEY_LINE = re.compile(r"^(rank=|jax |xgboost |tensorflow |trainer |initializer: |mpi |torch ).*", re.MULTILINE)
+#: What a framework prints that the demo shows (the last matching line of a pod's log; else its last line);
+#: torchrun's teed output carries a `[default0]:` prefix.
+KEY_LINE = re.compile(
+    r"^(?:\[\w+\]:)?((?:rank=|jax |xgboost |tensorflow |trainer |initializer: |mpi rank=).*)$", re.MULTILINE
+)
 HEALTH_PORT = 18081
 WEBHOOK_PORT = 19443
 TIMEOUT = 240.0
