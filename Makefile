@@ -26,7 +26,7 @@ include hack/cluster/cluster.mk
 include hack/upstream/upstream.mk
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue bench-realnodes
+.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue bench-realnodes lock-images
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -54,6 +54,17 @@ lock: $(UV) ## refresh the lock files from pyproject.toml (keeps every pin pypro
 	@$(UV_COMPILE) pyproject.toml -c $(LOCK) -o $(LOCK_RUNTIME)
 	@$(BUILD_REQUIRES) | $(UV_COMPILE) - -c $(LOCK) -o $(LOCK_BUILD)
 	@echo uv | $(UV_COMPILE) - -c $(LOCK) -o $(UV_PIN)
+
+# The training images' wheels (JAX, TensorFlow: not in Debian bookworm) for the image's Python (bookworm's 3.11) on
+# Linux x86_64 only, one lock per image (requirements/images/NAME.in -> .txt); hack/trainjob_dev/images.py installs
+# them with --require-hashes. Changes only through this target.
+IMAGE_LOCKS := $(patsubst %.in,%.txt,$(wildcard requirements/images/*.in))
+lock-images: $(UV) ## refresh the training images' wheel locks (requirements/images/*.txt; UPGRADE=1: newest)
+	@for in in $(IMAGE_LOCKS:.txt=.in); do \
+		echo ">> $${in%.in}.txt"; \
+		$(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+			--custom-compile-command "make lock-images" $(if $(UPGRADE),--upgrade) "$$in" -o "$${in%.in}.txt" || exit 1; \
+	done
 
 deps-latest: $(UV) ## the newest dependencies pyproject allows, in .venv-latest: unit tests and lint, a report of what breaks
 	@$(PY) hack/deps_latest.py --venv $(LATEST_VENV) --lock $(LOCK) --uv $(UV)
@@ -226,7 +237,12 @@ demo-offline: $(STAMP) ## render the example TrainJobs against the example runti
 	@echo ">> objects the operator would apply:"
 	@$(VENV)/bin/trainjob-operator render -f examples/trainjobs.yaml -r examples/runtimes.yaml
 
-demo: $(STAMP) tools ## the operator on a local control plane: example TrainJobs run to Complete
+# As root the demo trains the examples on 2 real nodes: the Debian packages and the node parts first (no-op when
+# present; where either cannot be had, the demo says why in one line and runs on kwok's fake nodes).
+demo: $(STAMP) tools ## the operator on a local control plane: the example TrainJobs train on 2 real nodes (root; else kwok) to Complete
+	@if [ "$$(id -u)" = 0 ] && [ -z "$$TRAINJOB_DEMO_KWOK" ]; then \
+		$(MAKE) --no-print-directory tools-nodes || echo "demo: the real nodes' parts could not be installed or built (above)"; \
+	fi
 	@$(PY) hack/demo.py
 
 demo-down: ## stop the demo's operator and cluster

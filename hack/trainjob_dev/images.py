@@ -16,16 +16,22 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | busybox | static busybox with its applets as links, /etc/passwd | test pods (sh, nslookup, nc, wget) |
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
 | sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
+| jax | Debian bookworm ``essential`` + ``python3``, ``jax``/``jaxlib`` (CPU) wheels from ``requirements/images/jax.txt`` | jax-distributed |
+| xgboost | Debian bookworm ``essential`` + ``python3-xgboost`` (1.7.4, CPU) | xgboost-distributed |
+| tensorflow | Debian bookworm ``essential`` + ``python3``, ``tensorflow-cpu`` wheels from ``requirements/images/tensorflow.txt`` | tensorflow-distributed |
+| dataset-initializer, model-initializer | static busybox + ``INITIALIZE`` (copies ``STORAGE_URI`` from a local source) | initializers |
 | mpi | Debian bookworm ``essential`` + ``openmpi-bin`` (4.1.4), ``openssh-server``/``-client``, ``python3-mpi4py``; user ``mpiuser`` (uid 1000) with mpi-operator's non-root sshd settings | the MPI runtimes' launcher and nodes |
 
 Why Debian's ``python3-torch`` and not PyPI's wheel: PyPI's Linux ``torch`` is the CUDA build and depends on the
 ``nvidia-*`` wheels (several GB); the CPU-only wheels live on download.pytorch.org, not PyPI. Debian's build is
 CPU-only and comes with gloo. Documentation, man pages and locales are left out (``path-exclude``).
 
-A recipe's ``pip`` installs wheels from PyPI: the entries of ``requirements/lock.txt`` its ``roots`` need (their
-closure by the lock's ``# via`` lines), with the lock's hashes (``--require-hashes``, wheels only, for the image's
-Python, not the host's), into ``/usr/local/lib/python3.X/dist-packages``; that requirements text is part of the
-key. The host's pip runs it, so it trusts what this machine trusts (an egress proxy's CA) without copying the
+A recipe's ``pip`` installs wheels from PyPI: the entries of its ``lock`` (``requirements/lock.txt``, or an
+image's own lock under ``requirements/images/``, ``make lock-images``) its ``roots`` need (their closure by the
+lock's ``# via`` lines), with the lock's hashes (``--require-hashes``, wheels only, for the image's Python, not the
+host's), into ``/usr/local/lib/python3.X/dist-packages``, then removes its ``prune`` paths there (TensorFlow's C++
+headers); that requirements text is part of the key. The host's pip runs it, so it trusts what this machine trusts
+(an egress proxy's CA) without copying the
 host's CA bundle into the image.
 
 A recipe's ``files`` are written into the root filesystem and its ``hooks`` run inside it (``chroot``) after the
@@ -75,6 +81,22 @@ GROUP = "root:x:0:\nnogroup:x:65534:\n"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 #: Left out of Debian root filesystems: nothing in a training pod reads them.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
+
+#: The initializer images' program: "downloads" $STORAGE_URI into /workspace/<dataset|model> (where upstream's
+#: initializers write) from a local source, never the network: `scheme://path` is the directory
+#: `${INITIALIZER_SOURCE:-/source}/scheme/path` (a volume the runtime mounts: a ConfigMap in tests/realnode and the
+#: demo). What it copied goes to the log, the line the tests and the demo read.
+INITIALIZE = r"""set -eu
+kind=$1
+uri=${STORAGE_URI:?STORAGE_URI is not set}
+case $uri in *://*) ;; *) echo "initializer: STORAGE_URI $uri is not scheme://path" >&2; exit 2 ;; esac
+src=${INITIALIZER_SOURCE:-/source}/${uri%%://*}/${uri#*://}
+dest=${INITIALIZER_DEST:-/workspace/$kind}
+if [ ! -d "$src" ]; then echo "initializer: $uri is not in the local source ($src)" >&2; exit 1; fi
+mkdir -p "$dest"
+cp -RL "$src/." "$dest/"
+echo "initializer: $kind $uri -> $dest files=$(find "$dest" -type f | wc -l) bytes=$(cat $(find "$dest" -type f) | wc -c)"
+"""
 
 #: name -> how its root filesystem is made ("busybox": from the installed busybox-static; "debian": mmdebstrap of
 #: `suite` with `include`), the installed Debian packages it copies (part of the key), entrypoint and cmd.
@@ -144,6 +166,52 @@ RECIPES: dict[str, dict[str, Any]] = {
         "entrypoint": [],
         "cmd": ["/bin/bash"],
     },
+    "jax": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3", "libstdc++6"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/images/jax.txt", "roots": ["jax", "jaxlib"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "xgboost": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3-xgboost"],
+        "packages": ["mmdebstrap"],
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "tensorflow": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3", "libstdc++6"],
+        "packages": ["mmdebstrap"],
+        # C++ headers for building custom ops (287 MB of 1.6 GB): nothing in a training pod compiles against them.
+        "pip": {
+            "lock": "requirements/images/tensorflow.txt",
+            "roots": ["tensorflow-cpu"],
+            "python": "3.11",
+            "prune": ["tensorflow/include"],
+        },
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "dataset-initializer": {
+        "rootfs": "busybox",
+        "packages": ["busybox-static"],
+        "files": {"/usr/local/bin/initialize": INITIALIZE},
+        "entrypoint": ["/bin/sh", "/usr/local/bin/initialize", "dataset"],
+        "cmd": [],
+    },
+    "model-initializer": {
+        "rootfs": "busybox",
+        "packages": ["busybox-static"],
+        "files": {"/usr/local/bin/initialize": INITIALIZE},
+        "entrypoint": ["/bin/sh", "/usr/local/bin/initialize", "model"],
+        "cmd": [],
+    },
 }
 
 
@@ -164,8 +232,13 @@ def _deb_version(package: str) -> str:
     return proc.stdout
 
 
-#: Where wheels for the image's Python may come from (bookworm's glibc is 2.36).
-WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64")
+#: Where wheels for the image's Python may come from (bookworm's glibc is 2.36): pip takes `--platform` tags
+#: literally, so every manylinux glibc level up to bookworm's is listed (jaxlib publishes manylinux_2_27 only).
+WHEEL_PLATFORMS = (
+    *(f"manylinux_2_{minor}_x86_64" for minor in range(36, 16, -1)),
+    "manylinux2014_x86_64",
+    "linux_x86_64",
+)
 
 
 def _canonical(name: str) -> str:
@@ -277,7 +350,7 @@ def _buildah(*args: str, timeout: float = 600) -> str:
     return proc.stdout.strip()
 
 
-def _busybox_rootfs(root: Path) -> None:
+def _busybox_rootfs(root: Path, recipe: dict[str, Any]) -> None:
     busybox = Path("/bin/busybox")
     (root / "bin").mkdir(parents=True)
     shutil.copy2(busybox, root / "bin" / "busybox")
@@ -290,6 +363,10 @@ def _busybox_rootfs(root: Path) -> None:
     (root / "etc" / "group").write_text(GROUP)
     (root / "tmp").mkdir(mode=0o1777)
     (root / "tmp").chmod(0o1777)
+    for path, content in (recipe.get("files") or {}).items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
 
 
 def _debian_rootfs(recipe: dict[str, Any], tmp: Path) -> Path:
@@ -334,6 +411,8 @@ def _pip_install(recipe: dict[str, Any], tmp: Path, stage: Path) -> None:
     proc = subprocess.run(args, capture_output=True, text=True, timeout=1800, check=False)
     if proc.returncode != 0:
         raise ImageError(f"pip install for the image failed: {proc.stderr.strip()[-2000:]}")
+    for path in recipe["pip"].get("prune") or []:
+        shutil.rmtree(target / path)
 
 
 def build(name: str) -> dict[str, Any]:
@@ -349,7 +428,7 @@ def build(name: str) -> dict[str, Any]:
             root = Path(tmp) / "rootfs"
             if recipe["rootfs"] == "busybox":
                 root.mkdir()
-                _busybox_rootfs(root)
+                _busybox_rootfs(root, recipe)
                 source = f"{root}/"
             else:
                 source = str(_debian_rootfs(recipe, Path(tmp)))
