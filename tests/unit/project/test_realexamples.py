@@ -12,7 +12,7 @@ import yaml
 
 from trainjob_dev import images, realexamples, realnodes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _runtime(
