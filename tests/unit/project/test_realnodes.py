@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tomllib
 from pathlib import Path
 
@@ -142,6 +143,10 @@ def test_a_killed_kubelet_is_recorded_again_with_its_arguments_when_it_restarts(
                 "env": {"X": "1"},
             }
         ]
+        # Popen returns before the child has exec'd sleep (its /proc/PID/exe is still this Python): poll, bounded.
+        deadline = time.monotonic() + 10
+        while not realnodes._alive(info.real, "kubelet-0") and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert realnodes._alive(info.real, "kubelet-0")
     finally:
         realnodes.kill_kubelet(info, 0)  # type: ignore[arg-type]
