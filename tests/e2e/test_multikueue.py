@@ -36,7 +36,7 @@ pytestmark = [
     pytest.mark.timeout(600),  # the first test also starts three control planes (about 4 min at load 16)
     pytest.mark.skipif(
         os.environ.get("TRAINJOB_OPERATOR_MULTIKUEUE", "") in ("", "0"),
-        reason="starts two more control planes: make test-multikueue (TRAINJOB_OPERATOR_MULTIKUEUE=1)",
+        reason="starts three more control planes: make test-multikueue (TRAINJOB_OPERATOR_MULTIKUEUE=1)",
     ),
 ]
 
