@@ -134,7 +134,7 @@ test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the too
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
 
-test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control planes: a manager, a worker with ours, one with upstream v2.3.0
+test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control planes (a manager, a worker with ours, one with upstream v2.3.0), preemption, a lost worker
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
 

@@ -36,7 +36,7 @@ pytestmark = [
     pytest.mark.timeout(600),  # the first test also starts three control planes (about 4 min at load 16)
     pytest.mark.skipif(
         os.environ.get("TRAINJOB_OPERATOR_MULTIKUEUE", "") in ("", "0"),
-        reason="starts two more control planes: make test-multikueue (TRAINJOB_OPERATOR_MULTIKUEUE=1)",
+        reason="starts three more control planes: make test-multikueue (TRAINJOB_OPERATOR_MULTIKUEUE=1)",
     ),
 ]
 
@@ -436,6 +436,56 @@ def test_a_worker_running_upstream_beside_one_running_ours(fleet: FleetUnderTest
     assert "state" not in (remote.get("status") or {}), "upstream's controller ran it, not ours"
     local = manager.kube.get("trainjob", "mk-upstream", UPSTREAM_NAMESPACE) or {}
     assert children_on(manager, local["metadata"]["uid"], UPSTREAM_NAMESPACE) == []
+
+
+def test_a_high_priority_trainjob_preempts_a_low_one_under_multikueue(fleet: FleetUnderTest) -> None:
+    """Preemption happens where the quota is counted, on the manager: the high-priority Workload evicts the low one
+    there, Kueue suspends the manager's low TrainJob and deletes its copy on the worker (JobSet and pods go with it),
+    runs the high one, and dispatches the low one again when the quota is back."""
+    manager, worker = fleet.manager, fleet.worker
+    classes = [
+        {"apiVersion": multikueue.KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("e2e-low", 100), ("e2e-high", 1000))
+    ]
+    for member in (manager, worker):
+        member.kube.apply(*classes)
+
+    def with_priority(job: dict[str, Any], priority: str) -> dict[str, Any]:
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+        return job
+
+    manager.kube.apply(with_priority(queued("mk-low", "30s", nodes=4), "e2e-low"), namespace=NAMESPACE)  # all 8 GPUs
+    low_copy = eventually(lambda: worker.kube.get("trainjob", "mk-low", NAMESPACE), "the low one's copy", 90)
+    eventually(lambda: len(worker_pods(worker, "mk-low")) == 4, "the low one's pods on the worker", 90)
+
+    manager.kube.apply(with_priority(queued("mk-high", "5s", nodes=4), "e2e-high"), namespace=NAMESPACE)
+
+    def low_workload() -> dict[str, Any]:
+        return next(w for w in manager.kube.items("workloads", NAMESPACE) if "mk-low" in w["metadata"]["name"])
+
+    evicted = eventually(
+        lambda: (c := condition(low_workload(), "Evicted")) and c["status"] == "True" and c,
+        "the low one's Workload evicted on the manager",
+        90,
+    )
+    assert evicted["reason"] == "Preempted", evicted
+    eventually(
+        lambda: (manager.kube.get("trainjob", "mk-low", NAMESPACE) or {})["spec"].get("suspend") is True,
+        "the manager's low TrainJob suspended",
+        60,
+    )
+    eventually(
+        lambda: children_on(worker, low_copy["metadata"]["uid"]) == [] and worker_pods(worker, "mk-low") == [],
+        "no pod of the low one left on the worker",
+        90,
+    )
+
+    def complete(name: str) -> bool:
+        cond = condition(manager.kube.get("trainjob", name, NAMESPACE), "Complete")
+        return bool(cond and cond["status"] == "True")
+
+    eventually(lambda: complete("mk-high"), "the high one Complete on the manager", 120)
+    eventually(lambda: complete("mk-low"), "the low one dispatched again and Complete", 150)
 
 
 def test_a_worker_lost_mid_run_is_given_up_after_the_timeout(fleet: FleetUnderTest) -> None:
