@@ -507,6 +507,11 @@ def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
 
         # Pods reach the API server as https://10.0.0.1 (the kubernetes Service) and its advertised address.
         cfg["options"]["kubeApiserverCertSANs"] = list(realnodes.API_SERVER_SANS)  # type: ignore[index]
+        # A node whose kubelet died is marked NotReady (Unknown) after 40 s, checked every 5 s: kwokctl multiplies its
+        # heartbeat settings by a `heartbeatFactor` of 5 by default (3m20s), which would leave a real node's pods
+        # bound to a dead kubelet for minutes (tests/realnode/test_kubelet_killed.py). (Not by `--extra-args`:
+        # kwokctl v0.8.0 indexes its patches wrongly and panics on a fourth component.)
+        cfg["options"].update(realnodes.NODE_MONITOR_OPTIONS)  # type: ignore[attr-defined]
     docs = [json.dumps(cfg)]
     stages = sorted((share / "kwok-stages").glob("*.yaml")) + sorted((hack / "stages").glob("*.yaml"))
     for p in stages:
@@ -749,13 +754,6 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
         # The `kubernetes` Service's endpoint: the first bridge's address, forwarded to 127.0.0.1 (realnodes.py).
         "--extra-args",
         f"kube-apiserver=advertise-address={realnodes.API_SERVER_ADVERTISE}",
-        # A node whose kubelet died is marked NotReady (Unknown) after Kubernetes' former default, 40 s, checked every
-        # 5 s; kwokctl's 3m20s would leave a real node's pods bound to a dead kubelet for minutes
-        # (tests/realnode/test_kubelet_killed.py). kwok renews its nodes' leases well within 40 s.
-        "--extra-args",
-        f"kube-controller-manager=node-monitor-grace-period={realnodes.NODE_MONITOR_GRACE_PERIOD}",
-        "--extra-args",
-        "kube-controller-manager=node-monitor-period=5s",
     ]
 
 

@@ -62,8 +62,13 @@ HOST_FOR_PODS = API_SERVER_ADVERTISE
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
 NODE_READY_TIMEOUT_S = 120.0
-#: How long the node lifecycle controller waits for a silent kubelet before it marks its node NotReady (Unknown).
-NODE_MONITOR_GRACE_PERIOD = "40s"
+#: kwokctl options: the node lifecycle controller marks a silent kubelet's node NotReady (Unknown) after 40 s,
+#: looking every 5 s; kwok's own nodes keep their 40 s lease (renewed every 10 s) with the factor 1.
+NODE_MONITOR_OPTIONS = {
+    "heartbeatFactor": 1,
+    "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": 40000,
+    "kubeControllerManagerNodeMonitorPeriodMilliseconds": 5000,
+}
 CONTAINERD_TIMEOUT_S = 60.0
 
 NODE_PARTS = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "coredns")
