@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from trainjob_operator.k8s import config as k8s_config
-from trainjob_operator.k8s.client import Client, resource_of
+from trainjob_operator.k8s.client import Client, RESTMapper
 
 
 def connect(kubeconfig: str) -> Client:
@@ -22,7 +22,7 @@ async def watch(
     client: Client, api_version: str, kind: str, namespace: str, ready: asyncio.Event | None = None
 ) -> AsyncIterator[tuple[str, dict[str, Any], float]]:
     """(type, object, monotonic arrival time) for every event, from the current state on."""
-    path = resource_of(api_version, kind).path(namespace)
+    path = RESTMapper().resource_of(api_version, kind).path(namespace)
     listing = await client.request("GET", path)
     version = listing["metadata"]["resourceVersion"]
     for item in listing.get("items", []):

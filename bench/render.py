@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from trainjob_operator.controller.keys import FRESH_KEYS
+from trainjob_operator.keys import FRESH_KEYS
 
 from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job
 from trainjob_operator.api import constants as c

@@ -35,12 +35,18 @@ POLL_S = 2.0
 TAIL_LINES = 40
 
 
+#: The images session 4's `realnode_ci` tests run (the pause image, busybox for the failing rank, python for the
+#: chart's probes, torch, the SDK's progress call, MPI). JAX, XGBoost and TensorFlow (5-9 min each cold) are built by
+#: `make test-realnodes` and `make demo` when they need them, not by `make test`.
+SESSION_IMAGES = ("pause", "busybox", "python", "torch", "sdk", "mpi")
+
+
 def build_command(python: str) -> str:
-    """The background build: node parts (make tools-nodes), every image recipe, then the operator image."""
+    """The background build: node parts (make tools-nodes), the images session 4 needs, then the operator image."""
     py = shlex.quote(python)
     steps = [
         "make --no-print-directory tools-nodes",
-        f"{py} hack/trainjob_dev/images.py",
+        f"{py} hack/trainjob_dev/images.py {' '.join(SESSION_IMAGES)}",
         f"{py} -c 'from pathlib import Path; from trainjob_dev import images; images.build_operator(Path.cwd())'",
     ]
     return " && ".join(steps)
