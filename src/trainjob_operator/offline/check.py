@@ -45,19 +45,17 @@ class RuntimeCatalog:
             RuntimeKey.of(str(kind), namespace if isinstance(namespace, str) else None, str(meta.get("name", "")))
         )
 
-    @staticmethod
-    def _keys(key: RuntimeKey) -> tuple[RuntimeKey, ...]:
-        """Where the runtime `key` names may be: itself, and for a TrainingRuntime one given without a namespace."""
-        return (key, RuntimeKey(key.kind, "", key.name)) if key.namespace else (key,)
-
     def get(self, key: RuntimeKey) -> RuntimeSource | None:
-        return next((found for k in self._keys(key) if (found := self._by_key.get(k)) is not None), None)
+        found = self._by_key.get(key)
+        if found is None and key.namespace:  # a TrainingRuntime given without a namespace serves them all
+            found = self._by_key.get(RuntimeKey(key.kind, "", key.name))
+        return found
 
     def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
         return self.get(RuntimeKey.of(kind, namespace, name))
 
     def is_invalid(self, key: RuntimeKey) -> bool:
-        return any(k in self._invalid for k in self._keys(key))
+        return key in self._invalid or (bool(key.namespace) and RuntimeKey(key.kind, "", key.name) in self._invalid)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from both (tests/unit/test_review.py runs both on one table). Where the runtime 
 and the API; the -r files), the rules that name it do not: `runtime_key`.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
@@ -21,10 +21,9 @@ from .validation import admit_runtime, admit_trainjob
 # --- which runtime ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RuntimeKey:
+class RuntimeKey(NamedTuple):
     """A runtime as a TrainJob names it: a TrainingRuntime lives in the TrainJob's namespace, a
-    ClusterTrainingRuntime in none (`namespace` is "")."""
+    ClusterTrainingRuntime in none (`namespace` is ""). A tuple: made and hashed once per TrainJob checked."""
 
     kind: str
     namespace: str
@@ -61,8 +60,7 @@ def foreign_manager(job: TrainJob) -> str | None:
 # --- the review ------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Review:
+class Review(NamedTuple):
     """What admission says of one object: refused when there is an error, with warnings either way."""
 
     errors: tuple[FieldError, ...] = ()
