@@ -151,7 +151,7 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
-test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod
+test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod, JAX, XGBoost, TensorFlow, initializers
 	@$(PYTEST) tests/realnode -q -m realnode
 
 chaos: $(STAMP) tools ## make fuzz (2,000 cases per fuzz property), then full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover); figures
