@@ -197,7 +197,7 @@ test-lane-b: $(STAMP) tools-upstream
 test-fast: $(STAMP) tools-helm ## the quick loop: unit and chart tests without a cluster and without `slow` (seconds, not minutes)
 	@$(PYTEST) tests/unit tests/chart -q -m "not slow and not cluster"
 
-test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod
+test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod, JAX, XGBoost, TensorFlow, initializers
 	@$(PYTEST) tests/realnode -q -m realnode
 
 chaos: $(STAMP) tools ## make fuzz (2,000 cases per fuzz property), then full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover); figures

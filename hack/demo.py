@@ -111,11 +111,20 @@ def start_operator(info: cluster.ClusterInfo) -> subprocess.Popen[bytes]:
 
 
 def stop_operator() -> None:
+    """Stop the demo's operator and wait until it is gone: a new one started while the old one still holds the
+    health port exits at once (`address already in use`), and the old one's /readyz would pass for it."""
     pid_file = cluster.state_dir() / "operator.pid"
-    if pid_file.exists():
-        with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
-            os.killpg(int(pid_file.read_text()), 15)
-        pid_file.unlink()
+    if not pid_file.exists():
+        return
+    with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+        pgid = int(pid_file.read_text())
+        os.killpg(pgid, 15)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            os.killpg(pgid, 0)  # ProcessLookupError once every process of the group has exited
+            time.sleep(0.2)
+        os.killpg(pgid, 9)
+    pid_file.unlink()
 
 
 def table(info: cluster.ClusterInfo) -> tuple[str, bool]:
