@@ -17,11 +17,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from trainjob_operator.keys import FRESH_KEYS
-
 from builders import RuntimeBuilder, TrainJobBuilder, container, replicated_job
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.keys import FRESH_KEYS
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import ObjectRef, Observed
 from trainjob_operator.runtime.pipeline import Framework
