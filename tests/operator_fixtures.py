@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -256,3 +257,32 @@ def operator(
 
 def started(seconds: float) -> float:
     return time.monotonic() + seconds
+
+
+def answers_200(url: str) -> bool:
+    """Whether a GET of `url` answers 200 (False while the server is not up yet)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+@pytest.fixture
+def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
+    """The read-only web UI (`trainjob-operator ui`) on a free loopback port, watching the session cluster; its base URL."""
+    port = free_port()
+    log = (tmp_path / "ui.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig, "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        eventually(lambda: proc.poll() is None and answers_200(url + "api/trainjobs"), "the UI server", timeout=60)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from builders import torch_runtime, trainjob_object
-from operator_fixtures import REPO, Kube, OperatorProcess, eventually, free_port
+from operator_fixtures import REPO, Kube, OperatorProcess, answers_200, eventually, free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -108,7 +107,7 @@ def browser() -> Iterator[Browser]:
     port = free_port()
     driver = subprocess.Popen([CHROMEDRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        eventually(lambda: _answers(f"http://127.0.0.1:{port}/status"), "chromedriver", timeout=30)
+        eventually(lambda: answers_200(f"http://127.0.0.1:{port}/status"), "chromedriver", timeout=30)
         session = Browser(port)
         try:
             yield session
@@ -117,33 +116,6 @@ def browser() -> Iterator[Browser]:
     finally:
         driver.terminate()
         driver.wait(timeout=20)
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (OSError, urllib.error.URLError):
-        return False
-
-
-@pytest.fixture
-def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    log = (tmp_path / "ui.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig, "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=REPO,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        eventually(lambda: proc.poll() is None and _answers(url + "api/trainjobs"), "the UI server", timeout=60)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def runtime(namespace: str) -> dict[str, Any]:

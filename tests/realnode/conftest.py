@@ -20,7 +20,7 @@ from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     kubeconfig,
     namespace,
 )
-from operator_fixtures import installed, kube, operator  # noqa: F401  (the operator under test)
+from operator_fixtures import installed, kube, operator, ui  # noqa: F401  (the operator under test, the web UI)
 from trainjob_dev import cluster as cluster_lib
 from trainjob_dev import realnodes
 

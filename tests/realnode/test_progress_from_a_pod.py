@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.request
+from typing import Any
 
 import pytest
 from real_runtimes import finished, real_node_runtime, real_trainjob
 
-from operator_fixtures import Kube, OperatorProcess, condition
+from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -34,7 +36,7 @@ sys.exit(0 if ok else 1)
 
 
 @pytest.mark.realnode_ci
-def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorProcess, namespace: str) -> None:
+def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorProcess, namespace: str, ui: str) -> None:
     image = realnodes.load_image(kube.cluster, "sdk")
     kube.create(real_node_runtime(image, "sdk-real"), namespace)
     created = time.monotonic()
@@ -69,4 +71,19 @@ def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorPr
     }
     assert stamp.endswith("Z")
     assert operator.metric("trainjob_operator_status_updates_total", code="200") >= 1
+
+    # The UI shows what the pod reported (the row its table and `/api/stream` serve).
+    def ui_row() -> dict[str, Any] | None:
+        with urllib.request.urlopen(f"{ui}api/trainjobs", timeout=30) as response:
+            rows = json.loads(response.read())["rows"]
+        row = next((r for r in rows if (r["namespace"], r["name"]) == (namespace, "progress")), None)
+        return row if row is not None and row["progress"] is not None else None
+
+    row = eventually(ui_row, "the progress in the UI's rows", timeout=60)
+    assert (row["state"], row["progress"], row["remainingSeconds"], row["metrics"]) == (
+        "Complete",
+        42,
+        120,
+        [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
+    )
     print(f"progress from a pod: Complete {done - created:.1f}s after creation; image {images.metadata('sdk')}")
