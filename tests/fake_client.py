@@ -63,6 +63,14 @@ def as_merge_patch(operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def as_sent(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored object without what the fake API added (uid, resourceVersion): what the caller sent."""
+    if obj is None:
+        return None
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("uid", "resourceVersion")}
+    return {**obj, "metadata": meta}
+
+
 def matches(labels: Mapping[str, str], selector: str | None) -> bool:
     """Equality selectors only (`a=b,c=d`): what the operator sends."""
     if not selector:
