@@ -6,7 +6,7 @@ stored (maps merge, lists and scalars replace: enough server-side apply for the 
 `delete` honours its uid/resourceVersion preconditions. Every call is recorded in `calls` as a short tuple:
 
     ("get", kind, name)                       ("list", kind, namespace, label_selector)
-    ("apply", kind, name)                     ("create", kind, name)          ("replace", kind, name)
+    ("apply", kind, name)                     ("create", kind, name)          ("replace", kind, name, resource_version_sent)
     ("patch", kind, name, as_merge_patch)     ("delete", kind, name, propagation, uid[, resource_version])
     ("request", method, path)                 ("stream", path, params)
 
@@ -15,6 +15,7 @@ change the world mid-pass). Raw `request`s are answered from `responses` by (met
 `lines`. It speaks no HTTP: code that does (the client itself, kopf's watches) runs against `tests/fake_apiserver.py`.
 """
 
+import asyncio
 import copy
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -103,6 +104,9 @@ class FakeClient:
     responses: dict[tuple[str, str], Any] = field(default_factory=dict)
     """Raw requests' answers by (method, path); an exception is raised; a missing one is a 404."""
     lines: list[bytes] = field(default_factory=list)
+    """What `stream_lines` answers (a watch, a log)."""
+    stream_hangs: bool = False
+    """After `lines`, the stream stays open and silent (a server that never answers)."""
     on_call: Callable[[Call], None] | None = None
 
     # --- test-side helpers ---------------------------------------------------------------------------------------
@@ -177,6 +181,8 @@ class FakeClient:
         self._record("stream", None, ("stream", path, dict(params or {})))
         for line in self.lines:
             yield line
+        if self.stream_hangs:
+            await asyncio.Event().wait()  # never set: until the caller's timeout cancels it
 
     async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         self._record("get", kind, ("get", kind, name))
@@ -226,12 +232,12 @@ class FakeClient:
         return copy.deepcopy(stored)
 
     async def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self._record("replace", obj["kind"], ("replace", obj["kind"], obj["metadata"]["name"]))
+        sent_version = obj["metadata"].get("resourceVersion")
+        self._record("replace", obj["kind"], ("replace", obj["kind"], obj["metadata"]["name"], sent_version))
         existing = self.objects.get(key_of(obj))
         if existing is None:
             raise ApiError(404, "NotFound", f"{obj['kind']} {obj['metadata']['name']!r} not found")
-        asked = obj["metadata"].get("resourceVersion")
-        if asked and asked != existing["metadata"].get("resourceVersion"):
+        if sent_version and sent_version != existing["metadata"].get("resourceVersion"):
             raise ApiError(409, "Conflict", "the object has been modified")
         stored = copy.deepcopy(obj)
         stored["metadata"] = {**stored["metadata"], "uid": existing["metadata"]["uid"], "resourceVersion": self._next(existing)}

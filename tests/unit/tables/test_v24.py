@@ -19,6 +19,7 @@ from builders import (
     jobset_of,
     replicated_job,
 )
+from fake_client import FakeClient
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
@@ -424,7 +425,7 @@ def webhooks(runtime: RuntimeBuilder) -> Any:
         FRAMEWORK,
         _Runtimes(runtime),
         _Store(),
-        None,  # type: ignore[arg-type]
+        FakeClient(),
         lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     )
 
@@ -457,19 +458,16 @@ def test_trainjob_webhook_refuses_a_reserved_prte_env() -> None:
     )
 
 
-class _PriorityClasses:
-    """Answers the PriorityClass list the Volcano check needs (None: the list is refused)."""
+def priority_classes(names: list[str] | None) -> FakeClient:
+    """The API holding these PriorityClasses (None: their list is refused)."""
+    client = FakeClient().put(
+        *({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}} for n in names or ())
+    )
+    if names is None:
+        from trainjob_operator.k8s.client import ApiError
 
-    def __init__(self, names: list[str] | None) -> None:
-        self.names, self.calls = names, 0
-
-    async def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        self.calls += 1
-        if self.names is None:
-            from trainjob_operator.k8s.client import ApiError
-
-            raise ApiError(403, "Forbidden", "priorityclasses is forbidden")
-        return [{"metadata": {"name": name}} for name in self.names]
+        client.fail("list", ApiError(403, "Forbidden", "priorityclasses is forbidden"))
+    return client
 
 
 HIGH = RuntimeBuilder.make().volcano().job(c.NODE, "template.spec.template.spec.priorityClassName", "high")
@@ -495,13 +493,14 @@ def test_the_trainjob_webhook_checks_volcano_priority_classes(
     from trainjob_operator.controller.webhooks import Webhooks
 
     runtime, names, allowed, lists = case
-    client = _PriorityClasses(names)
+    client = priority_classes(names)
     hooks = Webhooks(
         FRAMEWORK,
         _Runtimes(runtime),
         _Store(),
-        client,  # type: ignore[arg-type]
+        client,
         lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     )
     verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": TJ.raw()}))
-    assert (verdict.allowed, verdict.message, client.calls) == (allowed, "" if allowed else MISSING_HIGH, lists)
+    lists_sent = sum(call[0] == "list" for call in client.calls)
+    assert (verdict.allowed, verdict.message, lists_sent) == (allowed, "" if allowed else MISSING_HIGH, lists)
