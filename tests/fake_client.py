@@ -240,7 +240,11 @@ class FakeClient:
         if sent_version and sent_version != existing["metadata"].get("resourceVersion"):
             raise ApiError(409, "Conflict", "the object has been modified")
         stored = copy.deepcopy(obj)
-        stored["metadata"] = {**stored["metadata"], "uid": existing["metadata"]["uid"], "resourceVersion": self._next(existing)}
+        stored["metadata"] = {
+            **stored["metadata"],
+            "uid": existing["metadata"]["uid"],
+            "resourceVersion": self._next(existing),
+        }
         self.objects[key_of(obj)] = stored
         return copy.deepcopy(stored)
 

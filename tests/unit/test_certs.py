@@ -89,7 +89,9 @@ def test_ensure_certificate_rotates_an_expiring_certificate_under_the_same_ca() 
 
     cfg = config_module.Webhook(cert_secret_name="cert")
     bundle = asyncio.run(ensure_certificate(client, cfg, "ops", now))
-    assert [call for call in client.calls if call[0] == "replace"] == [("replace", "Secret", "cert", "5")], "the version read"
+    assert [call for call in client.calls if call[0] == "replace"] == [("replace", "Secret", "cert", "5")], (
+        "the version read"
+    )
     body = client.stored("v1", "Secret", "cert", "ops")
     assert body is not None
     assert body["data"]["ca.crt"] == secret["data"]["ca.crt"] and body["data"]["ca.key"] == secret["data"]["ca.key"]

@@ -48,7 +48,14 @@ def fake(
     client = FakeClient().put(*objects)
     for pod in pods:
         labels = {c.JOBSET_NAME_LABEL: "test-job", c.JOBSET_UID_LABEL: "js-1"}
-        client.put({"apiVersion": "v1", "kind": "Pod", **pod, "metadata": {"namespace": "default", **pod["metadata"], "labels": labels}})
+        client.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                **pod,
+                "metadata": {"namespace": "default", **pod["metadata"], "labels": labels},
+            }
+        )
     if refuse_jobset is not None:
         client.fail("apply", ApiError(422, "Invalid", refuse_jobset, {}), kind=c.JOBSET_KIND)
     if delete_conflicts:
@@ -146,9 +153,7 @@ UNSCHEDULABLE_POD = {
 
 def test_a_pod_stuck_after_the_startup_deadline_fails_the_trainjob() -> None:
     job = JOB.set("spec.startupDeadlineSeconds", 60).set("status", {"startTime": EARLIER})
-    client = fake(
-        pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}}, UNSCHEDULABLE_POD]
-    )
+    client = fake(pods=[{"metadata": {"name": "test-job-node-0-0"}, "status": {"phase": "Running"}}, UNSCHEDULABLE_POD])
     asyncio.run(reconciler(client, job, RUNNING_JOBSET).reconcile(KEY))
     assert ("list", "Pod", "default", PODS_OF_JS_1) in client.calls
     [status_patch] = [call[3]["status"] for call in client.calls if call[0] == "patch"]

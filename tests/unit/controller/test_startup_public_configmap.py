@@ -36,7 +36,9 @@ def test_the_sdks_configmap_is_created_where_the_operator_runs(case: PublicConfi
 
     client = FakeClient()
     if case.stored is not None:
-        client.put({"apiVersion": "v1", "kind": "ConfigMap", **case.stored, "metadata": {"name": NAME, "namespace": "ops"}})
+        client.put(
+            {"apiVersion": "v1", "kind": "ConfigMap", **case.stored, "metadata": {"name": NAME, "namespace": "ops"}}
+        )
     if case.create_fails is not None:
         client.fail("create", ApiError(case.create_fails, "Conflict", "no"))
 
