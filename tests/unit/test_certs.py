@@ -4,12 +4,10 @@ under the same CA so the previous certificate stays trusted."""
 import asyncio
 import base64
 import datetime as dt
-from typing import Any
 
 import pytest
 
 from fake_client import FakeClient
-
 from trainjob_operator import certs
 from trainjob_operator import config as config_module
 

@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fake_client import FakeClient
 from builders import ManualClock
+from fake_client import FakeClient
 from log_capture import log_lines
 from trainjob_operator import logs
 

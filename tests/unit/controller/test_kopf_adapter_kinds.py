@@ -6,8 +6,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any, ClassVar
 
-from fake_client import FakeClient
 from builders import RuntimeBuilder, TrainJobBuilder
+from fake_client import FakeClient
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.config import OperatorConfig

@@ -5,7 +5,6 @@ write."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import aiohttp
 import pytest

@@ -4,7 +4,6 @@ the webhooks and the offline CLI say the same words for the same objects (both r
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
