@@ -131,7 +131,7 @@ def test_a_trainjob_being_deleted_is_left_alone() -> None:
 
 OWNED = [{"apiVersion": c.API_VERSION, "kind": c.TRAINJOB_KIND, "name": "test-job", "uid": "uid", "controller": True}]
 """The controller ownerReference of this TrainJob's children (TrainJobBuilder's uid)."""
-RUNNING_JOBSET = {
+RUNNING_JOBSET: dict[str, Any] = {
     "apiVersion": c.JOBSET_API_VERSION,
     "kind": c.JOBSET_KIND,
     "metadata": {"name": "test-job", "namespace": "default", "uid": "js-1", "ownerReferences": OWNED},

@@ -142,7 +142,8 @@ def test_the_toy_brings_its_ml_policy_field_and_one_of_rule_into_the_generated_c
     def ml_policy(model: type[BaseModel], kind: str) -> dict[str, Any]:
         crd = crdgen.crd(crdgen.CrdKind(model, kind, c.PLURALS[kind], "Namespaced"))
         schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        return schema["properties"]["spec"]["properties"]["mlPolicy"]
+        ml: dict[str, Any] = schema["properties"]["spec"]["properties"]["mlPolicy"]
+        return ml
 
     toy, shipped = ml_policy(TOY_RUNTIME_MODEL, c.TRAINING_RUNTIME_KIND), ml_policy(*SHIPPED_RUNTIME)
     assert toy["properties"]["toy"] == {

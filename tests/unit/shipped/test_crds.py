@@ -744,7 +744,7 @@ def test_a_torch_runtime_is_not_pruned(crds: dict[str, dict[str, Any]]) -> None:
 
 
 def test_a_trainjob_with_patches_is_not_pruned(crds: dict[str, dict[str, Any]]) -> None:
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": c.API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": "job"},

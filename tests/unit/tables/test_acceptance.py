@@ -59,7 +59,8 @@ def all_containers_runtime(**fields: Any) -> RuntimeBuilder:
 
 
 def normalized_ports(ctr: dict[str, Any]) -> list[dict[str, Any]]:
-    return ctr.get("ports", [])
+    ports: list[dict[str, Any]] = ctr.get("ports", [])
+    return ports
 
 
 # --- case 1 -------------------------------------------------------------------------------------------

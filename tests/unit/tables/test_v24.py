@@ -21,6 +21,8 @@ from builders import (
 )
 from fake_client import FakeClient
 from trainjob_operator.api import constants as c
+from trainjob_operator.controller.runtimes import RuntimeResolver
+from trainjob_operator.controller.store import Store
 from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.prune import prune, unknown_field_warning
@@ -397,23 +399,12 @@ def test_only_a_never_started_suspended_jobset_is_rebuildable(jobset: dict[str, 
 # ---------------------------------------------------------------------------------------- the webhook handlers
 
 
-class _Jobsets:
-    def get(self, key: Any) -> None:
-        return None
-
-
-class _Store:
-    jobsets = _Jobsets()
-
-
-class _Runtimes:
-    """Just what the TrainJob webhook reads of the runtime lookup."""
-
-    def __init__(self, runtime: RuntimeBuilder) -> None:
-        self.runtime = runtime
-
-    async def lookup(self, kind: str, namespace: str, name: str) -> Any:
-        return self.runtime.source()
+def resolver_of(runtime: RuntimeBuilder, client: FakeClient) -> tuple[RuntimeResolver, Store]:
+    """The webhook's runtime lookup with `runtime` cached (and nothing else: no JobSet)."""
+    store = Store()
+    raw = runtime.raw()
+    (store.runtimes if raw["kind"] == c.TRAINING_RUNTIME_KIND else store.cluster_runtimes).put(raw)
+    return RuntimeResolver(client, store), store
 
 
 def webhooks(runtime: RuntimeBuilder) -> Any:
@@ -421,13 +412,9 @@ def webhooks(runtime: RuntimeBuilder) -> Any:
 
     from trainjob_operator.controller.webhooks import Webhooks
 
-    return Webhooks(
-        FRAMEWORK,
-        _Runtimes(runtime),
-        _Store(),
-        FakeClient(),
-        lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    )
+    client = FakeClient()
+    resolver, store = resolver_of(runtime, client)
+    return Webhooks(FRAMEWORK, resolver, store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
 
 
 @pytest.mark.parametrize("kind", [c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND])
@@ -494,13 +481,8 @@ def test_the_trainjob_webhook_checks_volcano_priority_classes(
 
     runtime, names, allowed, lists = case
     client = priority_classes(names)
-    hooks = Webhooks(
-        FRAMEWORK,
-        _Runtimes(runtime),
-        _Store(),
-        client,
-        lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    )
+    resolver, store = resolver_of(runtime, client)
+    hooks = Webhooks(FRAMEWORK, resolver, store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": TJ.raw()}))
     lists_sent = sum(call[0] == "list" for call in client.calls)
     assert (verdict.allowed, verdict.message, lists_sent) == (allowed, "" if allowed else MISSING_HIGH, lists)
