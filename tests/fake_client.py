@@ -6,7 +6,8 @@ stored (maps merge, lists and scalars replace: enough server-side apply for the 
 `delete` honours its uid/resourceVersion preconditions. Every call is recorded in `calls` as a short tuple:
 
     ("get", kind, name)                       ("list", kind, namespace, label_selector)
-    ("apply", kind, name)                     ("create", kind, name)          ("replace", kind, name, resource_version_sent)
+    ("apply", kind, name)                     ("create", kind, name)
+    ("replace", kind, name, resource_version_sent)
     ("patch", kind, name, as_merge_patch)     ("delete", kind, name, propagation, uid[, resource_version])
     ("request", method, path)                 ("stream", path, params)
 
@@ -108,6 +109,7 @@ class FakeClient:
     stream_hangs: bool = False
     """After `lines`, the stream stays open and silent (a server that never answers)."""
     on_call: Callable[[Call], None] | None = None
+    """Called with each call once it is recorded, before any injected failure: to change the world mid-pass."""
 
     # --- test-side helpers ---------------------------------------------------------------------------------------
 
@@ -117,8 +119,9 @@ class FakeClient:
         for obj in objs:
             stored = copy.deepcopy(dict(obj))
             meta = stored.setdefault("metadata", {})
-            meta.setdefault("uid", f"{stored.get('kind')}-uid")
             existing = self.objects.get(key_of(stored))
+            if "uid" not in meta:
+                meta["uid"] = existing["metadata"]["uid"] if existing is not None else self._fresh_uid(stored["kind"])
             if existing is not None:
                 meta["resourceVersion"] = self._next(existing)
             meta.setdefault("resourceVersion", "1")
@@ -126,9 +129,12 @@ class FakeClient:
         return self
 
     def stored(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object as the fake API holds it now (not a copy)."""
         return self.objects.get((api_version, kind, namespace, name))
 
     def fail(self, verb: str, error: BaseException, kind: str | None = None, times: int | None = None) -> "FakeClient":
+        """The next `times` calls (None: all) of `verb` ("get", "apply", "stream", ...), of `kind` when given, raise
+        `error`; failures queued for the same calls take turns in the order given."""
         self.failures.append(Failure(verb, error, kind, times))
         return self
 
@@ -141,6 +147,15 @@ class FakeClient:
                 if failure.times is not None:
                     failure.times -= 1
                 raise failure.error
+
+    def _fresh_uid(self, kind: str) -> str:
+        """`<kind>-uid` for the first object of a kind (readable in assertions), then a new one each time."""
+        taken = {each["metadata"].get("uid") for each in self.objects.values()}
+        uid, serial = f"{kind}-uid", 1
+        while uid in taken:
+            serial += 1
+            uid = f"{kind}-uid-{serial}"
+        return uid
 
     @staticmethod
     def _next(existing: Mapping[str, Any]) -> str:
@@ -224,9 +239,7 @@ class FakeClient:
     async def _store(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         stored = copy.deepcopy(dict(obj))
         meta = stored.setdefault("metadata", {})
-        taken = {each["metadata"].get("uid") for each in self.objects.values()}
-        first = f"{stored['kind']}-uid"
-        meta["uid"] = first if first not in taken else f"{first}-{len(taken)}"
+        meta["uid"] = self._fresh_uid(stored["kind"])
         meta["resourceVersion"] = "1"
         self.objects[key_of(stored)] = stored
         return copy.deepcopy(stored)
