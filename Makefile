@@ -85,7 +85,7 @@ tools-browser: ## install Chromium and chromedriver for the UI browser test (Deb
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-lint: $(STAMP) ## ruff, mypy (strict, whole package + hack/trainjob_dev), import-linter layering, CRD drift, chart drift (builds helm)
+lint: $(STAMP) ## ruff, mypy (strict: whole package, hack/trainjob_dev, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
 	@echo ">> ruff format"; $(VENV)/bin/ruff format --check --quiet src tests bench hack || { echo "run: .venv/bin/ruff format src tests bench hack"; exit 1; }
 	@echo ">> mypy"; $(VENV)/bin/mypy

@@ -175,7 +175,7 @@ class FakeApiServer:
             context.load_cert_chain(cert, key)
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = self._runner.addresses[0][1]  # the port the OS chose (the one site's socket)
         self.url = f"{'https' if context else 'http'}://127.0.0.1:{port}"
         return self
 

@@ -160,6 +160,12 @@ class Kube:
         loaded: dict[str, Any] = json.loads(result.stdout)
         return loaded
 
+    def existing(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """`get` of an object the test knows is there (a clear failure when it is not)."""
+        obj = self.get(kind, name, namespace)
+        assert obj is not None, f"{kind}/{name} not found in {namespace}"
+        return obj
+
     def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = json.loads(self.run("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
         return items
@@ -172,6 +178,11 @@ class Kube:
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         args = ["delete", kind, name, "--ignore-not-found", "--wait=false"] + (["-n", namespace] if namespace else [])
         self.run(*args)
+
+
+def condition_status(obj: dict[str, Any] | None, type_: str) -> str | None:
+    """The status ("True", "False", "Unknown") of the condition of that type, None when there is none."""
+    return (condition(obj, type_) or {}).get("status")
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:

@@ -87,9 +87,7 @@ def kwok_patch(jobs: dict[str, dict[str, str]], manager: str = KWOK_MANAGER) -> 
 
 
 def get(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    obj = kube.get(kind, name, namespace)
-    assert obj is not None, f"{kind}/{name} not found in {namespace}"
-    return obj
+    return kube.existing(kind, name, namespace)
 
 
 def wait_condition(kube: Kube, namespace: str, name: str, type_: str, timeout: float = 90) -> dict[str, Any]:

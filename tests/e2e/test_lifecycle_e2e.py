@@ -10,7 +10,7 @@ import pytest
 from e2e_support import get, pods, queued_job, wait_condition
 
 from builders import rjob
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import Kube, OperatorProcess, condition, condition_status, eventually
 
 pytest.importorskip("kubeflow.trainer", reason="needs the kubeflow SDK: pip install kubeflow==0.5.0")
 from kubeflow.common.types import KubernetesBackendConfig
@@ -40,7 +40,7 @@ def test_the_sdk_sees_running_for_a_job_kueue_resumed(
     status = get(kube, "trainjob", "sdk-running", namespace)["status"]
     assert ("conditions" not in status, status["state"], bool(status["startTime"])) == (True, "Running", True)
     workload = workload_of(kube, namespace, "sdk-running")
-    assert workload is not None and condition(workload, "Admitted")["status"] == "True"  # type: ignore[index]
+    assert workload is not None and condition_status(workload, "Admitted") == "True"
     # Kueue still reads the finish from the TrainJob: the Workload is Finished when the job completes.
     wait_condition(kube, namespace, "sdk-running", "Complete", timeout=90)
     eventually(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import Kube, OperatorProcess, condition, condition_status, eventually
 from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
@@ -74,7 +74,7 @@ def test_ttl_deletes_the_finished_trainjob_with_its_children(
     finished = eventually(
         lambda: (s := status_of(kube, namespace, "ttl-job")).get("completionTime") and s, "completionTime", timeout=90
     )
-    assert condition({"status": finished}, "Complete")["status"] == "True"  # type: ignore[index]
+    assert condition_status({"status": finished}, "Complete") == "True"
     assert parse(finished["startTime"]) <= parse(finished["completionTime"])
     seen_finished = time.monotonic()
     eventually(
@@ -166,7 +166,7 @@ def test_resize_while_suspended_rebuilds_the_jobset(kube: Kube, operator: Operat
         timeout=60,
     )
     assert (running["nodes"], "conditions" in running) == (3, False)
-    assert kube.get("jobset", "resized", namespace)["metadata"]["uid"] == jobset["metadata"]["uid"]  # type: ignore[index]
+    assert kube.existing("jobset", "resized", namespace)["metadata"]["uid"] == jobset["metadata"]["uid"]
     refused = kube.patch("trainjob", "resized", namespace, {"spec": {"trainer": {"numNodes": 1}}}, check=False)
     assert "spec.trainer: Invalid value: field is immutable" in refused.stderr
 

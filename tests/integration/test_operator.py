@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from builders import torch_runtime, trainjob_object
-from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition, eventually
+from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition, condition_status, eventually
 from trainjob_operator.api import constants as c
 
 pytestmark = pytest.mark.cluster
@@ -209,9 +209,9 @@ def test_mpi_secret_is_created_once_and_never_logged(kube: Kube, operator: Opera
     assert hostfile["data"]["hostfile"] == "mpi-job-node-0-0.mpi-job slots=1\nmpi-job-node-0-1.mpi-job slots=1\n"
     eventually(lambda: condition(kube.get("trainjob", "mpi-job", namespace), "Complete"), "Complete", timeout=90)
     assert (
-        kube.get("secret", "mpi-job-mpi-ssh-auth", namespace)["metadata"]["resourceVersion"]
+        kube.existing("secret", "mpi-job-mpi-ssh-auth", namespace)["metadata"]["resourceVersion"]
         == secret["metadata"]["resourceVersion"]
-    )  # type: ignore[index]
+    )
     assert secret["data"]["ssh-privatekey"] not in operator.log()
     assert "PRIVATE KEY" not in operator.log()
     built = [
@@ -239,9 +239,9 @@ def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(
     assert pod["containers"][0]["command"] == ["/bin/bash", "/etc/flux-config/entrypoint.sh", "torchrun train.py"]
     eventually(lambda: condition(kube.get("trainjob", "flux-job", namespace), "Complete"), "Complete", timeout=90)
     assert (
-        kube.get("secret", "flux-job-flux-curve", namespace)["metadata"]["resourceVersion"]
+        kube.existing("secret", "flux-job-flux-curve", namespace)["metadata"]["resourceVersion"]
         == secret["metadata"]["resourceVersion"]
-    )  # type: ignore[index]
+    )
     assert secret["data"]["curve.cert"] not in operator.log()
     assert "secret-key" not in operator.log()
 
@@ -253,7 +253,7 @@ def test_terminal_trainjob_never_gets_new_children(kube: Kube, operator: Operato
     eventually(lambda: kube.get("jobset", "finished", namespace) is None, "the JobSet gone")
     settle(operator, kube, namespace, "finished")
     assert kube.get("jobset", "finished", namespace) is None
-    assert condition(get_trainjob(kube, namespace, "finished"), "Complete")["status"] == "True"  # type: ignore[index]
+    assert condition_status(get_trainjob(kube, namespace, "finished"), "Complete") == "True"
 
 
 def test_errors_reach_the_status_and_clear_when_fixed(kube: Kube, operator: OperatorProcess, namespace: str) -> None:

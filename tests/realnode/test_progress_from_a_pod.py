@@ -54,7 +54,9 @@ def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorPr
         f"https://{realnodes.HOST_FOR_PODS}:{operator.status_port}/apis/trainer.kubeflow.org/v1alpha1"
         f"/namespaces/{namespace}/trainjobs/progress/status"
     )
-    token = json.loads(re.search(r"^token (.*)$", log, re.M).group(1))  # type: ignore[union-attr]
+    printed = re.search(r"^token (.*)$", log, re.M)
+    assert printed is not None, log
+    token = json.loads(printed.group(1))
     assert token == {
         "aud": [f"trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/progress/status"],
         "pod": {"name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]},

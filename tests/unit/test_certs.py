@@ -4,10 +4,10 @@ under the same CA so the previous certificate stays trusted."""
 import asyncio
 import base64
 import datetime as dt
-from typing import Any
 
 import pytest
 
+from fake_client import FakeClient
 from trainjob_operator import certs
 from trainjob_operator import config as config_module
 
@@ -83,19 +83,14 @@ def test_ensure_certificate_rotates_an_expiring_certificate_under_the_same_ca() 
             for k, v in (("ca.crt", old.ca_cert), ("ca.key", old.ca_key), ("tls.crt", old.cert), ("tls.key", old.key))
         },
     }
-    written: list[dict[str, Any]] = []
-
-    class Secrets:
-        async def get(self, *args: Any) -> dict[str, Any]:
-            return secret
-
-        async def replace(self, body: dict[str, Any]) -> dict[str, Any]:
-            written.append(body)
-            return body
+    client = FakeClient().put({"apiVersion": "v1", "kind": "Secret", **secret})
 
     cfg = config_module.Webhook(cert_secret_name="cert")
-    bundle = asyncio.run(ensure_certificate(Secrets(), cfg, "ops", now))  # type: ignore[arg-type]
-    [body] = written
+    bundle = asyncio.run(ensure_certificate(client, cfg, "ops", now))
+    assert [call for call in client.calls if call[0] == "replace"] == [("replace", "Secret", "cert", "5")], (
+        "the version read"
+    )
+    body = client.stored("v1", "Secret", "cert", "ops")
+    assert body is not None
     assert body["data"]["ca.crt"] == secret["data"]["ca.crt"] and body["data"]["ca.key"] == secret["data"]["ca.key"]
-    assert body["metadata"]["resourceVersion"] == "5"
     assert bundle.cert != old.cert and _signed_by(bundle.cert, old.ca_cert)

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from builders import ManualClock
+from fake_client import FakeClient
 from log_capture import log_lines
 from trainjob_operator import logs
 
@@ -146,7 +147,7 @@ def test_reconcile_failures_on_an_outage_log_a_few_lines(capsys: pytest.CaptureF
 
     def emit(_: Any) -> None:
         async def scenario() -> None:
-            manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+            manager = Manager(OperatorConfig(), FakeClient())
             for index in range(614):
                 manager.log_failure(("ns", f"job-{index}"), aiohttp.ServerDisconnectedError())
 

@@ -18,7 +18,7 @@ from aiohttp import web
 from .. import certs
 from ..api import constants as c
 from ..config import Webhook
-from ..k8s.client import ApiError, Client, is_transient
+from ..k8s.client import ApiError, KubeClient, is_transient
 from ..logs import Aggregator, error_fields, get
 from ..metrics import Metrics
 from ..runtime import startup
@@ -151,7 +151,7 @@ def _bundle_of(secret: dict[str, Any]) -> certs.Bundle | None:
 
 
 async def ensure_certificate(
-    client: Client, cfg: Webhook, namespace: str, now: dt.datetime, extra_hosts: Sequence[str] = ()
+    client: KubeClient, cfg: Webhook, namespace: str, now: dt.datetime, extra_hosts: Sequence[str] = ()
 ) -> certs.Bundle:
     """The serving certificate from its Secret; generated or rotated when missing, expiring or for other hosts.
     Replicas race safely: the loser of a create/replace conflict re-reads the winner's Secret."""
@@ -289,7 +289,7 @@ def webhook_url(cfg: Webhook, namespace: str) -> str:
     return f"https://{cfg.url_host or cfg.host}:{cfg.port}"
 
 
-async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, interval: float = 0.5) -> str | None:
+async def probe_webhooks(client: KubeClient, namespace: str, attempts: int = 20, interval: float = 0.5) -> str | None:
     """Does the API server reach our webhooks? A dry-run TrainJob naming a runtime that never exists: our webhook
     refuses it, or the API server says it failed calling it. The failure's words, or None (reachable, or this user
     may not create TrainJobs to find out)."""
@@ -317,7 +317,7 @@ async def probe_webhooks(client: Client, namespace: str, attempts: int = 20, int
 
 
 async def keep_webhooks_current(
-    client: Client,
+    client: KubeClient,
     server: TLSServer | None,
     cfg: Webhook,
     namespace: str,

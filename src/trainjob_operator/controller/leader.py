@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from ..k8s.client import ApiError, Client
+from ..k8s.client import ApiError, KubeClient
 from ..logs import error_fields, get
 
 log = get("trainjob_operator.leader")
@@ -38,7 +38,7 @@ def _parse(text: str | None) -> dt.datetime | None:
 class LeaderElector:
     def __init__(
         self,
-        client: Client,
+        client: KubeClient,
         namespace: str,
         name: str,
         lease_duration: float,

@@ -11,7 +11,7 @@ from .. import logs
 from ..api import constants as c
 from ..certs import Bundle
 from ..config import OperatorConfig
-from ..k8s.client import ApiError, Client, is_transient, retry_after
+from ..k8s.client import ApiError, KubeClient, is_transient, retry_after
 from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.framework import ChildKind
@@ -33,7 +33,7 @@ log = logs.get("trainjob_operator.manager")
 @dataclass
 class Manager:
     cfg: OperatorConfig
-    client: Client
+    client: KubeClient
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
     framework: Framework = field(default_factory=Framework.from_registry)
@@ -338,7 +338,7 @@ def supervise(manager: Manager, name: str, task: "asyncio.Task[Any]", stop: asyn
     task.add_done_callback(done)
 
 
-async def remove_webhook_configurations(client: Client, cfg: OperatorConfig) -> None:
+async def remove_webhook_configurations(client: KubeClient, cfg: OperatorConfig) -> None:
     """Configurations the API server cannot call refuse every TrainJob write (failurePolicy Fail): take them away."""
     for kind, name in (
         ("ValidatingWebhookConfiguration", cfg.webhook.validating_name),

@@ -1,9 +1,9 @@
 """The shell side of `DeclaresReads`: performs the reads the plugins declared and hands the results to the core."""
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
-from ..k8s.client import ApiError
+from ..k8s.client import ApiError, KubeClient
 from ..logs import get
 from ..runtime.errors import printable
 from ..runtime.observed import Read
@@ -11,19 +11,7 @@ from ..runtime.observed import Read
 log = get("trainjob_operator.reads")
 
 
-class Reader(Protocol):
-    """What the reads need of `k8s.client.Client`."""
-
-    async def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any] | None: ...
-
-    async def list(
-        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
-    ) -> list[dict[str, Any]]: ...
-
-
-async def perform(client: Reader, reads: Iterable[Read]) -> dict[Read, tuple[dict[str, Any], ...] | None]:
+async def perform(client: KubeClient, reads: Iterable[Read]) -> dict[Read, tuple[dict[str, Any], ...] | None]:
     """Each declared read, one request each: the objects found, or None when the API refused or could not be
     reached (logged; the checks that need it are skipped, as they would be for an unknown cluster)."""
     results: dict[Read, tuple[dict[str, Any], ...] | None] = {}
@@ -41,7 +29,7 @@ async def perform(client: Reader, reads: Iterable[Read]) -> dict[Read, tuple[dic
     return results
 
 
-async def _one(client: Reader, read: Read) -> tuple[dict[str, Any], ...]:
+async def _one(client: KubeClient, read: Read) -> tuple[dict[str, Any], ...]:
     if read.name is not None:
         found = await client.get(read.api_version, read.kind, read.name, read.namespace)
         return (found,) if found is not None else ()

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import RunPolicy
 from ..api.trainjob import TrainJob
-from ..k8s.client import JSON_PATCH, MERGE, ApiError, Client
+from ..k8s.client import JSON_PATCH, MERGE, ApiError, KubeClient
 from ..keys import FRESH_KEYS
 from ..logs import get
 from ..metrics import Metrics
@@ -53,7 +53,7 @@ class Result:
 
 @dataclass
 class Reconciler:
-    client: Client
+    client: KubeClient
     store: Store
     framework: Framework
     metrics: Metrics

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
-from ..k8s.client import Client, is_transient
+from ..k8s.client import KubeClient, is_transient
 from ..runtime.info import RuntimeSource
 from ..runtime.review import RuntimeKey
 from .store import Store
@@ -33,7 +33,7 @@ async def _read(call: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[st
 
 @dataclass
 class RuntimeResolver:
-    client: Client
+    client: KubeClient
     store: Store
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
 

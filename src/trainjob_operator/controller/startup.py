@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from ..api import constants as c
-from ..k8s.client import BUILTIN, ApiError, Client
+from ..k8s.client import BUILTIN, ApiError, KubeClient
 from ..logs import error_fields, get
 from ..runtime import startup
 from ..runtime.startup import Facts, NamespaceState, Need, Plan
@@ -37,7 +37,7 @@ def _tls_failure(err: BaseException) -> str | None:
 
 
 async def connect(
-    client: Client, deadline: float = startup.CONNECT_DEADLINE, sleep: Callable[[float], Any] = asyncio.sleep
+    client: KubeClient, deadline: float = startup.CONNECT_DEADLINE, sleep: Callable[[float], Any] = asyncio.sleep
 ) -> dict[str, Any]:
     """GET /version until it answers, backing off; the server's version. Credentials or TLS that will never work
     fail at once; an API server that does not answer fails after `deadline` seconds."""
@@ -83,7 +83,7 @@ async def connect(
         await sleep(delay)
 
 
-async def served(client: Client, group_versions: list[str]) -> dict[str, frozenset[str] | None]:
+async def served(client: KubeClient, group_versions: list[str]) -> dict[str, frozenset[str] | None]:
     """Discovery: the resources each group/version serves (None when it is not served at all)."""
 
     async def one(group_version: str) -> frozenset[str] | None:
@@ -99,7 +99,7 @@ async def served(client: Client, group_versions: list[str]) -> dict[str, frozens
     return dict(zip(group_versions, found, strict=True))
 
 
-async def who_am_i(client: Client) -> str:
+async def who_am_i(client: KubeClient) -> str:
     try:
         review = await client.request(
             "POST",
@@ -111,7 +111,7 @@ async def who_am_i(client: Client) -> str:
     return str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "this user")
 
 
-async def allowed(client: Client, need: Need) -> bool:
+async def allowed(client: KubeClient, need: Need) -> bool:
     plural, _, sub = need.resource.partition("/")
     attributes = {
         "verb": need.verb,
@@ -133,7 +133,7 @@ async def allowed(client: Client, need: Need) -> bool:
     return bool((review.get("status") or {}).get("allowed"))
 
 
-async def namespace_state(client: Client, name: str) -> NamespaceState:
+async def namespace_state(client: KubeClient, name: str) -> NamespaceState:
     try:
         await client.request("GET", f"/api/v1/namespaces/{name}")
     except ApiError as err:
@@ -153,7 +153,7 @@ STREAMING_PROBE_DEADLINE = 15.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-async def streams_initial_events(client: Client, plan: Plan) -> bool:
+async def streams_initial_events(client: KubeClient, plan: Plan) -> bool:
     """Whether the API server streams a watch's initial state (`sendInitialEvents=true`): asked once, of TrainJobs
     with a selector that matches none, so the answer is one bookmark. An API server without streaming lists (before
     Kubernetes 1.34, the WatchList feature gate off, the watch cache off) refuses the parameters or never sends the
@@ -197,7 +197,7 @@ async def streams_initial_events(client: Client, plan: Plan) -> bool:
         return False
 
 
-async def gather_facts(client: Client, plan: Plan) -> Facts:
+async def gather_facts(client: KubeClient, plan: Plan) -> Facts:
     group_versions = list(dict.fromkeys(api.group_version for api in startup.REQUIRED_APIS))
     apis = await served(client, group_versions)
     if startup.missing_apis(apis):
@@ -229,7 +229,7 @@ async def _exists() -> NamespaceState:
     return "exists"
 
 
-async def create_namespace(client: Client, name: str) -> None:
+async def create_namespace(client: KubeClient, name: str) -> None:
     try:
         await client.request(
             "POST",
@@ -246,7 +246,7 @@ async def create_namespace(client: Client, name: str) -> None:
     log.info("created the operator namespace", namespace=name)
 
 
-async def publish_public_configmap(client: Client, namespace: str) -> None:
+async def publish_public_configmap(client: KubeClient, namespace: str) -> None:
     """The ConfigMap the kubeflow SDK's TrainerClient() reads, created when missing (idempotent; one that exists, the
     chart's, is left as it is). Not being able to is a warning: training works without it."""
     want = startup.public_configmap(namespace)
@@ -266,7 +266,7 @@ async def publish_public_configmap(client: Client, namespace: str) -> None:
     log.info("created the ConfigMap the kubeflow SDK reads", name=c.PUBLIC_CONFIGMAP, namespace=namespace)
 
 
-async def preflight(client: Client, plan: Plan, deadline: float = startup.CONNECT_DEADLINE) -> Facts:
+async def preflight(client: KubeClient, plan: Plan, deadline: float = startup.CONNECT_DEADLINE) -> Facts:
     """Reach the API server, check CRDs, the operator namespace and RBAC; create the namespace when missing and
     allowed. Raises StartupError with the one line to print."""
     version = await connect(client, deadline)

@@ -16,7 +16,7 @@ from aiohttp import web
 from ..api import constants as c
 from ..certs import Bundle
 from ..config import StatusServer as StatusServerConfig
-from ..k8s.client import ApiError, Client
+from ..k8s.client import ApiError, KubeClient
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import progress
@@ -38,7 +38,7 @@ class StatusServer:
     def __init__(
         self,
         cfg: StatusServerConfig,
-        client: Client,
+        client: KubeClient,
         store: Store,
         metrics: Metrics,
         clock: Callable[[], float] = time.monotonic,

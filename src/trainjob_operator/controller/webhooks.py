@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from ..api import constants as c
 from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
-from ..k8s.client import Client
+from ..k8s.client import KubeClient
 from ..logs import get
 from ..runtime.conditions import rfc3339
 from ..runtime.defaulting import keep_newer_fields, stamp_patch_times
@@ -37,7 +37,7 @@ class Webhooks:
     framework: Framework
     runtimes: RuntimeResolver
     store: Store
-    client: Client
+    client: KubeClient
     clock: Callable[[], dt.datetime]
 
     def handlers(self) -> dict[str, admission.Handler]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import aiohttp
@@ -582,3 +582,78 @@ class Client:
         """A plain-text GET (pod logs)."""
         lines = [line async for line in self.stream_lines(path, params, read_timeout=30)]
         return b"".join(lines).decode(errors="replace")
+
+
+class KubeClient(Protocol):
+    """What the controller asks of a Kubernetes client: the verbs, raw requests and streams, and what kopf's login
+    needs (credentials, a session that goes out as this client). `Client` is the one implementation; the tests'
+    `tests/fake_client.py` the other (in memory). Every `controller/` parameter that takes a client has this type."""
+
+    @property
+    def mapper(self) -> RESTMapper: ...
+
+    @property
+    def connection(self) -> Connection: ...
+
+    async def close(self) -> None: ...
+
+    async def refresh(self, min_age: float = 0.0) -> Connection: ...
+
+    def as_session(self) -> aiohttp.ClientSession: ...
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        params: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]: ...
+
+    def stream_lines(
+        self, path: str, params: Mapping[str, str] | None = None, read_timeout: float = 330
+    ) -> AsyncIterator[bytes]: ...
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None: ...
+
+    async def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def apply(
+        self, obj: dict[str, Any], field_manager: str, force: bool = True, subresource: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def create(self, obj: dict[str, Any], field_manager: str | None = None) -> dict[str, Any]: ...
+
+    async def replace(self, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        body: dict[str, Any] | Sequence[dict[str, Any]],
+        content_type: str,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        propagation: str = "Background",
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> bool: ...
+
+
+def _client_is_a_kube_client(client: Client) -> KubeClient:
+    """mypy proves here that `Client` satisfies `KubeClient` (a protocol mismatch fails `make lint`)."""
+    return client

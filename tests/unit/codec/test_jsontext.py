@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -230,7 +231,7 @@ RUNTIMES = Path(__file__).resolve().parents[3] / "runtimes"
 def test_render_from_the_admission_runtime_info_is_render_from_a_fresh_one(runtime: str, tmp_path: Path) -> None:
     """The CLI builds each TrainJob from the runtime info its admission checks read (made once): the objects are
     exactly those built from a runtime info made anew, for every shipped runtime."""
-    name = yamldump.yaml.safe_load((RUNTIMES / runtime).read_text())["metadata"]["name"]
+    name = yaml.safe_load((RUNTIMES / runtime).read_text())["metadata"]["name"]
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(
         "".join(

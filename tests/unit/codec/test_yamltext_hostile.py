@@ -31,8 +31,10 @@ def test_hostile_yaml_is_refused_clearly(text: str, message: str) -> None:
         yamltext.load_all(text)
 
 
-class PurePythonLoader(yamltext.MemoResolver, yaml.SafeLoader):  # type: ignore[misc]
-    """PyYAML's own scanner and parser: no libyaml, so no nesting limit but the project's."""
+# PyYAML's own scanner and parser: no libyaml, so no nesting limit but the project's. Built as `yamltext._Loader` is
+# (the memo mixed into a loader); made with type() because mypy cannot see that the mix-in's builtin-valued
+# descend/ascend_resolver attributes fit PyYAML's methods (`yamltext._Loader` carries that note for the class form).
+PurePythonLoader = type("PurePythonLoader", (yamltext.MemoResolver, yaml.SafeLoader), {})
 
 
 @pytest.mark.parametrize("loader", ["installed", "pure Python"])
@@ -80,7 +82,7 @@ def test_the_depth_bound_says_the_same_whichever_yaml_parser_reads(
 )
 def test_libyamls_errors_in_the_projects_words(sentence: str, problem: str, expected: str) -> None:
     """Whatever libyaml the machine has: its error is built here, as PyYAML 6.0.4's libyaml raises it."""
-    mark = yaml.Mark("<unicode string>", 4000, 3, 1000, None, None)
+    mark = yaml.Mark("<unicode string>", 4000, 3, 1000, None, 0)  # libyaml gives no buffer (the pointer is unused)
     error = yaml.scanner.ScannerError("while increasing flow level", mark, problem, mark)
     assert yamltext._where(error) == expected, sentence
 

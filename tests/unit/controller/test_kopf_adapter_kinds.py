@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from builders import RuntimeBuilder, TrainJobBuilder
+from fake_client import FakeClient
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.config import OperatorConfig
@@ -68,14 +69,13 @@ def test_the_builder_says_how_the_new_kind_is_written_and_the_plan_tracks_it() -
 def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
     manager = Manager(
         OperatorConfig(namespaces=["team-a"]),
-        None,
-        framework=FRAMEWORK,  # type: ignore[arg-type]
+        FakeClient(),
+        framework=FRAMEWORK,
         store=Store.for_kinds(FRAMEWORK.kinds()),
     )
-    watched = {
-        (h.selector.group, h.selector.version, h.selector.any_name)
-        for h in registry_for(manager)._watching.get_all_handlers()
-    }
+    selectors = [h.selector for h in registry_for(manager)._watching.get_all_handlers()]
+    assert None not in selectors
+    watched = {(s.group, s.version, s.any_name) for s in selectors if s is not None}
     assert ("toys.example.com", "v1", "widgets") in watched
     assert ("jobset.x-k8s.io", "v1alpha2", "jobsets") in watched
     assert ("widgets", "team-a") in watched_collections(["team-a"], manager.watched)
@@ -134,7 +134,7 @@ def test_a_restarted_operator_reconciles_nothing_until_every_listing_reached_the
     unbuilt and a restart with 5,000 TrainJobs sent ~2,300 builds' writes (bench/results/2026-11-23-issue14-idle.md)."""
     cfg = OperatorConfig()
     cfg.status_server.enabled = False
-    manager = Manager(cfg, None)  # type: ignore[arg-type]
+    manager = Manager(cfg, FakeClient())
     manager.kopf_ready.set()
     steps = []
     for plural, namespace in watched_collections([], manager.watched):

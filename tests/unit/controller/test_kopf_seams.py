@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -119,7 +119,11 @@ async def watch_through_kopf(
     watched = Watched()
 
     async def consume() -> None:
-        async for e in watching.infinite_watch(settings=settings, resource=resource, namespace=namespace):
+        async for e in watching.infinite_watch(
+            settings=settings,
+            resource=resource,
+            namespace=references.NamespaceName(namespace) if namespace is not None else None,
+        ):
             watched.to_kopf.append(e)
 
     with kopf_seams.routed(
@@ -317,9 +321,9 @@ def test_the_installed_kopf_has_every_seam_and_they_are_installed_once() -> None
     kopf_seams.install()
     kopf_seams.install()
     assert getattr(watching.continuous_watch, "trainjob_seam", None) == "resilient_watch"
-    assert not getattr(watching.continuous_watch.__wrapped__, "trainjob_seam", None)  # type: ignore[attr-defined]
+    assert not getattr(vars(watching.continuous_watch)["__wrapped__"], "trainjob_seam", None)
     assert getattr(errors.check_response, "trainjob_seam", None) == "retry_after_on_server_errors"
-    assert not getattr(errors.check_response.__wrapped__, "trainjob_seam", None)  # type: ignore[attr-defined]
+    assert not getattr(vars(errors.check_response)["__wrapped__"], "trainjob_seam", None)
 
 
 async def _a_watch_loop_that_does_not_call_the_seam(**_: Any) -> AsyncIterator[Any]:
@@ -568,8 +572,10 @@ def _kopf_error(status: int, retry_after: bool = False) -> Exception:
     cls = errors.APIServerError if status >= 500 else errors.APIClientError
     if retry_after:
         cls = errors.APITooManyRequestsError
+    # A partial Status, as API servers send them (kopf's RawStatus TypedDict names every field: deliberately less).
+    raw = cast(errors.RawStatus, {"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"})
     return cls(
-        {"kind": "Status", "code": status, "message": "too old resource version: 1 (2)"},
+        raw,
         status=status,
         headers={"Retry-After": "1"} if retry_after else {},
     )

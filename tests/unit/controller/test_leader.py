@@ -5,48 +5,30 @@ write."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 import pytest
 
 from builders import ManualClock
+from fake_client import FakeClient
 from trainjob_operator.controller.leader import LeaderElector
 from trainjob_operator.controller.reconciler import NotLeading, Reconciler
+from trainjob_operator.controller.store import Store
 from trainjob_operator.k8s.client import ApiError
+from trainjob_operator.metrics import Metrics
+from trainjob_operator.runtime.pipeline import Framework
 
 # --- leader election ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class FlakyClient:
-    """A Lease API whose next calls fail with the queued exceptions."""
-
-    failures: list[BaseException] = field(default_factory=list)
-    lease: dict[str, Any] | None = None
-
-    async def get(self, *_: Any) -> dict[str, Any] | None:
-        if self.failures:
-            raise self.failures.pop(0)
-        return self.lease
-
-    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.lease = {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
-        return self.lease
-
-    async def replace(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self.create(body)
-
-
-def elector(client: FlakyClient, clock: ManualClock) -> LeaderElector:
+def elector(client: FakeClient, clock: ManualClock) -> LeaderElector:
     return LeaderElector(
         client,
         "ns",
         "lease",
         lease_duration=15,
         renew_deadline=10,
-        retry_period=2,  # type: ignore[arg-type]
+        retry_period=2,
         identity="me",
         clock=clock,
     )
@@ -63,13 +45,13 @@ def elector(client: FlakyClient, clock: ManualClock) -> LeaderElector:
 )
 def test_a_leader_that_cannot_renew_stops_leading_at_the_renew_deadline(failure: BaseException) -> None:
     clock = ManualClock()
-    client = FlakyClient()
+    client = FakeClient()
     le = elector(client, clock)
 
     async def scenario() -> list[tuple[float, bool]]:
         await le.attempt()
         seen = [(0.0, le.leading())]
-        client.failures = [failure] * 100
+        client.fail("get", failure)  # every read of the Lease from now on
         for step in (2, 4, 6, 8, 9.9, 10.1, 12):
             clock.now = 1000.0 + step
             await le.attempt()
@@ -91,7 +73,7 @@ def test_a_leader_that_cannot_renew_stops_leading_at_the_renew_deadline(failure:
 def test_leadership_lapses_with_time_even_when_the_loop_is_stuck() -> None:
     """No attempt runs (the loop hangs): `leading()` alone turns false once the renew deadline passed."""
     clock = ManualClock()
-    le = elector(FlakyClient(), clock)
+    le = elector(FakeClient(), clock)
     asyncio.run(le.attempt())
     clock.now += 10.5
     assert (le.leading(), le.is_leader, le.heartbeat_age()) == (False, False, 10.5)
@@ -99,13 +81,13 @@ def test_leadership_lapses_with_time_even_when_the_loop_is_stuck() -> None:
 
 def test_an_unexpected_failure_in_the_election_steps_down_at_once() -> None:
     clock = ManualClock()
-    client = FlakyClient()
+    client = FakeClient()
     le = elector(client, clock)
 
     async def scenario() -> tuple[bool, bool]:
         await le.attempt()
         before = le.leading()
-        client.failures = [KeyError("spec")]
+        client.fail("get", KeyError("spec"), times=1)
         clock.now += 1
         await le.attempt()
         return before, le.leading()
@@ -119,7 +101,7 @@ def test_a_replica_whose_lease_lapsed_sends_no_write() -> None:
     async def request() -> None:
         sent.append("PATCH")
 
-    reconciler = Reconciler(None, None, None, None, may_write=lambda: False)  # type: ignore[arg-type]
+    reconciler = Reconciler(FakeClient(), Store(), Framework.from_registry(), Metrics(), may_write=lambda: False)
 
     async def scenario() -> None:
         await reconciler._write("apply", request())

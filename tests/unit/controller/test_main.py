@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from fake_client import FakeClient
 from log_capture import log_lines
 
 # --- supervision ----------------------------------------------------------------------------------------------
@@ -22,7 +23,7 @@ def test_a_background_task_that_dies_fails_healthz_and_stops_the_operator() -> N
     from trainjob_operator.controller.main import Manager, supervise
 
     async def scenario() -> tuple[list[str], bool, tuple[bool, str]]:
-        manager = Manager(OperatorConfig(), None)  # type: ignore[arg-type]
+        manager = Manager(OperatorConfig(), FakeClient())
         stop = asyncio.Event()
 
         async def crashes() -> None:

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from fake_client import FakeClient, as_sent
+
 
 @dataclass
 class PublicConfigMapCase:
@@ -14,6 +16,7 @@ class PublicConfigMapCase:
     created: bool
 
 
+NAME = "kubeflow-trainer-public"
 PUBLIC_CONFIGMAP_CASES = [
     pytest.param(PublicConfigMapCase(None, None, True), id="missing: created with the version the SDK checks"),
     pytest.param(
@@ -31,19 +34,14 @@ def test_the_sdks_configmap_is_created_where_the_operator_runs(case: PublicConfi
     from trainjob_operator.k8s.client import ApiError
     from trainjob_operator.runtime.startup import public_configmap
 
-    created: list[dict[str, Any]] = []
+    client = FakeClient()
+    if case.stored is not None:
+        client.put(
+            {"apiVersion": "v1", "kind": "ConfigMap", **case.stored, "metadata": {"name": NAME, "namespace": "ops"}}
+        )
+    if case.create_fails is not None:
+        client.fail("create", ApiError(case.create_fails, "Conflict", "no"))
 
-    class ConfigMaps:
-        async def get(self, api_version: str, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
-            assert (api_version, kind, name, namespace) == ("v1", "ConfigMap", "kubeflow-trainer-public", "ops")
-            return case.stored
-
-        async def create(self, body: dict[str, Any], field_manager: str) -> dict[str, Any]:
-            if case.create_fails is not None:
-                raise ApiError(case.create_fails, "Conflict", "no")
-            created.append(body)
-            return body
-
-    asyncio.run(publish_public_configmap(ConfigMaps(), "ops"))  # type: ignore[arg-type]
-    assert created == ([public_configmap("ops")] if case.created else [])
+    asyncio.run(publish_public_configmap(client, "ops"))
+    assert (as_sent(client.stored("v1", "ConfigMap", NAME, "ops")) == public_configmap("ops")) is case.created
     assert public_configmap("ops")["data"] == {"kubeflow_trainer_version": "v2.3.0"}

@@ -76,7 +76,7 @@ def test_what_a_retry_after_is_about(method: str, path: str, body: Any, want: st
     assert retry_key(method, path, body) == want
 
 
-def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits() -> None:
+def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a reconcile a watch event triggered, or the leader elector's next renewal, asked again at once (the
     hostile-network scenario counted 110 requests before the Retry-After the API server asked for)."""
     import ssl
@@ -96,7 +96,7 @@ def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits() -
                 raise ApiError(503, "ServiceUnavailable", "slow down", {}, retry_after=0.4)
             return {}
 
-        client._send = send  # type: ignore[method-assign]
+        monkeypatch.setattr(client, "_send", send)  # the wire: answers scripted per request
         with pytest.raises(ApiError):
             await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", body={})
         started = time.monotonic()
@@ -111,7 +111,9 @@ def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits() -
     assert t2 - t0 >= 0.39
 
 
-def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_meanwhile() -> None:
+def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Before: a request slept until the first Retry-After for its object and was then sent, although a request in
     flight alongside had meanwhile been told to wait longer (the full-size hostile network counted requests sooner
     than the API server asked)."""
@@ -137,7 +139,7 @@ def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_m
             sent[method] = time.monotonic() - start
             return {}
 
-        client._send = send  # type: ignore[method-assign]
+        monkeypatch.setattr(client, "_send", send)  # the wire: answers scripted per request
         in_flight = asyncio.create_task(client.request("GET", path))
         await asyncio.sleep(0.02)
         with pytest.raises(ApiError):
@@ -151,7 +153,7 @@ def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_m
     assert sent["DELETE"] >= 0.59, sent
 
 
-def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> None:
+def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     """API Priority and Fairness refused: the client waits as long as the server asked, then the same request goes
     again (a 503 goes back to the caller, above)."""
     import ssl
@@ -171,7 +173,7 @@ def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed() -> Non
                 raise ApiError(429, "TooManyRequests", "slow down", {}, retry_after=0.4)
             return {"ok": True}
 
-        client._send = send  # type: ignore[method-assign]
+        monkeypatch.setattr(client, "_send", send)  # the wire: answers scripted per request
         try:
             return await client.request("PATCH", "/apis/g/v1/namespaces/n/trainjobs/a/status", body={})
         finally:

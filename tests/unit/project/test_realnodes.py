@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 import tomllib
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from trainjob_dev import realnodes
+from trainjob_dev import cluster, realnodes
 
 
 def test_plan_gives_each_node_its_own_bridge_subnet_and_directories() -> None:
@@ -124,10 +125,11 @@ def test_a_killed_kubelet_is_recorded_again_with_its_arguments_when_it_restarts(
 
     sleep = shutil.which("sleep")
     assert sleep
+    # A stand-in for the ClusterInfo (deliberately another type: kill_kubelet reads only its `.real` record).
     info = types.SimpleNamespace(real={"processes": []})
     log = tmp_path / "kubelet.log"
     first = realnodes._start("kubelet-0", [sleep, "30"], log, info.real, env={"X": "1"})
-    realnodes.kill_kubelet(info, 0)  # type: ignore[arg-type]
+    realnodes.kill_kubelet(cast(cluster.ClusterInfo, info), 0)
     assert not realnodes._alive(info.real, "kubelet-0")
     record = realnodes._record(info.real, "kubelet-0")
     second = realnodes._start(record["name"], record["args"], log, info.real, env=record["env"])
@@ -149,4 +151,4 @@ def test_a_killed_kubelet_is_recorded_again_with_its_arguments_when_it_restarts(
             time.sleep(0.01)
         assert realnodes._alive(info.real, "kubelet-0")
     finally:
-        realnodes.kill_kubelet(info, 0)  # type: ignore[arg-type]
+        realnodes.kill_kubelet(cast(cluster.ClusterInfo, info), 0)

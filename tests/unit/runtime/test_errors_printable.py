@@ -147,7 +147,9 @@ def log_output() -> Any:
         logs.configure(fmt)
         structlog.reset_defaults()
         logs.configure(fmt)
-        root.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+        handler = root.handlers[0]
+        assert isinstance(handler, logging.StreamHandler)
+        handler.setStream(stream)
         return stream
 
     yield configure

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, by_kind, container, container_of, jobset_of
 from builders import replicated_job as rjob
+from fake_client import FakeClient
 from trainjob_dev import crdgen
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.base import ApiModel
@@ -141,7 +142,8 @@ def test_the_toy_brings_its_ml_policy_field_and_one_of_rule_into_the_generated_c
     def ml_policy(model: type[BaseModel], kind: str) -> dict[str, Any]:
         crd = crdgen.crd(crdgen.CrdKind(model, kind, c.PLURALS[kind], "Namespaced"))
         schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        return schema["properties"]["spec"]["properties"]["mlPolicy"]
+        ml: dict[str, Any] = schema["properties"]["spec"]["properties"]["mlPolicy"]
+        return ml
 
     toy, shipped = ml_policy(TOY_RUNTIME_MODEL, c.TRAINING_RUNTIME_KIND), ml_policy(*SHIPPED_RUNTIME)
     assert toy["properties"]["toy"] == {
@@ -215,39 +217,23 @@ def test_the_volcano_plugin_declares_the_priority_class_read_for_volcano_runtime
     assert FRAMEWORK.reads(job, None) == []
 
 
-class Answers:
-    """A client that answers gets and lists from a table; a missing entry is refused with 403."""
-
-    def __init__(self, lists: dict[str, list[dict[str, Any]]], objects: dict[str, dict[str, Any]]) -> None:
-        self.lists, self.objects, self.requests = lists, objects, list[tuple[Any, ...]]()
-
-    async def list(
-        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
-    ) -> list[dict[str, Any]]:
-        self.requests.append(("list", kind, namespace, label_selector))
-        if kind not in self.lists:
-            raise ApiError(403, "Forbidden", f"{kind} is forbidden")
-        return self.lists[kind]
-
-    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        self.requests.append(("get", kind, namespace, name))
-        return self.objects.get(name)
-
-
 def test_the_shell_performs_each_declared_read_and_a_refused_one_is_unknown() -> None:
-    low = {"metadata": {"name": "low"}}
-    client = Answers({"PriorityClass": [low]}, {"cm": {"metadata": {"name": "cm"}}})
+    low = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}}
+    client = FakeClient().put(low, cm)
+    for kind in ("Pod", "Secret"):
+        client.fail("list", ApiError(403, "Forbidden", f"{kind} is forbidden"), kind=kind)
     by_name, missing = Read("v1", "ConfigMap", "cm", "ns"), Read("v1", "ConfigMap", "gone", "ns")
     selected, refused = Read("v1", "Pod", namespace="ns", label_selector="a=b"), Read("v1", "Secret")
     got = asyncio.run(reads.perform(client, [PRIORITY_CLASSES, by_name, missing, selected, refused]))
     assert got == {
-        PRIORITY_CLASSES: (low,),
-        by_name: ({"metadata": {"name": "cm"}},),
+        PRIORITY_CLASSES: (client.stored("scheduling.k8s.io/v1", "PriorityClass", "low"),),
+        by_name: (client.stored("v1", "ConfigMap", "cm", "ns"),),
         missing: (),
         selected: None,
         refused: None,
     }
-    assert ("list", "Pod", "ns", "a=b") in client.requests
+    assert ("list", "Pod", "ns", "a=b") in client.calls
 
 
 # --- key material -------------------------------------------------------------------------------------------------

@@ -457,7 +457,7 @@ def test_the_ui_shows_no_predecessors_jobset_pods_or_events() -> None:
 
 def test_an_event_in_the_trainjobs_creation_second_is_its_own_whatever_its_precision() -> None:
     """The scheduler's events carry microseconds (`eventTime`); the creation time has seconds only."""
-    events = [
+    events: list[dict[str, Any]] = [
         {"involvedObject": {"kind": "Pod", "name": "p"}, "eventTime": "2026-11-22T10:59:59.999999Z"},
         {"involvedObject": {"kind": "Pod", "name": "p"}, "eventTime": "2026-11-22T11:00:00.250000Z"},
         {"involvedObject": {"kind": "Pod", "name": "p"}, "lastTimestamp": "2026-11-22T11:00:00Z"},

@@ -207,14 +207,9 @@ def test_children(case: BuildCase) -> None:
 
 def test_a_resized_suspended_trainjob_deletes_its_jobset_in_the_foreground_instead_of_applying_it() -> None:
     built = plan.children(FRAMEWORK, JOB.suspend().obj(), TORCH.source(), Observed())
-    old = {
-        **built.writes[0].obj,
-        "metadata": {
-            **built.writes[0].obj["metadata"],
-            "uid": "js-uid",  # type: ignore[union-attr]
-            "resourceVersion": "5",
-        },
-    }  # type: ignore[union-attr]
+    jobset = built.writes[0]
+    assert not isinstance(jobset, plan.Delete)
+    old = {**jobset.obj, "metadata": {**jobset.obj["metadata"], "uid": "js-uid", "resourceVersion": "5"}}
     resized = plan.children(FRAMEWORK, JOB.suspend().trainer(numNodes=4).obj(), TORCH.source(), Observed(jobset=old))
     assert resized == plan.Children(
         (plan.Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default", "Foreground", "js-uid", "5"),), (), 4

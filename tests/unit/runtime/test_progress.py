@@ -260,7 +260,7 @@ JOBSET = {
 
 
 def edited(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    clone = json.loads(json.dumps(obj))
+    clone: dict[str, Any] = json.loads(json.dumps(obj))
     node = clone
     *parents, last = path.split(".")
     for part in parents:

@@ -4,11 +4,11 @@ the webhooks and the offline CLI say the same words for the same objects (both r
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from builders import RuntimeBuilder, TrainJobBuilder, replicated_job
+from fake_client import FakeClient
 from trainjob_operator.api import constants as c
 from trainjob_operator.controller.runtimes import RuntimeResolver
 from trainjob_operator.controller.store import Store
@@ -185,22 +185,12 @@ SAME_WORDS: dict[str, Row] = {
 }
 
 
-class NoApi:
-    """The API server behind the webhook's resolver: it has nothing beyond what the cache holds."""
-
-    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
-        return None
-
-    async def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        return []
-
-
 def webhook_says(row: Row) -> tuple[bool, str, list[str]]:
     store = Store()
     for runtime in row.runtimes:
         raw = runtime.raw()
         (store.runtimes if raw["kind"] == c.TRAINING_RUNTIME_KIND else store.cluster_runtimes).put(raw)
-    client: Any = NoApi()
+    client = FakeClient()  # the API server has nothing beyond what the cache holds
     hooks = Webhooks(
         FRAMEWORK, RuntimeResolver(client, store), store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     )

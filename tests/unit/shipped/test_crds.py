@@ -652,7 +652,9 @@ def _k8s_models() -> list[type[K8sModel]]:
 @pytest.mark.parametrize("model", _k8s_models(), ids=lambda m: m.__qualname__)
 def test_k8s_models_name_real_fields(model: type[K8sModel]) -> None:
     """The fields our Kubernetes models name exist (under their alias) in the definition they claim."""
-    definition = crdgen.k8s_definitions()[model.k8s_definition]  # type: ignore[attr-defined]
+    name = getattr(model, "k8s_definition", None)
+    assert isinstance(name, str)
+    definition = crdgen.k8s_definitions()[name]
     properties = set(definition["properties"])
     for name, info in model.model_fields.items():
         assert (info.alias or name) in properties, f"{model.__qualname__}.{name}"
@@ -742,7 +744,7 @@ def test_a_torch_runtime_is_not_pruned(crds: dict[str, dict[str, Any]]) -> None:
 
 
 def test_a_trainjob_with_patches_is_not_pruned(crds: dict[str, dict[str, Any]]) -> None:
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": c.API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": "job"},

@@ -108,9 +108,9 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
     wheels = tmp_path / "wheels"
-    run = lambda *cmd, **kw: subprocess.run(  # noqa: E731
-        [str(c) for c in cmd], cwd=kw.get("cwd", tmp_path), env=env, capture_output=True, text=True, timeout=600
-    )
+
+    def run(*cmd: object, cwd: Path = tmp_path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
     builder = tmp_path / "build"  # the build stage's Python
     assert run(sys.executable, "-m", "venv", builder).returncode == 0

@@ -159,7 +159,8 @@ def sdk_trainjob(**cache: Any) -> dict[str, Any]:
         initializer=trainer.Initializer(dataset=trainer.DataCacheInitializer(**cache)),
         trainer=trainer.CustomTrainer(func=train_fn, num_nodes=2),
     )
-    (body,) = backend.custom_api.created
+    created: list[dict[str, Any]] = backend.custom_api.created
+    (body,) = created
     assert body["metadata"]["name"] == name
     body["metadata"].update(namespace="default", uid="uid-1")
     return body

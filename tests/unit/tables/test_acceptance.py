@@ -59,7 +59,8 @@ def all_containers_runtime(**fields: Any) -> RuntimeBuilder:
 
 
 def normalized_ports(ctr: dict[str, Any]) -> list[dict[str, Any]]:
-    return ctr.get("ports", [])
+    ports: list[dict[str, Any]] = ctr.get("ports", [])
+    return ports
 
 
 # --- case 1 -------------------------------------------------------------------------------------------
@@ -936,6 +937,7 @@ def test_mpi_secret_is_not_rebuilt_when_it_exists() -> None:
 def test_mpi_generated_key_is_ecdsa_p521() -> None:
     import base64
 
+    from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     from trainjob_operator.keys import FRESH_KEYS
@@ -945,7 +947,7 @@ def test_mpi_generated_key_is_ecdsa_p521() -> None:
     objects = FRAMEWORK.desired_objects(TrainJobBuilder.make().trainer().obj(), mpi_runtime().source(), observed)
     (secret,) = by_kind(objects, "Secret")
     key = load_pem_private_key(base64.b64decode(secret["data"]["ssh-privatekey"]), password=None)
-    assert key.curve.name == "secp521r1"  # type: ignore[attr-defined]
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp521r1"
     assert base64.b64decode(secret["data"]["ssh-publickey"]).startswith(b"ecdsa-sha2-nistp521 AAAA")
 
 

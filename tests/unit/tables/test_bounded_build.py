@@ -9,6 +9,7 @@ import contextlib
 import time
 import tracemalloc
 from collections.abc import Iterator
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -59,7 +60,7 @@ def big_trainjobs(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, object]
         fields["numNodes"] = draw(COUNTS)
     if draw(st.booleans()):
         fields["numProcPerNode"] = draw(st.integers(1, 2**31 - 1))
-    if fields or draw(st.booleans()):
+    if bool(fields) or draw(st.booleans()):
         job = job.trainer(**fields)
     if runtime is FLUX and draw(st.booleans()):
         job = job.set("spec.trainer", {})  # a Flux TrainJob without numNodes: refused, never a failed build
@@ -104,7 +105,7 @@ def test_what_admission_accepts_builds_within_a_fixed_memory_and_time(
     assert took < BUILD_SECONDS, f"{took:.2f} s for {raw_job['spec']}"
 
 
-REFUSALS = {
+REFUSALS: dict[str, tuple[RuntimeBuilder, dict[str, Any], str]] = {
     "two billion MPI nodes are over an Indexed Job's limit": (
         MPI,
         {"numNodes": 2**31 - 1},

@@ -201,10 +201,13 @@ def runtimes(draw: st.DrawFn) -> tuple[RuntimeBuilder, str]:
 
 
 @st.composite
-def patches(draw: st.DrawFn, runtime: RuntimeBuilder) -> list[dict[str, Any]]:
+def patches(
+    draw: st.DrawFn, runtime: RuntimeBuilder
+) -> list[tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None]]:
+    """Runtime patches as (manager, jobs, metadata): the arguments of `TrainJobBuilder.patch`."""
     raw = runtime.raw()
     job_names = [rj["name"] for rj in raw["spec"]["template"]["spec"]["replicatedJobs"]]
-    entries = []
+    entries: list[tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None]] = []
     for i in range(draw(st.integers(0, 2))):
         jobs = []
         for job in draw(st.lists(st.sampled_from(job_names), unique=True, max_size=2)):

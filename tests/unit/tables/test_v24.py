@@ -19,7 +19,10 @@ from builders import (
     jobset_of,
     replicated_job,
 )
+from fake_client import FakeClient
 from trainjob_operator.api import constants as c
+from trainjob_operator.controller.runtimes import RuntimeResolver
+from trainjob_operator.controller.store import Store
 from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.prune import prune, unknown_field_warning
@@ -396,23 +399,12 @@ def test_only_a_never_started_suspended_jobset_is_rebuildable(jobset: dict[str, 
 # ---------------------------------------------------------------------------------------- the webhook handlers
 
 
-class _Jobsets:
-    def get(self, key: Any) -> None:
-        return None
-
-
-class _Store:
-    jobsets = _Jobsets()
-
-
-class _Runtimes:
-    """Just what the TrainJob webhook reads of the runtime lookup."""
-
-    def __init__(self, runtime: RuntimeBuilder) -> None:
-        self.runtime = runtime
-
-    async def lookup(self, kind: str, namespace: str, name: str) -> Any:
-        return self.runtime.source()
+def resolver_of(runtime: RuntimeBuilder, client: FakeClient) -> tuple[RuntimeResolver, Store]:
+    """The webhook's runtime lookup with `runtime` cached (and nothing else: no JobSet)."""
+    store = Store()
+    raw = runtime.raw()
+    (store.runtimes if raw["kind"] == c.TRAINING_RUNTIME_KIND else store.cluster_runtimes).put(raw)
+    return RuntimeResolver(client, store), store
 
 
 def webhooks(runtime: RuntimeBuilder) -> Any:
@@ -420,13 +412,9 @@ def webhooks(runtime: RuntimeBuilder) -> Any:
 
     from trainjob_operator.controller.webhooks import Webhooks
 
-    return Webhooks(
-        FRAMEWORK,
-        _Runtimes(runtime),
-        _Store(),
-        None,  # type: ignore[arg-type]
-        lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    )
+    client = FakeClient()
+    resolver, store = resolver_of(runtime, client)
+    return Webhooks(FRAMEWORK, resolver, store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
 
 
 @pytest.mark.parametrize("kind", [c.TRAINING_RUNTIME_KIND, c.CLUSTER_TRAINING_RUNTIME_KIND])
@@ -457,19 +445,16 @@ def test_trainjob_webhook_refuses_a_reserved_prte_env() -> None:
     )
 
 
-class _PriorityClasses:
-    """Answers the PriorityClass list the Volcano check needs (None: the list is refused)."""
+def priority_classes(names: list[str] | None) -> FakeClient:
+    """The API holding these PriorityClasses (None: their list is refused)."""
+    client = FakeClient().put(
+        *({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}} for n in names or ())
+    )
+    if names is None:
+        from trainjob_operator.k8s.client import ApiError
 
-    def __init__(self, names: list[str] | None) -> None:
-        self.names, self.calls = names, 0
-
-    async def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        self.calls += 1
-        if self.names is None:
-            from trainjob_operator.k8s.client import ApiError
-
-            raise ApiError(403, "Forbidden", "priorityclasses is forbidden")
-        return [{"metadata": {"name": name}} for name in self.names]
+        client.fail("list", ApiError(403, "Forbidden", "priorityclasses is forbidden"))
+    return client
 
 
 HIGH = RuntimeBuilder.make().volcano().job(c.NODE, "template.spec.template.spec.priorityClassName", "high")
@@ -495,13 +480,9 @@ def test_the_trainjob_webhook_checks_volcano_priority_classes(
     from trainjob_operator.controller.webhooks import Webhooks
 
     runtime, names, allowed, lists = case
-    client = _PriorityClasses(names)
-    hooks = Webhooks(
-        FRAMEWORK,
-        _Runtimes(runtime),
-        _Store(),
-        client,  # type: ignore[arg-type]
-        lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    )
+    client = priority_classes(names)
+    resolver, store = resolver_of(runtime, client)
+    hooks = Webhooks(FRAMEWORK, resolver, store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": TJ.raw()}))
-    assert (verdict.allowed, verdict.message, client.calls) == (allowed, "" if allowed else MISSING_HIGH, lists)
+    lists_sent = sum(call[0] == "list" for call in client.calls)
+    assert (verdict.allowed, verdict.message, lists_sent) == (allowed, "" if allowed else MISSING_HIGH, lists)
