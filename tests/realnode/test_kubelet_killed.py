@@ -91,7 +91,7 @@ def test_a_kubelet_killed_mid_run_fails_the_trainjob_and_leaves_nothing_running(
     eventually(lambda: containers(kube.cluster, namespace) == [], "no container left in containerd", timeout=150)
     assert condition(kube.get("trainjob", "fragile", namespace), "Failed") == failed
     print(
-        f"kubelet killed: node Unknown after {not_ready - killed:.1f}s ({len(orphaned)} containers still running on "
-        f"it, the Job {job_conditions}); kubelet back after {back - killed:.1f}s; TrainJob Failed {ended - back:.1f}s and nothing running "
+        f"kubelet killed: node Unknown after {not_ready - killed:.1f}s ({len(orphaned)} containers of the TrainJob "
+        f"still running, the Job {job_conditions}); kubelet back after {back - killed:.1f}s; TrainJob Failed {ended - back:.1f}s and nothing running "
         f"{cleaned - back:.1f}s after that"
     )
