@@ -67,7 +67,15 @@ def test_upstream_v230_in_the_recreate_sequence(
         def train(image: str) -> dict[str, Any]:
             return trainjob_object(namespace, "again", "torch", trainer={"image": image, "numNodes": 2})
 
-        kube.apply(torch_runtime(namespace), train("user/train:v2"))
+        kube.apply(torch_runtime(namespace))
+        # Kueue's TrainJob webhook answers "unsupported runtime: TrainingRuntime.trainer.kubeflow.org" for a moment
+        # after the Trainer CRDs were replaced above (it notices CRDs by polling; e2e_support.default_runtimes waits
+        # the same way): wait until every webhook admits the TrainJob (seen with `make test`'s lanes, 2026-11-25).
+        wait_for(
+            lambda: kube.apply(train("user/train:v2"), check=False).returncode == 0,
+            timeout=150,
+            what="the TrainJob admitted by every webhook",
+        )
         wait_for(lambda: condition(kube.get("trainjob", "again", namespace), "Complete"), timeout=120, what="v2")
         old_uid = (kube.get("trainjob", "again", namespace) or {})["metadata"]["uid"]
         with garbage_collector_held(cluster):
