@@ -148,7 +148,6 @@ TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
 lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
-REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
 REALNODE_PREBUILD := $(PY) hack/trainjob_dev/realnode_prebuild.py
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 
@@ -243,7 +242,7 @@ demo: $(STAMP) tools ## the operator on a local control plane: the example Train
 	@if [ "$$(id -u)" = 0 ] && [ -z "$$TRAINJOB_DEMO_KWOK" ]; then \
 		$(MAKE) --no-print-directory tools-nodes || echo "demo: the real nodes' parts could not be installed or built (above)"; \
 	fi
-	@$(PY) hack/demo.py
+	@flock -w 3600 $(REALNODE_LOCK) $(PY) hack/demo.py
 
 demo-down: ## stop the demo's operator and cluster
 	@$(PY) hack/demo.py down

@@ -356,6 +356,22 @@ def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: fl
         time.sleep(0.25)
 
 
+def foreign_holder(ip_addr_lines: str, nodes: list[RealNode]) -> str | None:
+    """The interface of `ip -o -4 addr show` output that holds one of `nodes`' addresses without being one of their
+    bridges: the real nodes of another cluster on this machine (say `make demo`'s, left up), whose pod network ours
+    would collide with (one real-node cluster per machine). None when the addresses are free."""
+    ours = {n.bridge for n in nodes}
+    wanted = {n.ip for n in nodes}
+    for line in ip_addr_lines.splitlines():
+        fields = line.split()
+        if len(fields) < 4 or fields[2] != "inet":
+            continue
+        interface, address = fields[1], fields[3].split("/")[0]
+        if address in wanted and interface not in ours:
+            return f"{interface} ({address})"
+    return None
+
+
 def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
     """Bring `count` real nodes into the running cluster `info` (kwok already restricted to its fake nodes).
     Everything started is recorded in ``info.real`` (saved to the state file) before it starts, so `down` undoes a
@@ -390,6 +406,13 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         )
     # What a run killed hard may have left (same cluster name, so the same bridges, chain and directories).
     down({**real, "processes": []})
+    holder = foreign_holder(cluster._run(["ip", "-o", "-4", "addr", "show"]).stdout, nodes)
+    if holder is not None:
+        raise cluster.ClusterError(
+            f"the real nodes' addresses are taken: {holder} belongs to the real nodes of another cluster on this "
+            "machine (one real-node cluster per machine): stop it first (`make demo-down`, `make cluster-down`, "
+            "or `hack/trainjob_dev/cluster.py down` with its TRAINJOB_CLUSTER_DIR)"
+        )
     info.real = real
     cluster._save_state(info)
 

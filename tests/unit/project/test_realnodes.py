@@ -152,3 +152,31 @@ def test_a_killed_kubelet_is_recorded_again_with_its_arguments_when_it_restarts(
         assert realnodes._alive(info.real, "kubelet-0")
     finally:
         realnodes.kill_kubelet(cast(cluster.ClusterInfo, info), 0)
+
+
+IP_ADDR = """1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
+2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\\       valid_lft forever preferred_lft forever
+{extra}"""
+
+FOREIGN_HOLDER_CASES = {
+    "no real nodes up: the addresses are free": ("", None),
+    "our own bridge from a run killed hard is no other cluster's": (
+        "7: {ours}    inet 10.244.1.1/24 scope global {ours}\\       valid_lft forever",
+        None,
+    ),
+    "another cluster's bridge holds the first node's address": (
+        "9: tjother-n0    inet 10.244.1.1/24 scope global tjother-n0\\       valid_lft forever",
+        "tjother-n0 (10.244.1.1)",
+    ),
+    "an address outside the nodes' is no collision": (
+        "9: tjother-n0    inet 10.245.1.1/24 scope global tjother-n0\\       valid_lft forever",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOREIGN_HOLDER_CASES))
+def test_foreign_holder(case: str, tmp_path: Path) -> None:
+    nodes = realnodes.plan("demo", 2, tmp_path)
+    extra, want = FOREIGN_HOLDER_CASES[case]
+    assert realnodes.foreign_holder(IP_ADDR.format(extra=extra.format(ours=nodes[0].bridge)), nodes) == want
