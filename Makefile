@@ -179,7 +179,7 @@ test-lane-c: $(STAMP) tools-upstream
 	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
 	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
 	@echo ">> session 5: MultiKueue across a manager and two workers (ours and upstream v2.3.0; lane C's fleet)"
-	@$(call lane_cluster,c) TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue \
+	@$(call lane_cluster,c) TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m "multikueue and not slow" \
 		--junitxml=$(TEST_RESULTS)/5-multikueue.xml
 
 test-lane-b: $(STAMP) tools-upstream

@@ -488,6 +488,10 @@ def test_a_high_priority_trainjob_preempts_a_low_one_under_multikueue(fleet: Fle
     eventually(lambda: complete("mk-low"), "the low one dispatched again and Complete", 150)
 
 
+# Not in `make test` (session 5 deselects `slow`), only in `make test-multikueue`: once in five runs on a 2-core machine
+# under two concurrent `make test`s, Kueue v0.19.2 had not given the lost worker up 120 s after its 30 s timeout
+# (2026-11-25); CI must give the same answer every time, so the bound is longer and the test runs by its own target.
+@pytest.mark.slow
 def test_a_worker_lost_mid_run_is_given_up_after_the_timeout(fleet: FleetUnderTest) -> None:
     """Kueue's design (pkg/controller/admissionchecks/multikueue/workload.go): while the worker that admitted a
     workload is unreachable the manager keeps it admitted for `workerLostTimeout` (30 s here, 15 min by default);
@@ -522,7 +526,7 @@ def test_a_worker_lost_mid_run_is_given_up_after_the_timeout(fleet: FleetUnderTe
         evicted = condition(workload(), "Evicted")
         return evicted if evicted and evicted["status"] == "True" else None
 
-    evicted = eventually(given_up, "the manager's Workload evicted after workerLostTimeout", 120)
+    evicted = eventually(given_up, "the manager's Workload evicted after workerLostTimeout", 300)
     print(f"\nworker lost: {evicted}")
     eventually(
         lambda: (manager.kube.get("trainjob", "mk-lost", NAMESPACE) or {})["spec"].get("suspend") is True,
