@@ -339,9 +339,21 @@ def _alive(real: dict[str, Any], name: str) -> bool:
     return False
 
 
+#: How long a process just started may still not show its binary in /proc/PID/cmdline (read while the kernel is in
+#: its execve, the file is empty): `_alive` checks the binary so that a recycled pid is never taken for ours, and
+#: without this grace a loaded machine made `up` report a CoreDNS that was starting as "exited" with an empty log
+#: (seen in the cold `make test` of 2026-11-25).
+EXEC_GRACE_S = 5.0
+
+
 def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: float) -> None:
+    started = time.monotonic()
+
     def ok() -> bool:
         if not _alive(real, name):
+            pid = next(int(p["pid"]) for p in real["processes"] if p["name"] == name)
+            if cluster._pid_alive(pid) and time.monotonic() - started < EXEC_GRACE_S:
+                return False
             log = next(Path(p["log"]) for p in real["processes"] if p["name"] == name)
             raise cluster.ClusterError(f"{name} exited; log {log}:\n{cluster._tail(log)}")
         return bool(fn())

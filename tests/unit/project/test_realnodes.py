@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import time
 import tomllib
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -180,3 +183,19 @@ def test_foreign_holder(case: str, tmp_path: Path) -> None:
     nodes = realnodes.plan("demo", 2, tmp_path)
     extra, want = FOREIGN_HOLDER_CASES[case]
     assert realnodes.foreign_holder(IP_ADDR.format(extra=extra.format(ours=nodes[0].bridge)), nodes) == want
+
+
+def test_a_process_that_has_not_shown_its_binary_yet_is_waited_for_not_reported_exited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within `EXEC_GRACE_S` of the start, a live pid whose /proc cmdline is not yet the binary is still starting."""
+    sleep = shutil.which("sleep")
+    assert sleep
+    real: dict[str, Any] = {"processes": []}
+    realnodes._start("coredns", [sleep, "30"], tmp_path / "coredns.log", real)
+    shown = iter([False, False, True])
+    monkeypatch.setattr(realnodes, "_alive", lambda real, name: next(shown))
+    try:
+        realnodes._wait_alive(real, "coredns", "CoreDNS ready", lambda: True, 10)
+    finally:
+        os.kill(real["processes"][0]["pid"], signal.SIGKILL)
