@@ -97,7 +97,8 @@ def wait(state: Path, timeout_s: float) -> int:
         time.sleep(POLL_S)
     waited = time.monotonic() - began
     status = (state / "rc").read_text().strip()
-    total = time.time() - float((state / "started").read_text())
+    # From the start to when the build wrote its exit code (not to now: `wait` may come long after the build ended).
+    total = (state / "rc").stat().st_mtime - float((state / "started").read_text())
     if status != "0":
         tail = (state / "build.log").read_text(errors="replace").splitlines()[-TAIL_LINES:]
         print(f"real-node build FAILED (exit {status}); last lines of {state / 'build.log'}:", file=sys.stderr)

@@ -1,6 +1,7 @@
 """`make test`'s background build of the real nodes' parts and images (hack/trainjob_dev/realnode_prebuild.py): `wait`
 says what happened, in one line, from the state the background build left."""
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ def test_wait(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert "libseccomp not found" in said.err
 
 
-def test_the_build_is_node_parts_then_every_image_then_the_operator_image() -> None:
+def test_the_build_is_node_parts_then_the_session_images_then_the_operator_image() -> None:
     steps = realnode_prebuild.build_command("/venv/bin/python").split(" && ")
     assert [step.split()[0:2] for step in steps] == [
         ["make", "--no-print-directory"],
@@ -52,3 +53,17 @@ def test_the_build_is_node_parts_then_every_image_then_the_operator_image() -> N
         ["/venv/bin/python", "-c"],
     ]
     assert steps[0].endswith("tools-nodes") and "images.build_operator" in steps[2]
+
+
+def test_wait_reports_how_long_the_build_took_not_how_long_ago_it_started(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The build ended 100 s after it started, an hour ago: `wait` says 100 s (a cold run printed the time since the
+    start, 2,688 s, for a build that had taken 1,452 s)."""
+    started = time.time() - 3600
+    (tmp_path / "started").write_text(f"{started}\n")
+    (tmp_path / "pid").write_text("1")
+    (tmp_path / "rc").write_text("0")
+    os.utime(tmp_path / "rc", (started + 100, started + 100))
+    assert realnode_prebuild.wait(tmp_path, timeout_s=0) == 0
+    assert "built in 100 s, waited 0 s" in capsys.readouterr().out
