@@ -139,11 +139,13 @@ test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control pl
 	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
 
 # `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
-# from the start (cold: ~25 min of builds), then lint, the tools, a benchmark smoke run and the sessions. Sessions 1-3
-# run as three lanes side by side (`make -j3`; TEST_LANES=1 runs them one after another), each cluster in a directory
-# and under a name of its own: lane A the chart and integration tests, lane B the unit tests (no cluster), then e2e
-# with Kueue, then the differential test, lane C the chaos tests. The lanes mostly wait on their clusters, so three
-# fit on 2 cores. Session 4 (real nodes, `realnode_ci`) runs after them under the machine's real-node lock.
+# from the start, then lint, the tools, a benchmark smoke run and the sessions, in three lanes side by side (`make
+# -j3`; TEST_LANES=1 runs them one after another), each cluster in a directory and under a name of its own: lane A
+# the chart and integration tests, then session 4 on real nodes (`realnode_ci`, under the machine's real-node lock,
+# once the background build is over); lane B the unit tests (no cluster), then e2e with Kueue, then the differential
+# test; lane C the chaos tests, then MultiKueue (session 5). The lanes mostly wait on their clusters, so three fit on
+# 2 cores; lane A's real nodes start when its kwok sessions end, about when lane B's e2e does, so no lane waits
+# for another.
 TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
@@ -161,18 +163,18 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
-	@echo ">> sessions 1-3 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
+	@echo ">> sessions 1-5 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
 	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c
-	@$(REALNODE_PREBUILD) wait
-	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes)
-	@echo ">> session 4: real nodes (realnode_ci: the chart, torch across nodes, MPI over SSH, progress from a pod, a failing rank)"
-	@flock -w 3600 $(REALNODE_LOCK) $(PYTEST) tests/realnode -q -m realnode_ci --junitxml=$(TEST_RESULTS)/4-realnode.xml
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
 # The lanes of `make test` (they expect the tools built and $(TEST_RESULTS) made; `make test` does both).
 test-lane-a: $(STAMP) tools-helm tools-browser
 	@echo ">> session 1a: chart and integration tests (lane A's control plane)"
 	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1a-chart-integration.xml
+	@$(REALNODE_PREBUILD) wait
+	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes)
+	@echo ">> session 4: real nodes (realnode_ci: the chart, torch across nodes, MPI over SSH, progress from a pod, a failing rank)"
+	@flock -w 3600 $(REALNODE_LOCK) $(PYTEST) tests/realnode -q -m realnode_ci --junitxml=$(TEST_RESULTS)/4-realnode.xml
 
 test-lane-c: $(STAMP) tools-upstream
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1

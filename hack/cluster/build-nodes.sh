@@ -9,7 +9,7 @@
 # | containerd, containerd-shim-runc-v2, ctr | containerd/go.mod: github.com/containerd/containerd/v2 |
 # | runc (cgo, seccomp via libseccomp-dev) | runc/go.mod: github.com/opencontainers/runc            |
 # | CNI bridge, host-local, loopback, portmap | cni/go.mod: github.com/containernetworking/plugins  |
-# | coredns                                | coredns/go.mod: github.com/coredns/coredns             |
+# | coredns (the Corefile's four plugins)  | coredns/main.go, coredns/go.mod: github.com/coredns/coredns |
 #
 # <key> hashes those go.mod/go.sum files, NODES_BUILD_VERSION, the Go version
 # and the libseccomp runc links against, so a warm cache makes this a no-op.
@@ -19,7 +19,7 @@
 # Needs Debian's libseccomp-dev, gcc and pkg-config (make tools-nodes-debs).
 set -euo pipefail
 
-NODES_BUILD_VERSION=1   # bump when the way node parts are built changes
+NODES_BUILD_VERSION=2   # bump when the way node parts are built changes
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=hack/cluster/lib.sh
@@ -41,6 +41,7 @@ nodes_key() {
     for d in "$HERE" "$HERE/containerd" "$HERE/runc" "$HERE/cni" "$HERE/coredns"; do
       cat "$d/go.mod" "$d/go.sum"
     done
+    cat "$HERE/coredns/main.go"
     grep -m1 '^NODES_BUILD_VERSION=' "$HERE/build-nodes.sh"
     GOTOOLCHAIN=local go env GOVERSION
     dpkg-query -W -f '${Version}' libseccomp-dev 2>/dev/null || echo "no libseccomp-dev"
@@ -92,7 +93,7 @@ has() { [[ -x "$OUT/$1" ]]; }
 if ! has bin/kubelet || ! has bin/kube-proxy; then
   # Same module, versions and stamps as the control plane (build.sh).
   (cd "$HERE" && go_build kubelet "kubelet, kube-proxy $K8S_VERSION" -- \
-    -trimpath -tags selinux,notest,grpcnotrace -ldflags "$(k8s_ldflags "$K8S_VERSION")" -o "$OUT/bin/" \
+    -trimpath -tags "$GO_TAGS" -ldflags "$(k8s_ldflags "$K8S_VERSION")" -o "$OUT/bin/" \
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 fi
 if ! has bin/containerd || ! has bin/containerd-shim-runc-v2 || ! has bin/ctr; then
@@ -125,7 +126,7 @@ if [[ $cni_missing == 1 ]]; then
 fi
 if ! has bin/coredns; then
   (cd "$HERE/coredns" && go_build coredns "coredns $COREDNS_VERSION" -- \
-    -trimpath -ldflags "-s -w" -o "$OUT/bin/coredns" github.com/coredns/coredns)
+    -trimpath -ldflags "-s -w" -o "$OUT/bin/coredns" .)
 fi
 
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local control-plane toolset from the Go modules pinned in
-# hack/cluster (and hack/cluster/kueue, hack/cluster/helm for the optional
+# hack/cluster (Kueue among them, and hack/cluster/helm for the optional
 # parts) into a cache outside the repository:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>
@@ -93,7 +93,7 @@ built_any=0
 if missing kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl jobset; then
   built_any=1
   (cd "$HERE" && go_build core "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION; kwok, kwokctl $KWOK_VERSION; jobset $JOBSET_VERSION" -- \
-    -trimpath -tags selinux,notest,grpcnotrace -ldflags "$LD" -o "$BIN/" \
+    -trimpath -tags "$GO_TAGS" -ldflags "$LD" -o "$BIN/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
@@ -115,9 +115,10 @@ if missing controller-gen; then
 fi
 if [[ $want_kueue == 1 ]] && missing kueue; then
   built_any=1
-  KUEUE_VERSION=$(mod_version sigs.k8s.io/kueue "$HERE/kueue")
-  (cd "$HERE/kueue" && go_build kueue "kueue $KUEUE_VERSION" -- \
-    -trimpath -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+  KUEUE_VERSION=$(mod_version sigs.k8s.io/kueue)
+  # In the control plane's own module (go.mod): the packages Kueue shares with the core come from the Go cache.
+  (cd "$HERE" && go_build kueue "kueue $KUEUE_VERSION" -- \
+    -trimpath -tags "$GO_TAGS" -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
     -o "$BIN/kueue" sigs.k8s.io/kueue/cmd/kueue)
 fi
 if [[ $want_helm == 1 ]] && missing helm; then
@@ -157,7 +158,7 @@ export_manifests() {
   mkdir -p "$tmp/trainer"
   cp "$trainer"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/"
   if [[ -x "$BIN/kueue" ]]; then
-    "$BIN/kubectl" kustomize "$(mod_dir sigs.k8s.io/kueue "$HERE/kueue")/config/default" >"$tmp/kueue.yaml" 2>>"$LOG_DIR/kustomize.log"
+    "$BIN/kubectl" kustomize "$(mod_dir sigs.k8s.io/kueue)/config/default" >"$tmp/kueue.yaml" 2>>"$LOG_DIR/kustomize.log"
   fi
   chmod -R u+w "$tmp"
   {
@@ -166,7 +167,7 @@ export_manifests() {
     echo "scheduler-plugins $(mod_version sigs.k8s.io/scheduler-plugins)"
     echo "trainer $(mod_version github.com/kubeflow/trainer/v2)"
     echo "volcano-podgroup-crd volcano.sh/apis $(mod_version volcano.sh/apis "$HERE/volcano") (controller-gen $(mod_version sigs.k8s.io/controller-tools "$HERE/volcano"))"
-    [[ -x "$BIN/kueue" ]] && echo "kueue $(mod_version sigs.k8s.io/kueue "$HERE/kueue")"
+    [[ -x "$BIN/kueue" ]] && echo "kueue $(mod_version sigs.k8s.io/kueue)"
     true
   } >"$tmp/VERSIONS"
   rm -rf "$SHARE"; mv "$tmp" "$SHARE"

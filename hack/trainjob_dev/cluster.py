@@ -656,7 +656,7 @@ def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
         return None
     return (
         f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
-        "hack/cluster/kueue/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+        "hack/cluster/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
     )
 
 

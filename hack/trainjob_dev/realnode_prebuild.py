@@ -42,11 +42,19 @@ SESSION_IMAGES = ("pause", "busybox", "python", "torch", "sdk", "mpi")
 
 
 def build_command(python: str) -> str:
-    """The background build: node parts (make tools-nodes), the images session 4 needs, then the operator image."""
+    """The background build: the images session 4 needs, the control plane's binaries, the node parts, then the
+    operator image.
+
+    Images first: they are mostly downloads and file copies, which leave the CPU to the control plane's compile in
+    the foreground. The control plane before kubelet and kube-proxy: they share its module and most of its packages,
+    and two `go build`s compiling the same packages at the same time both compile them (the Go cache dedupes only
+    finished work). `build.sh` takes the tool cache's lock, so when the foreground's build holds it this step waits
+    and then finds the core built."""
     py = shlex.quote(python)
     steps = [
-        "make --no-print-directory tools-nodes",
         f"{py} hack/trainjob_dev/images.py {' '.join(SESSION_IMAGES)}",
+        "bash hack/cluster/build.sh",
+        "make --no-print-directory tools-nodes",
         f"{py} -c 'from pathlib import Path; from trainjob_dev import images; images.build_operator(Path.cwd())'",
     ]
     return " && ".join(steps)

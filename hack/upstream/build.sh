@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build the upstream Kubeflow Trainer controller (v2.3.0, pinned by
-# hack/upstream/go.mod) for the differential test, into the tool cache of
-# hack/cluster/build.sh:
+# hack/cluster/go.mod, the control plane's module: the packages it shares with
+# the core come from the Go cache) for the differential test, into the tool
+# cache of hack/cluster/build.sh:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/trainer-controller-manager
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/share/trainer/   (upstream CRDs, webhook
 #                                                                          configurations, runtimes)
 #
-# <key> hashes hack/upstream/go.mod + go.sum, this script's BUILD_VERSION and
+# <key> hashes hack/cluster/go.mod + go.sum, this script's BUILD_VERSION and
 # the Go version (the same recipe as hack/cluster/lib.sh's tools_key), so a
 # warm cache makes this a no-op.
 #
@@ -20,10 +21,11 @@ BUILD_VERSION=1   # bump when the way the binary is built changes
 UPSTREAM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=hack/cluster/lib.sh
 . "$UPSTREAM_DIR/../cluster/lib.sh"
+MODULE_DIR=$CLUSTER_HACK_DIR   # the Go module that pins the controller (its `tool` block)
 
 upstream_key() {
   {
-    cat "$UPSTREAM_DIR/go.mod" "$UPSTREAM_DIR/go.sum"
+    cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum"
     grep -m1 '^BUILD_VERSION=' "$UPSTREAM_DIR/build.sh"
     GOTOOLCHAIN=local go env GOVERSION
   } | sha256sum | cut -c1-16
@@ -62,19 +64,19 @@ if ! flock -n 9; then
 fi
 
 MOD=github.com/kubeflow/trainer/v2
-VERSION=$(mod_version "$MOD" "$UPSTREAM_DIR")
+VERSION=$(mod_version "$MOD" "$MODULE_DIR")
 t_start=$(date +%s)
 if [[ ! -x $BIN/trainer-controller-manager ]]; then
   # lib.sh's go_build: progress lines every 20 s, the log's tail on failure.
-  (cd "$UPSTREAM_DIR" && go_build upstream-trainer "$MOD/cmd/trainer-controller-manager $VERSION" -- \
-    -trimpath -ldflags "-s -w" -o "$BIN/trainer-controller-manager.tmp" "$MOD/cmd/trainer-controller-manager")
+  (cd "$MODULE_DIR" && go_build upstream-trainer "$MOD/cmd/trainer-controller-manager $VERSION" -- \
+    -trimpath -tags "$GO_TAGS" -ldflags "-s -w" -o "$BIN/trainer-controller-manager.tmp" "$MOD/cmd/trainer-controller-manager")
   mv "$BIN/trainer-controller-manager.tmp" "$BIN/trainer-controller-manager"
 fi
 
 # Upstream's CRDs and default runtimes, copied out of the module cache so the
 # differential test needs only this directory. They are applied only to the
 # throw-away cluster of the differential run and never committed.
-src=$(mod_dir "$MOD" "$UPSTREAM_DIR")
+src=$(mod_dir "$MOD" "$MODULE_DIR")
 tmp="$BIN/share.tmp"
 rm -rf "$tmp"; mkdir -p "$tmp/trainer/crds" "$tmp/trainer/runtimes" "$tmp/trainer/webhook"
 cp "$src"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$tmp/trainer/crds/"

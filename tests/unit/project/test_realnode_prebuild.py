@@ -45,14 +45,15 @@ def test_wait(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert "libseccomp not found" in said.err
 
 
-def test_the_build_is_node_parts_then_the_session_images_then_the_operator_image() -> None:
+def test_the_build_is_the_session_images_then_the_control_plane_then_node_parts_then_the_operator_image() -> None:
     steps = realnode_prebuild.build_command("/venv/bin/python").split(" && ")
     assert [step.split()[0:2] for step in steps] == [
-        ["make", "--no-print-directory"],
         ["/venv/bin/python", "hack/trainjob_dev/images.py"],
+        ["bash", "hack/cluster/build.sh"],
+        ["make", "--no-print-directory"],
         ["/venv/bin/python", "-c"],
     ]
-    assert steps[0].endswith("tools-nodes") and "images.build_operator" in steps[2]
+    assert steps[2].endswith("tools-nodes") and "images.build_operator" in steps[3]
 
 
 def test_wait_reports_how_long_the_build_took_not_how_long_ago_it_started(
