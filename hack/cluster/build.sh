@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local control-plane toolset from the Go modules pinned in
-# hack/cluster (Kueue among them, and hack/cluster/helm for the optional
-# parts) into a cache outside the repository:
+# hack/cluster (the optional Kueue and helm among them) into a cache outside
+# the repository:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>
 #
@@ -123,9 +123,9 @@ if [[ $want_kueue == 1 ]] && missing kueue; then
 fi
 if [[ $want_helm == 1 ]] && missing helm; then
   built_any=1
-  HELM_VERSION=$(mod_version helm.sh/helm/v3 "$HERE/helm")
-  (cd "$HERE/helm" && go_build helm "helm $HELM_VERSION" -- \
-    -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+  HELM_VERSION=$(mod_version helm.sh/helm/v3)
+  (cd "$HERE" && go_build helm "helm $HELM_VERSION" -- \
+    -trimpath -tags "$GO_TAGS" -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
     -o "$BIN/helm" helm.sh/helm/v3/cmd/helm)
 fi
 

@@ -9,7 +9,7 @@ REPO_ROOT=$(cd "$CLUSTER_HACK_DIR/../.." && pwd)
 tools_key() {
   {
     local d
-    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/helm" "$CLUSTER_HACK_DIR/volcano"; do
+    for d in "$CLUSTER_HACK_DIR" "$CLUSTER_HACK_DIR/volcano"; do
       [[ -f $d/go.mod ]] && cat "$d/go.mod"
       [[ -f $d/go.sum ]] && cat "$d/go.sum"
     done
@@ -77,7 +77,7 @@ go_build() {
 }
 
 # The build tags of every Go binary built from the control plane's module (hack/cluster/go.mod: the core, kubelet
-# and kube-proxy, Kueue, upstream's Trainer controller). The Go build cache keys a package by its sources, its
+# and kube-proxy, Kueue, helm, upstream's Trainer controller). The Go build cache keys a package by its sources, its
 # dependencies' versions and the flags: one module and one set of tags and flags mean each shared package is
 # compiled once, so cold, Kueue and upstream's controller compile only their own packages.
 GO_TAGS=selinux,notest,grpcnotrace
