@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -70,6 +71,11 @@ NODE_MONITOR_OPTIONS = {
     "kubeControllerManagerNodeMonitorPeriodMilliseconds": 5000,
 }
 CONTAINERD_TIMEOUT_S = 60.0
+#: The kubelet's device manager listens here whatever its --root-dir (k8s.io/kubelet's deviceplugin/v1beta1
+#: `KubeletSocket`): one path for every kubelet on the machine.
+KUBELET_DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+#: How long a starting kubelet may take to bind that socket (seconds; about 1 s on a quiet machine).
+KUBELET_SOCKET_TIMEOUT_S = 60.0
 
 NODE_PARTS = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "coredns")
 CNI_PLUGINS = ("bridge", "host-local", "loopback", "portmap")
@@ -368,6 +374,14 @@ def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: fl
         time.sleep(0.25)
 
 
+def _bound_since(socket: Path, since: float) -> bool:
+    """Whether a process bound `socket` at or after `since` (wall-clock seconds): binding creates the file anew."""
+    try:
+        return socket.stat().st_mtime >= since - 1.0
+    except FileNotFoundError:
+        return False
+
+
 def foreign_holder(ip_addr_lines: str, nodes: list[RealNode]) -> str | None:
     """The interface of `ip -o -4 addr show` output that holds one of `nodes`' addresses without being one of their
     bridges: the real nodes of another cluster on this machine (say `make demo`'s, left up), whose pod network ours
@@ -498,8 +512,21 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         for name in image_refs:
             _ctr(bins, n, "images", "import", str(images.archive(name)), timeout=600)
 
-    # kubelet per node.
+    # kubelet per node, one after another: the device manager's socket is at a fixed path, not under --root-dir
+    # (KUBELET_DEVICE_PLUGIN_SOCKET). Started together, one kubelet empties that directory while the other binds
+    # there; the bind fails with "address already in use" and that kubelet exits ("Failed to start
+    # ContainerManager"). Each kubelet therefore starts once the one before has bound it.
+    previous_started = 0.0
     for n in nodes:
+        if n.index > 0:
+            _wait_alive(
+                real,
+                f"kubelet-{n.index - 1}",
+                f"kubelet-{n.index - 1}'s device-plugin socket {KUBELET_DEVICE_PLUGIN_SOCKET}",
+                functools.partial(_bound_since, KUBELET_DEVICE_PLUGIN_SOCKET, previous_started),
+                KUBELET_SOCKET_TIMEOUT_S,
+            )
+        previous_started = time.time()
         port, healthz = cluster._free_port(), cluster._free_port()
         cfg = n.base / "kubelet.json"
         cfg.write_text(json.dumps(kubelet_config(n, port=port, healthz_port=healthz, dns=dns), indent=2) + "\n")
@@ -537,6 +564,12 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
     cluster._save_state(info)
 
     def all_ready() -> bool:
+        for n in nodes:
+            pid = next(int(p["pid"]) for p in real["processes"] if p["name"] == f"kubelet-{n.index}")
+            if not cluster._pid_alive(pid):
+                raise cluster.ClusterError(
+                    f"kubelet of {n.name} exited:\n{cluster._tail(logs / f'real-kubelet-{n.index}.log')}"
+                )
         ready = 0
         for node in info.kubectl_json("get", "nodes", "-l", f"{REAL_NODE_LABEL}=true").get("items", []):
             for c in node.get("status", {}).get("conditions", []):

@@ -199,3 +199,15 @@ def test_a_process_that_has_not_shown_its_binary_yet_is_waited_for_not_reported_
         realnodes._wait_alive(real, "coredns", "CoreDNS ready", lambda: True, 10)
     finally:
         os.kill(real["processes"][0]["pid"], signal.SIGKILL)
+
+
+def test_a_kubelet_has_bound_the_device_plugin_socket_once_the_file_is_made_after_its_start(tmp_path: Path) -> None:
+    """Two kubelets share one device-plugin socket path; the second starts once the first has bound it."""
+    socket = tmp_path / "kubelet.sock"
+    started = time.time()
+    assert not realnodes._bound_since(socket, started), "no file yet"
+    socket.touch()
+    os.utime(socket, (started - 60, started - 60))
+    assert not realnodes._bound_since(socket, started), "a file left by an earlier kubelet"
+    os.utime(socket, (started, started))
+    assert realnodes._bound_since(socket, started), "bound by the kubelet started at `started`"
