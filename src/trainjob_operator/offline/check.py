@@ -96,9 +96,6 @@ def crd_schema(kind: str) -> Schema | None:
     return schema
 
 
-PRESERVED: Final[Schema] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-
-
 @cache
 def runtime_schema(kind: str, ml_sources: tuple[str, ...]) -> Schema | None:
     """`crd_schema(kind)` for a runtime kind, with every `mlPolicy` source among `ml_sources`
@@ -111,7 +108,8 @@ def runtime_schema(kind: str, ml_sources: tuple[str, ...]) -> Schema | None:
     missing = [name for name in ml_sources if name not in known]
     if schema is None or policy is None or not missing:
         return schema
-    extended = {**policy, "properties": {**known, **dict.fromkeys(missing, PRESERVED)}}
+    kept = {name: {"type": "object", "x-kubernetes-preserve-unknown-fields": True} for name in missing}
+    extended = {**policy, "properties": {**known, **kept}}
     spec = schema["properties"]["spec"]
     return {
         **schema,
