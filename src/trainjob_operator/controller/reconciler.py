@@ -308,9 +308,8 @@ class Reconciler:
                 configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
             except ApiError as err:
                 raise Failure(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
-            fresh = plan.snapshot_source(
-                job, configmap, self.framework.runtime_models()
-            )  # checks owner and runtimeRef every time
+            # Checks owner and runtimeRef every time; parsed with the framework's runtime models.
+            fresh = plan.snapshot_source(job, configmap, self.framework.runtime_models())
             text = str(((configmap or {}).get("data") or {}).get("runtime"))
             return self.store.known.shared_source(uid, text, fresh)  # one parsed runtime per distinct snapshot
         self.store.known.snapshots[uid] = source
