@@ -48,8 +48,8 @@ from pydantic_core import core_schema
 from trainjob_operator.api import constants as c
 from trainjob_operator.api import rules
 from trainjob_operator.api.core import ObjectMeta
-from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.runtime.pipeline import Framework
 
 Schema = dict[str, Any]
 
@@ -465,6 +465,10 @@ class CrdKind:
         return f"{c.GROUP}_{self.plural}.yaml"
 
 
+TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME = Framework.from_registry().runtime_models()
+"""The registry's runtime models: a framework plugin's `mlPolicy` source (`ClaimsTrainer.policy_source`) and the
+one-of rule over it land in the runtime CRDs with no edit here (the shipped models when no plugin brings one)."""
+
 KINDS: Final = (
     CrdKind(
         TrainJob,
@@ -495,9 +499,9 @@ KINDS: Final = (
             {"name": "Active", "type": "string", "jsonPath": ".status.jobsStatus[?(@.active>0)].name", "priority": 1},
         ),
     ),
-    CrdKind(TrainingRuntime, c.TRAINING_RUNTIME_KIND, c.PLURALS[c.TRAINING_RUNTIME_KIND], "Namespaced"),
+    CrdKind(TRAINING_RUNTIME, c.TRAINING_RUNTIME_KIND, c.PLURALS[c.TRAINING_RUNTIME_KIND], "Namespaced"),
     CrdKind(
-        ClusterTrainingRuntime,
+        CLUSTER_TRAINING_RUNTIME,
         c.CLUSTER_TRAINING_RUNTIME_KIND,
         c.PLURALS[c.CLUSTER_TRAINING_RUNTIME_KIND],
         "Cluster",

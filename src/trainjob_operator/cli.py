@@ -24,6 +24,7 @@ from .offline import commands, forked
 from .offline.inputs import PROG
 from .offline.workers import PER_WORKER
 from .runtime.errors import render_value
+from .runtime.pipeline import Framework
 
 FIELD_VALIDATION = ("strict", "warn", "ignore")
 """kubectl's `--validate` values: what an unknown field does (an error, a warning, nothing); true/false are strict/ignore."""
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .ui.server import run as run_ui  # imported lazily: aiohttp's server only for the UI
 
         return int(run_ui(argv[1:]))
-    return commands.run(parser().parse_args(argv))
+    return commands.run(parser().parse_args(argv), Framework.from_registry())
 
 
 if __name__ == "__main__":

@@ -188,22 +188,27 @@ class ClusterTrainingRuntime(ApiModel):
 
 
 AnyRuntime = TrainingRuntime | ClusterTrainingRuntime
+RuntimeModels = tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]
+"""The models a runtime object is parsed with: (TrainingRuntime, ClusterTrainingRuntime), the shipped ones or those a
+registry's framework plugins extend (`with_ml_policy_sources`, `Framework.runtime_models`)."""
+SHIPPED_MODELS: RuntimeModels = (TrainingRuntime, ClusterTrainingRuntime)
 
 
-def runtime_model(kind: object) -> type[TrainingRuntime] | type[ClusterTrainingRuntime]:
-    """The model of a runtime object of `kind`: a TrainingRuntime for that kind, else a ClusterTrainingRuntime (the
-    default kind of a `runtimeRef`; another kind fails the model's `kind` literal)."""
-    return TrainingRuntime if kind == c.TRAINING_RUNTIME_KIND else ClusterTrainingRuntime
+def runtime_model(
+    kind: object, models: RuntimeModels = SHIPPED_MODELS
+) -> type[TrainingRuntime] | type[ClusterTrainingRuntime]:
+    """The model of a runtime object of `kind` among `models`: the TrainingRuntime one for that kind, else the
+    ClusterTrainingRuntime one (the default kind of a `runtimeRef`; another kind fails the model's `kind` literal)."""
+    training, cluster = models
+    return training if kind == c.TRAINING_RUNTIME_KIND else cluster
 
 
-def with_ml_policy_sources(
-    sources: Mapping[str, type[ApiModel]],
-) -> tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]:
+def with_ml_policy_sources(sources: Mapping[str, type[ApiModel]]) -> RuntimeModels:
     """The runtime models with more framework sources under `spec.mlPolicy`, one optional field each (by Python
     name; a framework plugin's `ClaimsTrainer.policy_source`), and the one-of rule over all of them: what the CRDs
     and the parsing of a registry whose plugins bring their own sources are generated from."""
     if not sources:
-        return TrainingRuntime, ClusterTrainingRuntime
+        return SHIPPED_MODELS
     fields: dict[str, Any] = {name: (source | None, None) for name, source in sources.items()}
     policy = create_model("MLPolicy", __base__=MLPolicy, __module__=__name__, **fields)
     policy.model_config["json_schema_extra"] = x_validations(

@@ -64,7 +64,7 @@ class Manager:
     def __post_init__(self) -> None:
         self.gauge = StateGauge(self.metrics)
         self.watched = self.framework.watched()
-        self.runtimes = RuntimeResolver(self.client, self.store)
+        self.runtimes = RuntimeResolver(self.client, self.store, self.framework.runtime_models())
         self.reconciler = Reconciler(
             self.client,
             self.store,

@@ -67,7 +67,7 @@ class Reconciler:
 
     def __post_init__(self) -> None:
         if self.runtimes is None:
-            self.runtimes = RuntimeResolver(self.client, self.store)
+            self.runtimes = RuntimeResolver(self.client, self.store, self.framework.runtime_models())
 
     async def lookup_runtime(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
         assert self.runtimes is not None
@@ -230,7 +230,11 @@ class Reconciler:
                 source = await self.lookup_runtime(ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND, job.namespace, ref.name)
                 if source is None:
                     configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
-                    source = runtime_from_snapshot(job, configmap) if configmap is not None else None
+                    source = (
+                        runtime_from_snapshot(job, configmap, self.framework.runtime_models())
+                        if configmap is not None
+                        else None
+                    )
             except (ApiError, ValidationError, BuildError) as err:
                 log.warning(
                     "cannot read the runtime's run policy", namespace=job.namespace, name=job.name, error=str(err)
@@ -304,7 +308,8 @@ class Reconciler:
                 configmap = await self.client.get("v1", "ConfigMap", snapshot_name(job), job.namespace)
             except ApiError as err:
                 raise Failure(c.REASON_APPLY_FAILED, f"cannot read the runtime snapshot: {err}") from err
-            fresh = plan.snapshot_source(job, configmap)  # checks owner and runtimeRef every time
+            # Checks owner and runtimeRef every time; parsed with the framework's runtime models.
+            fresh = plan.snapshot_source(job, configmap, self.framework.runtime_models())
             text = str(((configmap or {}).get("data") or {}).get("runtime"))
             return self.store.known.shared_source(uid, text, fresh)  # one parsed runtime per distinct snapshot
         self.store.known.snapshots[uid] = source

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import constants as c
-from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
+from ..api.runtime import RuntimeModels
 from ..k8s.client import KubeClient, is_transient
 from ..runtime.info import RuntimeSource
 from ..runtime.review import RuntimeKey
@@ -35,6 +35,9 @@ async def _read(call: Callable[[], Awaitable[dict[str, Any] | None]]) -> dict[st
 class RuntimeResolver:
     client: KubeClient
     store: Store
+    models: RuntimeModels
+    """What runtimes are parsed with: the framework's (`Framework.runtime_models`), so a framework plugin's
+    `mlPolicy` source survives the read."""
     sources: dict[tuple[Any, ...], RuntimeSource] = field(default_factory=dict)
 
     async def lookup(self, kind: str, namespace: str, name: str) -> RuntimeSource | None:
@@ -48,9 +51,10 @@ class RuntimeResolver:
             raw = await _read(lambda: self.client.get(c.API_VERSION, kind, name, None if cluster_wide else namespace))
             if raw is not None:
                 cache.put(raw)
-        model = ClusterTrainingRuntime if cluster_wide else TrainingRuntime
         if raw is None:
             return None
+        training, cluster = self.models
+        model = cluster if cluster_wide else training
         meta = raw.get("metadata") or {}
         version = (kind, meta.get("namespace"), meta.get("name"), meta.get("resourceVersion"))
         source = self.sources.get(version)

@@ -8,7 +8,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..api import constants as c
-from ..api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from ..api.trainjob import TrainJob
 from ..k8s.client import KubeClient
 from ..logs import get
@@ -81,18 +80,16 @@ class Webhooks:
         )
         return verdict(review_trainjob(self.framework, old, new, runtime, observed))
 
-    async def _validate_runtime(
-        self, review: dict[str, Any], kind: str, model: type[TrainingRuntime] | type[ClusterTrainingRuntime]
-    ) -> Verdict:
+    async def _validate_runtime(self, review: dict[str, Any], kind: str) -> Verdict:
         if not reviewed(kind, review.get("operation")):
             return Verdict()
-        runtime, errors = parse(model, review.get("object"))
+        runtime, errors = parse(self.framework.runtime_model(kind), review.get("object"))
         if runtime is None:
             return verdict(review_unparsed(errors))
         return verdict(review_runtime(runtime))
 
     async def validate_training_runtime(self, review: dict[str, Any]) -> Verdict:
-        return await self._validate_runtime(review, c.TRAINING_RUNTIME_KIND, TrainingRuntime)
+        return await self._validate_runtime(review, c.TRAINING_RUNTIME_KIND)
 
     async def validate_cluster_training_runtime(self, review: dict[str, Any]) -> Verdict:
-        return await self._validate_runtime(review, c.CLUSTER_TRAINING_RUNTIME_KIND, ClusterTrainingRuntime)
+        return await self._validate_runtime(review, c.CLUSTER_TRAINING_RUNTIME_KIND)

@@ -96,12 +96,39 @@ def crd_schema(kind: str) -> Schema | None:
     return schema
 
 
-def pruned(doc: Document, warnings: list[str], unknown_fields: str) -> tuple[dict[str, Any], FieldError | None]:
+@cache
+def runtime_schema(kind: str, ml_sources: tuple[str, ...]) -> Schema | None:
+    """`crd_schema(kind)` for a runtime kind, with every `mlPolicy` source among `ml_sources`
+    (`Framework.one_ml_policy_sources`) that the shipped CRD lacks kept whole: a framework plugin registered where
+    the shipped CRDs were not generated from (`make crds` generates them from the registry) keeps its source, which
+    its model then parses."""
+    schema = crd_schema(kind)
+    policy = ((schema or {}).get("properties", {}).get("spec", {}).get("properties", {})).get("mlPolicy")
+    known = (policy or {}).get("properties", {})
+    missing = [name for name in ml_sources if name not in known]
+    if schema is None or policy is None or not missing:
+        return schema
+    kept = {name: {"type": "object", "x-kubernetes-preserve-unknown-fields": True} for name in missing}
+    extended = {**policy, "properties": {**known, **kept}}
+    spec = schema["properties"]["spec"]
+    return {
+        **schema,
+        "properties": {
+            **schema["properties"],
+            "spec": {**spec, "properties": {**spec["properties"], "mlPolicy": extended}},
+        },
+    }
+
+
+def pruned(
+    doc: Document, warnings: list[str], unknown_fields: str, framework: Framework | None = None
+) -> tuple[dict[str, Any], FieldError | None]:
     """The object as the API server would store it, and the API server's refusal when it has fields the schema does
     not know and `unknown_fields` is "strict" (kubectl's default); with "warn" each dropped field is named in a
-    warning instead, with "ignore" nowhere."""
+    warning instead, with "ignore" nowhere. `framework`: whose `mlPolicy` sources a runtime's schema knows (None: a
+    TrainJob's, whose schema no plugin extends)."""
     kind = str(doc.raw.get("kind"))
-    schema = crd_schema(kind)
+    schema = crd_schema(kind) if framework is None else runtime_schema(kind, framework.one_ml_policy_sources())
     if schema is None:
         return doc.raw, None
     result, paths = prune(doc.raw, schema)
@@ -117,7 +144,9 @@ def check(inputs: Inputs, framework: Framework, unknown_fields: str = "strict") 
     """CRD-level and admission validation of every runtime and TrainJob, as the API server and the webhooks
     would run them. A TrainJob whose runtime is not among the inputs is reported in `unusable`; an object the checks
     cannot handle at all raises UsageError."""
-    return check_trainjobs(inputs.trainjobs, check_runtimes(inputs, unknown_fields), framework, unknown_fields)
+    return check_trainjobs(
+        inputs.trainjobs, check_runtimes(inputs, framework, unknown_fields), framework, unknown_fields
+    )
 
 
 @contextlib.contextmanager
@@ -131,10 +160,11 @@ def _checking() -> Iterator[None]:
         raise UsageError(f"cannot check the input: {describe(err)}") from err
 
 
-def check_runtimes(inputs: Inputs, unknown_fields: str = "strict") -> Checked:
-    """The runtimes' checks: their catalog for the TrainJobs, and what is wrong with them (`check`)."""
+def check_runtimes(inputs: Inputs, framework: Framework, unknown_fields: str = "strict") -> Checked:
+    """The runtimes' checks, parsed with `framework`'s models (`Framework.runtime_models`): their catalog for the
+    TrainJobs, and what is wrong with them (`check`)."""
     with _checking():
-        return _check_runtimes(inputs, unknown_fields)
+        return _check_runtimes(inputs, framework, unknown_fields)
 
 
 def check_trainjobs(
@@ -145,17 +175,17 @@ def check_trainjobs(
         return _check_trainjobs(trainjobs, runtimes, framework, unknown_fields)
 
 
-def _check_runtimes(inputs: Inputs, unknown_fields: str) -> Checked:
+def _check_runtimes(inputs: Inputs, framework: Framework, unknown_fields: str) -> Checked:
     catalog = RuntimeCatalog()
     errors: list[tuple[Document, list[FieldError]]] = []
     warnings: list[str] = []
     for doc in inputs.runtimes:
-        raw, refused = pruned(doc, warnings, unknown_fields)
+        raw, refused = pruned(doc, warnings, unknown_fields, framework)
         if refused is not None:  # the API server stops there: nothing else is checked
             catalog.add_invalid(doc.raw)
             errors.append((doc, [refused]))
             continue
-        runtime, result = check_runtime(raw)
+        runtime, result = check_runtime(raw, framework)
         problems = list(result.errors)
         if runtime is not None:
             admission = review_runtime(runtime, reported=result.errors)

@@ -21,7 +21,7 @@ def fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def _convert(args: argparse.Namespace) -> int:
+def _convert(args: argparse.Namespace, framework: Framework) -> int:
     """`convert`: the objects on stdout, what became of each on stderr; with -r, the TrainJobs checked as `validate`
     would, the output written all the same (exit 1 when invalid, for the user to fix)."""
     trainjob_files = expand_paths(args.filename, args.recursive)
@@ -39,7 +39,7 @@ def _convert(args: argparse.Namespace) -> int:
         print(printable(line), file=sys.stderr)
     code = done.exit_code
     if runtime_files and code == 0:
-        said, hints = check_converted(done, runtime_files, Framework.from_registry())
+        said, hints = check_converted(done, runtime_files, framework)
         report(said, sys.stderr)
         for hint in hints:
             print(printable(hint), file=sys.stderr)
@@ -48,30 +48,30 @@ def _convert(args: argparse.Namespace) -> int:
     return code
 
 
-def run(args: argparse.Namespace) -> int:
-    """`render`, `validate` or `convert`, as `args` (the command line's) say."""
+def run(args: argparse.Namespace, framework: Framework) -> int:
+    """`render`, `validate` or `convert`, as `args` (the command line's) say, with `framework`'s plugins and runtime
+    models (`cli.py` builds it from the registry)."""
     forget_stdin()
     # A batch whose memory the input bounds: the cyclic collector would only walk the ever-growing heap of documents
     # and objects over and over (7% of `render`'s CPU for 2,000 TrainJobs); reference counting frees the rest.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _run(args)
+        return _run(args, framework)
     finally:
         if collecting:
             gc.enable()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, framework: Framework) -> int:
     if args.command == "convert":
         try:
-            return _convert(args)
+            return _convert(args, framework)
         except UsageError as err:
             fail(str(err), 2)
         except BrokenPipeError:
             sys.stderr.close()
         return 0
-    framework = Framework.from_registry()
     workers = forked.workers(args.workers)
     output = args.output if args.command == "render" else None
     try:

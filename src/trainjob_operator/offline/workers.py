@@ -47,7 +47,7 @@ def in_workers(
         inputs = read_inputs([], runtime_files, old_files)
         if inputs.trainjobs:
             return None
-        runtimes = check_runtimes(inputs, unknown_fields)
+        runtimes = check_runtimes(inputs, framework, unknown_fields)
         crd_schema(c.TRAINJOB_KIND)  # loaded once, before the workers are forked
     except Exception:  # the one-process path reports it
         return None

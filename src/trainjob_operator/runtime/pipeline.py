@@ -10,7 +10,14 @@ from pydantic.alias_generators import to_camel
 
 from ..api.base import ApiModel
 from ..api.rules import ML_POLICIES
-from ..api.runtime import ClusterTrainingRuntime, RunPolicy, TrainingRuntime, with_ml_policy_sources
+from ..api.runtime import (
+    ClusterTrainingRuntime,
+    RunPolicy,
+    RuntimeModels,
+    TrainingRuntime,
+    runtime_model,
+    with_ml_policy_sources,
+)
 from ..api.trainjob import TrainJob
 from .errors import BuildError, Validation, aggregate
 from .framework import (
@@ -82,12 +89,27 @@ class Framework:
         """The `mlPolicy` sources the framework plugins bring themselves, by Python name."""
         return dict(p.policy_source for p in self.claimants if p.policy_source is not None)
 
-    def runtime_models(self) -> tuple[type[TrainingRuntime], type[ClusterTrainingRuntime]]:
-        """The runtime models with those sources (the shipped API's when no plugin brings one)."""
-        return with_ml_policy_sources(self.policy_sources())
+    def runtime_models(self) -> RuntimeModels:
+        """The runtime models with those sources (the shipped API's when no plugin brings one): what every
+        TrainingRuntime and ClusterTrainingRuntime is parsed with (webhook, controller, snapshot, offline CLI) and
+        what `make crds` generates the CRDs from."""
+        return self._runtime_models
+
+    def runtime_model(self, kind: object) -> type[TrainingRuntime] | type[ClusterTrainingRuntime]:
+        """The model of a runtime object of `kind` (`api.runtime.runtime_model`'s rule) among `runtime_models()`."""
+        return runtime_model(kind, self._runtime_models)
 
     def one_ml_policy_sources(self) -> tuple[str, ...]:
         """The wire names of every `mlPolicy` framework source, of which a runtime may set one (the CEL twin's)."""
+        return self._one_ml_policy_sources
+
+    @cached_property
+    def _runtime_models(self) -> RuntimeModels:
+        """Made once per framework: models made anew per parse would cost pydantic's schema build each time."""
+        return with_ml_policy_sources(self.policy_sources())
+
+    @cached_property
+    def _one_ml_policy_sources(self) -> tuple[str, ...]:
         return (*ML_POLICIES, *(to_camel(name) for name in self.policy_sources()))
 
     def claim_trainer(self, info: RuntimeInfo) -> RuntimeInfo:

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..api import constants as c
-from ..api.runtime import RunPolicy
+from ..api.runtime import RunPolicy, RuntimeModels
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
 from . import review
 from .conditions import find, is_finished, rfc3339, set_condition
@@ -176,17 +176,18 @@ def runtime_missing(job: TrainJob) -> Failure:
     return Failure(c.REASON_RUNTIME_NOT_FOUND, message)
 
 
-def snapshot_source(job: TrainJob, configmap: dict[str, Any] | None) -> RuntimeSource:
+def snapshot_source(job: TrainJob, configmap: dict[str, Any] | None, models: RuntimeModels) -> RuntimeSource:
     """The snapshot path (the live runtime is gone, or its snapshot exists already: the create conflicted): the
     runtime saved in the snapshot ConfigMap, checked against the TrainJob's owner and runtimeRef. Raises Failure, or
-    Blocked for a predecessor's snapshot (never read: the TrainJob waits for it to go)."""
+    Blocked for a predecessor's snapshot (never read: the TrainJob waits for it to go). `models`: the framework's
+    (`Framework.runtime_models`)."""
     if configmap is None:
         raise runtime_missing(job)
     found = stranger(job, configmap)
     if found is not None and found.predecessor:
         raise Blocked((found,))
     try:
-        return runtime_from_snapshot(job, configmap)
+        return runtime_from_snapshot(job, configmap, models)
     except BuildError as err:
         raise Failure(c.REASON_INVALID_SNAPSHOT, str(err)) from err
 

@@ -3,7 +3,7 @@
 
 from typing import Any
 
-from ..api.runtime import runtime_model
+from ..api.runtime import RuntimeModels, runtime_model
 from ..api.trainjob import TrainJob
 from ..codec import yamltext
 from .errors import BuildError
@@ -35,8 +35,9 @@ def build_snapshot(job: TrainJob, runtime: RuntimeSource) -> Manifest:
     }
 
 
-def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any]) -> RuntimeSource:
-    """The runtime saved in `configmap`, after checking it belongs to `job` and matches its runtimeRef."""
+def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any], models: RuntimeModels) -> RuntimeSource:
+    """The runtime saved in `configmap`, parsed with the framework's `models` (`Framework.runtime_models`: a framework
+    plugin's `mlPolicy` source survives), after checking it belongs to `job` and matches its runtimeRef."""
     owners = (configmap.get("metadata") or {}).get("ownerReferences") or []
     controller = next((o for o in owners if o.get("controller")), None)
     if controller is None or controller.get("uid") != job.metadata.uid:
@@ -46,7 +47,7 @@ def runtime_from_snapshot(job: TrainJob, configmap: dict[str, Any]) -> RuntimeSo
         raise BuildError(f'invalid runtime snapshot: snapshot ConfigMap missing "{SNAPSHOT_KEY}" data key')
     try:
         raw = yamltext.load(str(text))  # bounded: a ConfigMap anyone can edit is untrusted input
-        runtime = runtime_model(raw.get("kind")).model_validate(raw)
+        runtime = runtime_model(raw.get("kind"), models).model_validate(raw)
     except Exception as err:  # a corrupted snapshot is reported, never crashes the operator
         raise BuildError(f"invalid runtime snapshot: {err}") from err
     ref = job.spec.runtime_ref

@@ -10,6 +10,7 @@ import pytest
 
 from builders import RuntimeBuilder
 from fake_client import FakeClient
+from trainjob_operator.api.runtime import SHIPPED_MODELS
 from trainjob_operator.controller import runtimes
 from trainjob_operator.controller.runtimes import RuntimeResolver
 from trainjob_operator.controller.store import Store
@@ -36,7 +37,7 @@ def no_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def lookup(client: FakeClient) -> Any:
-    resolver = RuntimeResolver(client, Store())
+    resolver = RuntimeResolver(client, Store(), SHIPPED_MODELS)
     kind, name = RUNTIME["kind"], RUNTIME["metadata"]["name"]
     return asyncio.run(resolver.lookup(kind, RUNTIME["metadata"].get("namespace") or "default", name))
 

@@ -6,22 +6,35 @@ it, its claim, its build and its validation) proves a new framework changes no o
 
 import asyncio
 import base64
-from typing import Any, ClassVar
+import contextlib
+import datetime as dt
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder, by_kind, container, container_of, jobset_of
 from builders import replicated_job as rjob
 from fake_client import FakeClient
 from trainjob_dev import crdgen
+from trainjob_operator import cli
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.base import ApiModel
 from trainjob_operator.api.core import EnvVar
 from trainjob_operator.api.runtime import ClusterTrainingRuntime, TrainingRuntime
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.controller import reads
+from trainjob_operator.controller.reconciler import Reconciler
+from trainjob_operator.controller.runtimes import RuntimeResolver
+from trainjob_operator.controller.store import Store
+from trainjob_operator.controller.webhooks import Webhooks
 from trainjob_operator.k8s.client import ApiError
+from trainjob_operator.metrics import Metrics
+from trainjob_operator.offline import commands
 from trainjob_operator.runtime.errors import BuildError, Validation, forbidden
 from trainjob_operator.runtime.framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
 from trainjob_operator.runtime.info import RuntimeInfo, RuntimeSource, new_runtime_info
@@ -30,8 +43,10 @@ from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plugins.flux import plugin as flux
 from trainjob_operator.runtime.plugins.volcano import PRIORITY_CLASSES
 from trainjob_operator.runtime.registry import ORDER, PLUGINS, Factory
+from trainjob_operator.runtime.snapshot import build_snapshot
 from trainjob_operator.runtime.upsert import upsert_env
 from trainjob_operator.runtime.validation.cel import ml_policy_cel
+from trainjob_operator.runtime.validation.schema import CEL_SKIPPED
 
 FRAMEWORK = Framework.from_registry()
 TRAINER = [rjob(c.NODE, c.ANCESTOR_TRAINER, [container(c.NODE, "img")])]
@@ -205,6 +220,176 @@ def test_the_toy_framework_validates_its_reserved_env() -> None:
         "spec.trainer.env[0]: Forbidden: TOY_WORLD is reserved for the toy runtime"
     ]
     assert FRAMEWORK.validate(None, job, runtime(toy={}).source()).errors == ()
+
+
+# --- the toy through the production parse paths ------------------------------------------------------------------
+# Every place that parses a runtime takes the framework's models (`Framework.runtime_models`), so the toy's
+# `mlPolicy.toy` reaches the toy plugin through each of them; with the shipped registry the same input loses it.
+
+TOY_RUNTIME = runtime(toy={"world": 8})
+TOY_ENV = [{"name": "TOY_WORLD", "value": "8"}, MINE]
+NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
+JOB_KEY = ("default", "test-job")
+
+
+def reconciled_env(framework: Framework, *held: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trainer env of the JobSet the reconciler (built on `framework`, as the composition root builds it)
+    applies for TOY_JOB, the fake API holding `held` and the watch cache nothing but the TrainJob (the runtime is
+    read through the resolver)."""
+    job = TOY_JOB.raw()
+    client, store = FakeClient().put(job, *held), Store()
+    store.trainjobs.put(job)
+    result = asyncio.run(Reconciler(client, store, framework, Metrics(), clock=lambda: NOW).reconcile(JOB_KEY))
+    assert not result.error
+    jobset = client.stored(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default")
+    assert jobset is not None, client.calls
+    env: list[dict[str, Any]] = container_of(jobset, c.NODE)["env"]
+    return env
+
+
+def from_the_live_runtime(framework: Framework, tmp_path: Path) -> list[dict[str, Any]]:
+    return reconciled_env(framework, TOY_RUNTIME.raw())
+
+
+def from_the_snapshot(framework: Framework, tmp_path: Path) -> list[dict[str, Any]]:
+    """The runtime is gone; its snapshot (taken with the toy's models) is what the reconciler reads back."""
+    return reconciled_env(framework, build_snapshot(TOY_JOB.obj(), toy_source(world=8)))
+
+
+class Said(NamedTuple):
+    code: int
+    stdout: str
+    errors: list[str]
+
+
+def offline(command: str, framework: Framework, tmp_path: Path, job: TrainJobBuilder, rt: RuntimeBuilder) -> Said:
+    """`trainjob-operator COMMAND -f job.yaml -r runtime.yaml` with `framework` (what `cli.py` builds from the
+    registry): its exit code, stdout and the error lines of stderr (without the per-object headers)."""
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(job.raw()))
+    (tmp_path / "runtime.yaml").write_text(yaml.safe_dump(rt.raw()))
+    args = [command, "-f", str(tmp_path / "job.yaml"), "-r", str(tmp_path / "runtime.yaml"), "--workers", "1"]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = commands.run(cli.parser().parse_args(args), framework)
+    lines = [line for line in err.getvalue().splitlines() if not line.startswith(("invalid: ", "valid: "))]
+    return Said(code, out.getvalue(), lines)
+
+
+def rendered_offline(framework: Framework, tmp_path: Path) -> list[dict[str, Any]] | list[str]:
+    """`render`'s JobSet's trainer env, or its errors when it renders nothing."""
+    said = offline("render", framework, tmp_path, TOY_JOB, TOY_RUNTIME)
+    if said.code != 0:
+        return said.errors
+    env: list[dict[str, Any]] = container_of(jobset_of(list(yaml.safe_load_all(said.stdout))), c.NODE)["env"]
+    return env
+
+
+UNKNOWN_TOY = (
+    'TrainingRuntime in version "v1alpha1" cannot be handled as a TrainingRuntime: strict decoding error: '
+    'unknown field "spec.mlPolicy.toy"'
+)
+REFUSED_RUNTIME = (
+    'spec.runtimeRef: Invalid value: {"name":"test-runtime","apiGroup":"trainer.kubeflow.org",'
+    '"kind":"TrainingRuntime"}: TrainingRuntime default/test-runtime is invalid (its errors are listed above): the '
+    "API server would not have stored it"
+)
+"""What `validate`/`render` say with the shipped registry, whose CRDs do not know the toy's source."""
+CEL_SKIPPED_LINE = str(CEL_SKIPPED)
+
+Path_ = Callable[[Framework, Path], Any]
+BUILT_FROM: dict[str, tuple[Path_, Any]] = {
+    # The shipped models drop the source: nobody claims the trainer, no TOY_WORLD.
+    "the reconciler resolves the live runtime through the API (cache miss) and builds from it": (
+        from_the_live_runtime,
+        [MINE],
+    ),
+    "the reconciler reads the runtime back from its snapshot ConfigMap and builds from it": (from_the_snapshot, [MINE]),
+    # The shipped CRD's schema refuses the unknown field, as the API server would.
+    "the offline CLI's render parses the -r file and builds from it": (
+        rendered_offline,
+        [UNKNOWN_TOY, REFUSED_RUNTIME],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BUILT_FROM.values(), ids=BUILT_FROM.keys())
+def test_the_toys_source_survives_each_production_parse_and_reaches_the_plugin(
+    case: tuple[Path_, Any], tmp_path: Path
+) -> None:
+    path, shipped = case
+    assert path(WITH_TOY, tmp_path) == TOY_ENV
+    assert path(FRAMEWORK, tmp_path) == shipped
+
+
+RESERVED_JOB = TOY_JOB.trainer(env=[{"name": "TOY_WORLD", "value": "9"}])
+RESERVED = "spec.trainer.env[0]: Forbidden: TOY_WORLD is reserved for the toy runtime"
+BAD_WORLD = runtime(toy={"world": "eight"})
+BAD_WORLD_ERROR = 'spec.mlPolicy.toy.world: Invalid value: "string": spec.mlPolicy.toy.world in body must be of type integer: "string"'
+
+
+def webhooks(framework: Framework, *cached: dict[str, Any]) -> Webhooks:
+    """The webhooks as the manager wires them: one framework, its runtime models in the shared resolver."""
+    store = Store()
+    for raw in cached:
+        store.runtimes.put(raw)
+    client = FakeClient()
+    return Webhooks(framework, RuntimeResolver(client, store, framework.runtime_models()), store, client, lambda: NOW)
+
+
+def webhook_on_trainjob(framework: Framework, tmp_path: Path) -> list[str]:
+    hooks = webhooks(framework, TOY_RUNTIME.raw())
+    verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": RESERVED_JOB.raw()}))
+    return [verdict.message] if verdict.message else []
+
+
+def webhook_on_runtime(framework: Framework, tmp_path: Path) -> list[str]:
+    verdict = asyncio.run(
+        webhooks(framework).validate_training_runtime({"operation": "CREATE", "object": BAD_WORLD.raw()})
+    )
+    return [verdict.message] if verdict.message else []
+
+
+def validate_on_trainjob(framework: Framework, tmp_path: Path) -> list[str]:
+    return offline("validate", framework, tmp_path, RESERVED_JOB, TOY_RUNTIME).errors
+
+
+def validate_on_runtime(framework: Framework, tmp_path: Path) -> list[str]:
+    return offline("validate", framework, tmp_path, TOY_JOB, BAD_WORLD).errors
+
+
+ADMITTED_BY: dict[str, tuple[Path_, list[str], list[str]]] = {
+    # The webhook's shipped models drop the source (the API server's CRD would have pruned it): nothing to refuse.
+    "the webhook refuses a TrainJob setting the toy's reserved env (its runtime read through the resolver)": (
+        webhook_on_trainjob,
+        [RESERVED],
+        [],
+    ),
+    "the webhook refuses a runtime whose mlPolicy.toy does not fit the toy's model": (
+        webhook_on_runtime,
+        [BAD_WORLD_ERROR],
+        [],
+    ),
+    # validate prunes by the CRD first: the shipped one refuses the unknown field, as the API server would.
+    "validate refuses a TrainJob setting the toy's reserved env": (
+        validate_on_trainjob,
+        [RESERVED],
+        [UNKNOWN_TOY, REFUSED_RUNTIME],
+    ),
+    "validate refuses a runtime whose mlPolicy.toy does not fit the toy's model (and says its TrainJob cannot use it)": (
+        validate_on_runtime,
+        [BAD_WORLD_ERROR, CEL_SKIPPED_LINE, REFUSED_RUNTIME],
+        [UNKNOWN_TOY, REFUSED_RUNTIME],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ADMITTED_BY.values(), ids=ADMITTED_BY.keys())
+def test_the_toys_source_reaches_admission_in_the_webhook_and_validate(
+    case: tuple[Path_, list[str], list[str]], tmp_path: Path
+) -> None:
+    check, with_toy, shipped = case
+    assert check(WITH_TOY, tmp_path) == with_toy
+    assert check(FRAMEWORK, tmp_path) == shipped
 
 
 # --- declared reads -----------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
-from trainjob_operator.api.runtime import RunPolicy
+from trainjob_operator.api.runtime import SHIPPED_MODELS, RunPolicy
 from trainjob_operator.api.trainjob import Condition, TrainJobStatus
 from trainjob_operator.controller.store import ObjectCache
 from trainjob_operator.runtime import plan
@@ -141,7 +141,7 @@ def test_a_predecessors_snapshot_is_never_read_the_trainjob_waits_for_it() -> No
     snapshot = build_snapshot(JOB.set("metadata.uid", "old-uid").obj(), TORCH.source())
     snapshot["metadata"]["uid"] = "snapshot-uid"
     with pytest.raises(Blocked) as raised:
-        plan.snapshot_source(JOB.obj(), snapshot)
+        plan.snapshot_source(JOB.obj(), snapshot, SHIPPED_MODELS)
     assert raised.value.strangers == (
         Stranger(
             ObjectRef("v1", "ConfigMap", "test-job-runtime-snapshot"),

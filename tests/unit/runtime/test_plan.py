@@ -10,7 +10,7 @@ import pytest
 
 from builders import FixedKeys, RuntimeBuilder, TrainJobBuilder
 from trainjob_operator.api import constants as c
-from trainjob_operator.api.runtime import RunPolicy
+from trainjob_operator.api.runtime import SHIPPED_MODELS, RunPolicy
 from trainjob_operator.api.trainjob import TrainJobStatus
 from trainjob_operator.runtime import plan
 from trainjob_operator.runtime.lifecycle import StartupCheck, StuckPod
@@ -306,14 +306,14 @@ SNAPSHOTS = {
 def test_snapshot_missing(case: tuple[TrainJobBuilder, Failure]) -> None:
     job, want = case
     with pytest.raises(Failure) as raised:
-        plan.snapshot_source(job.obj(), None)
+        plan.snapshot_source(job.obj(), None, SHIPPED_MODELS)
     assert raised.value == want
 
 
 def test_a_snapshot_of_another_owner_is_an_invalid_snapshot() -> None:
     foreign = {"metadata": {"ownerReferences": [{"controller": True, "uid": "other"}]}, "data": {"runtime": "x"}}
     with pytest.raises(Failure) as raised:
-        plan.snapshot_source(JOB.obj(), foreign)
+        plan.snapshot_source(JOB.obj(), foreign, SHIPPED_MODELS)
     assert raised.value == Failure(
         c.REASON_INVALID_SNAPSHOT,
         "invalid runtime snapshot: a snapshot configmap exists but is owned by another object",

@@ -192,7 +192,11 @@ def webhook_says(row: Row) -> tuple[bool, str, list[str]]:
         (store.runtimes if raw["kind"] == c.TRAINING_RUNTIME_KIND else store.cluster_runtimes).put(raw)
     client = FakeClient()  # the API server has nothing beyond what the cache holds
     hooks = Webhooks(
-        FRAMEWORK, RuntimeResolver(client, store), store, client, lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+        FRAMEWORK,
+        RuntimeResolver(client, store, FRAMEWORK.runtime_models()),
+        store,
+        client,
+        lambda: dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     )
     if row.trainjob is not None:
         verdict = asyncio.run(hooks.validate_trainjob({"operation": "CREATE", "object": row.trainjob.raw()}))
@@ -213,7 +217,7 @@ def cli_says(row: Row) -> tuple[bool, str, list[str]]:
     the warnings about that object alone."""
     runtimes = row.runtimes if row.trainjob is not None else [row.runtime] if row.runtime is not None else []
     inputs = Inputs(runtimes=[Document("-r", runtime.raw()) for runtime in runtimes])
-    checked_runtimes = check_runtimes(inputs)
+    checked_runtimes = check_runtimes(inputs, FRAMEWORK)
     if row.trainjob is None:
         checked = checked_runtimes
         before = 0

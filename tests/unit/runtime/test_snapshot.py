@@ -3,6 +3,7 @@
 import pytest
 
 from builders import RuntimeBuilder, TrainJobBuilder
+from trainjob_operator.api.runtime import SHIPPED_MODELS
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.snapshot import build_snapshot, runtime_from_snapshot
 
@@ -13,7 +14,7 @@ def test_snapshot_round_trips_and_guards_ownership() -> None:
     configmap = build_snapshot(job, runtime)
     assert configmap["metadata"]["name"] == "test-job-runtime-snapshot"
     assert "kind: TrainingRuntime" in configmap["data"]["runtime"]
-    restored = runtime_from_snapshot(job, configmap)
+    restored = runtime_from_snapshot(job, configmap, SHIPPED_MODELS)
     assert (restored.kind, restored.name, restored.spec) == (runtime.kind, runtime.name, runtime.spec)
 
     stolen = {
@@ -24,9 +25,9 @@ def test_snapshot_round_trips_and_guards_ownership() -> None:
         },
     }
     with pytest.raises(BuildError, match="owned by another object"):
-        runtime_from_snapshot(job, stolen)
+        runtime_from_snapshot(job, stolen, SHIPPED_MODELS)
     with pytest.raises(BuildError, match='missing "runtime" data key'):
-        runtime_from_snapshot(job, {**configmap, "data": {}})
+        runtime_from_snapshot(job, {**configmap, "data": {}}, SHIPPED_MODELS)
     other = TrainJobBuilder.make(runtime="another").obj()
     with pytest.raises(BuildError, match="runtimeRef names"):
-        runtime_from_snapshot(other, configmap)
+        runtime_from_snapshot(other, configmap, SHIPPED_MODELS)

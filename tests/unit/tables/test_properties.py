@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from builders import FIXED_KEYS, INITIALIZER_PVC, RuntimeBuilder, TrainJobBuilder, container, pod_patch, replicated_job
 from trainjob_operator.api import constants as c
+from trainjob_operator.api.runtime import SHIPPED_MODELS
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import Observed
@@ -408,7 +409,7 @@ def test_the_snapshot_reproduces_the_rendering(pair: Pair) -> None:
     objects = render(pair.job, pair.runtime)
     snapshot = objects[0]
     assert (snapshot["kind"], snapshot["metadata"]["name"]) == ("ConfigMap", f"{pair.job.name}-runtime-snapshot")
-    restored = runtime_from_snapshot(pair.job, snapshot)
+    restored = runtime_from_snapshot(pair.job, snapshot, SHIPPED_MODELS)
     assert restored.obj == pair.runtime.obj
     assert without_secret_data(render(pair.job, restored)) == without_secret_data(objects)
 

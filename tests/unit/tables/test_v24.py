@@ -21,6 +21,7 @@ from builders import (
 )
 from fake_client import FakeClient
 from trainjob_operator.api import constants as c
+from trainjob_operator.api.runtime import SHIPPED_MODELS
 from trainjob_operator.controller.runtimes import RuntimeResolver
 from trainjob_operator.controller.store import Store
 from trainjob_operator.runtime.observed import Observed
@@ -404,7 +405,7 @@ def resolver_of(runtime: RuntimeBuilder, client: FakeClient) -> tuple[RuntimeRes
     store = Store()
     raw = runtime.raw()
     (store.runtimes if raw["kind"] == c.TRAINING_RUNTIME_KIND else store.cluster_runtimes).put(raw)
-    return RuntimeResolver(client, store), store
+    return RuntimeResolver(client, store, SHIPPED_MODELS), store
 
 
 def webhooks(runtime: RuntimeBuilder) -> Any:

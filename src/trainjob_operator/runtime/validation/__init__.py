@@ -10,6 +10,7 @@ from typing import Any
 from ...api.runtime import ClusterTrainingRuntime, TrainingRuntime, runtime_model
 from ...api.trainjob import TrainJob
 from ..errors import ErrorType, FieldError, Validation
+from ..pipeline import Framework
 from .admission import admit_runtime, admit_trainjob
 from .cel import runtime_cel, trainjob_cel, trainjob_transition
 from .schema import CEL_SKIPPED, object_name_errors, parse, quantity_errors, schema_errors
@@ -31,8 +32,13 @@ def check_trainjob(raw: Any, old_raw: Any | None = None) -> tuple[TrainJob | Non
     return job, Validation(tuple(errors))
 
 
-def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | None, Validation]:
-    model = runtime_model(raw.get("kind") if isinstance(raw, dict) else None)
+def check_runtime(
+    raw: Any, framework: Framework | None = None
+) -> tuple[TrainingRuntime | ClusterTrainingRuntime | None, Validation]:
+    """Schema + CEL of a runtime with `framework`'s models and one-of rule (`Framework.runtime_models`: its plugins'
+    `mlPolicy` sources; None: the shipped API's)."""
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    model = framework.runtime_model(kind) if framework is not None else runtime_model(kind)
     runtime, schema, blocking = schema_errors(model, raw)
     names = object_name_errors(raw) if isinstance(raw, dict) else []
     errors = names + schema
@@ -40,7 +46,7 @@ def check_runtime(raw: Any) -> tuple[TrainingRuntime | ClusterTrainingRuntime | 
         return runtime, Validation((*errors, CEL_SKIPPED))
     if isinstance(raw, dict):
         errors += quantity_errors(raw.get("spec"), "spec")
-        errors += runtime_cel(raw)
+        errors += runtime_cel(raw, framework.one_ml_policy_sources()) if framework is not None else runtime_cel(raw)
     return runtime, Validation(tuple(errors))
 
 

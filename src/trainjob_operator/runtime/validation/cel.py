@@ -88,11 +88,11 @@ def replicated_job_name_errors(names_by_index: list[tuple[int, Any]]) -> list[Fi
     ]
 
 
-def runtime_cel(raw: dict[str, Any]) -> list[FieldError]:
-    """The runtime CRD's CEL rules, evaluated on the raw object."""
+def runtime_cel(raw: dict[str, Any], ml_sources: Sequence[str] = rules.ML_POLICIES) -> list[FieldError]:
+    """The runtime CRD's CEL rules, evaluated on the raw object (`ml_sources`: as for `ml_policy_cel`)."""
     jobs = _get(raw, "spec", "template", "spec", "replicatedJobs")
     named = [(i, j.get("name")) for i, j in enumerate(jobs if isinstance(jobs, list) else []) if isinstance(j, dict)]
-    return ml_policy_cel(raw) + replicated_job_name_errors(named)
+    return ml_policy_cel(raw, ml_sources) + replicated_job_name_errors(named)
 
 
 IMMUTABLE_SPEC_FIELDS = (
