@@ -418,6 +418,12 @@ def resync_requests(before: dict[tuple[str, str], float], after: dict[tuple[str,
     return {k: v for k, v in sorted(counts.items()) if v > 0 and k.split()[0] not in ("WATCH",)}
 
 
+def steady_medians(steadies: list[dict[str, Any]]) -> dict[str, float]:
+    """The median of each measured number of some steady-state runs; what is not a number (the load average, the
+    requests by verb) stays in the runs themselves."""
+    return {k: statistics.median(s[k] for s in steadies) for k, v in steadies[0].items() if isinstance(v, float)}
+
+
 def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path) -> dict[str, Any]:
     """`n` TrainJobs created by one burst of `contender` (not measured), then `runs` restarts over them."""
     ns = namespace(info, f"steady-{contender.name}")
@@ -434,9 +440,7 @@ def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: i
             for key, settings in variants.items():
                 measured[key].append(steady_state(info, contender, settings, n, logs))
         for key, steadies in measured.items():
-            out[key] = {
-                k: statistics.median(s[k] for s in steadies) for k in steadies[0] if isinstance(steadies[0][k], float)
-            }
+            out[key] = steady_medians(steadies)
             out[f"{key}_runs"] = steadies
         return out
     finally:
@@ -871,7 +875,7 @@ def burst_section(
                 scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
                 steadies = [x["steady"] for x in runs_of if x.get("steady")]
                 if steadies:
-                    scenario[name]["steady"] = {k: statistics.median(s[k] for s in steadies) for k in steadies[0]}
+                    scenario[name]["steady"] = steady_medians(steadies)
                 statuses = [x["status"] for x in runs_of if x.get("status")]
                 if statuses:
                     report.setdefault("status", {})[name] = {

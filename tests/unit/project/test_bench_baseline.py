@@ -166,3 +166,13 @@ def test_render_parses_the_baseline_options(render: ModuleType) -> None:
     args = render.arguments(["--baseline-tree", "/tmp/before", "--rounds", "5"])
     assert (args.baseline_tree, args.rounds, args.jobs, args.runs) == (Path("/tmp/before"), 5, 2000, 5)
     assert render.arguments([]).baseline_tree is None
+
+
+def test_steady_state_medians_skip_what_is_no_number(cluster_bench: ModuleType) -> None:
+    """A burst run's steady state carries the load average (text) and the requests by verb (a dict): the median of
+    those is not taken (it raised TypeError at the end of a full run's largest size)."""
+    runs = [
+        {"resync_s": r, "idle_rss_mib": 70.0 + r, "load_average": "1 2 3", "resync_requests": {"GET trainjobs": r}}
+        for r in (3.0, 1.0, 2.0)
+    ]
+    assert cluster_bench.steady_medians(runs) == {"resync_s": 2.0, "idle_rss_mib": 72.0}
