@@ -5,6 +5,11 @@ operator and (when built) upstream Kubeflow Trainer v2.3, alternating runs, medi
   python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each,
                                                    # then Kueue admission at N = 1000 on a cluster with Kueue
   python bench/cluster_bench.py --kueue-only --kueue-sizes 100   # only the Kueue admission section
+  python bench/cluster_bench.py --baseline-tree /tmp/bench-before  # and the operator of another checkout too
+
+--baseline-tree DIR adds a further contender, "before": the operator of another checkout of this repository (say
+`git worktree add /tmp/bench-before <commit>`, then `make install` there for its own .venv), run from that tree
+with its venv, alternating with ours and upstream; its medians print beside ours, and so do the ours/before ratios.
 
 The JobSet controller is stopped for the runs so JobSets stay inert: the numbers are the operators' own.
 Results: bench/results/cluster-<stamp>.json and .md, printed as tables.
@@ -22,7 +27,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +138,18 @@ class Contender:
     start: Callable[[cluster.ClusterInfo, Settings, Path], Process]
 
 
-def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
+def operator_starter(name: str, python: Path, tree: Path) -> Callable[[cluster.ClusterInfo, Settings, Path], Process]:
+    """Starts the operator of the checkout `tree` with the interpreter `python` (its venv): ours, or a baseline."""
+
+    def start(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Process:
+        return start_operator(name, python, tree, info, settings, logs)
+
+    return start
+
+
+def start_operator(
+    name: str, python: Path, tree: Path, info: cluster.ClusterInfo, settings: Settings, logs: Path
+) -> Process:
     port = free_port()
     config: dict[str, Any] = {
         "log_format": "json",
@@ -150,11 +166,11 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
         config["concurrency"] = settings.concurrency
     if settings.streaming_lists is not None:
         config.setdefault("client", {})["streaming_lists"] = settings.streaming_lists
-    path = logs / f"ours-{uuid.uuid4().hex[:6]}.yaml"
+    path = logs / f"{name}-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(json.dumps(config))
     proc = subprocess.Popen(
         [
-            sys.executable,
+            str(python),
             "-m",
             "trainjob_operator.cli",
             "run",
@@ -163,13 +179,40 @@ def start_ours(info: cluster.ClusterInfo, settings: Settings, logs: Path) -> Pro
             "--config",
             str(path),
         ],
-        stdout=(logs / "ours.log").open("ab"),
+        stdout=(logs / f"{name}.log").open("ab"),
         stderr=subprocess.STDOUT,
-        cwd=REPO,
+        cwd=tree,
     )
     process = Process(proc, f"http://127.0.0.1:{port}/metrics", "trainjob_operator_reconcile_duration_seconds_count")
-    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), "our operator ready", 300, proc)
+    wait(lambda: http_ok(f"http://127.0.0.1:{port}/readyz"), f"{name} ready", 300, proc)
     return process
+
+
+start_ours = operator_starter("ours", Path(sys.executable), REPO)
+
+
+BASELINE = "before"
+"""The contender of --baseline-tree: the operator of another checkout, shown beside ours with ours/before ratios."""
+
+
+def baseline_python(tree: Path) -> Path:
+    """The interpreter of the checkout `tree`'s own venv; a one-line SystemExit naming the option when `tree` is no
+    installed checkout of this repository."""
+    if not (tree / "src" / "trainjob_operator").is_dir():
+        raise SystemExit(
+            f"bench: --baseline-tree {str(tree)!r}: no src/trainjob_operator there (a checkout of this repo?)"
+        )
+    python = tree / ".venv" / "bin" / "python"
+    if not python.is_file():
+        raise SystemExit(f"bench: --baseline-tree {str(tree)!r}: no .venv/bin/python there (run `make install` in it)")
+    return python
+
+
+def tree_commit(tree: Path) -> str:
+    """The commit checked out in `tree` (with `+dirty` when it has changes), for the report."""
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain"], capture_output=True, text=True)
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def upstream_contender() -> Contender | None:
@@ -198,9 +241,12 @@ def upstream_contender() -> Contender | None:
     return Contender("upstream", start)
 
 
-def contenders_for(skip_upstream: bool, why_not: str) -> list[Contender]:
-    """Ours, and upstream unless skipped or not built (saying so, with `why_not`)."""
+def contenders_for(skip_upstream: bool, why_not: str, baseline: Path | None = None) -> list[Contender]:
+    """Ours, the baseline checkout's operator when given, and upstream unless skipped or not built (saying so, with
+    `why_not`): the order in which each run alternates them."""
     contenders = [Contender("ours", start_ours)]
+    if baseline is not None:
+        contenders.append(Contender(BASELINE, operator_starter(BASELINE, baseline_python(baseline), baseline)))
     upstream = None if skip_upstream else upstream_contender()
     if upstream is not None:
         contenders.append(upstream)
@@ -372,6 +418,12 @@ def resync_requests(before: dict[tuple[str, str], float], after: dict[tuple[str,
     return {k: v for k, v in sorted(counts.items()) if v > 0 and k.split()[0] not in ("WATCH",)}
 
 
+def steady_medians(steadies: list[dict[str, Any]]) -> dict[str, float]:
+    """The median of each measured number of some steady-state runs; what is not a number (the load average, the
+    requests by verb) stays in the runs themselves."""
+    return {k: statistics.median(s[k] for s in steadies) for k, v in steadies[0].items() if isinstance(v, float)}
+
+
 def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path) -> dict[str, Any]:
     """`n` TrainJobs created by one burst of `contender` (not measured), then `runs` restarts over them."""
     ns = namespace(info, f"steady-{contender.name}")
@@ -388,9 +440,7 @@ def steady_only(info: cluster.ClusterInfo, contender: Contender, n: int, runs: i
             for key, settings in variants.items():
                 measured[key].append(steady_state(info, contender, settings, n, logs))
         for key, steadies in measured.items():
-            out[key] = {
-                k: statistics.median(s[k] for s in steadies) for k in steadies[0] if isinstance(steadies[0][k], float)
-            }
+            out[key] = steady_medians(steadies)
             out[f"{key}_runs"] = steadies
         return out
     finally:
@@ -585,6 +635,22 @@ KUEUE_ROWS = (
 )
 
 
+STEADY_ROWS = (
+    ("resync_s", "resync after restart (s)"),
+    ("idle_rss_mib", "idle RSS (MiB)"),
+    ("peak_rss_mib", "peak RSS during resync (MiB)"),
+    ("idle_cpu_s_per_min", "idle CPU (s per minute)"),
+    ("resync_writes", "API writes during the resync"),
+)
+
+
+STATUS_ROWS = (
+    ("all_complete_s", "all TrainJobs Complete (s)"),
+    ("p50_ms", "Completed→Complete p50 (ms)"),
+    ("p99_ms", "p99 (ms)"),
+)
+
+
 def _fmt(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 
@@ -593,7 +659,39 @@ def _ratio(a: Any, b: Any) -> str:
     return f"{a / b:.2f}" if isinstance(a, int | float) and isinstance(b, int | float) and a and b else "-"
 
 
+def contender_columns(report: dict[str, Any]) -> list[str]:
+    """The contenders' columns, ours first, the baseline's ("before") beside it when the run had one."""
+    return ["ours", BASELINE, "upstream"] if report.get("baseline") else ["ours", "upstream"]
+
+
+def compare_table(
+    rows: Sequence[tuple[str, str]],
+    values: Mapping[str, Mapping[str, Any]],
+    columns: Sequence[str],
+    extra: tuple[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """A markdown table: a row per (key, label); a column per name in `columns` (its medians in `values`), then
+    ours/<name> for each further column, then the `extra` column (heading, values) when given."""
+    ours, others = columns[0], columns[1:]
+    heads = [*columns, *(f"{ours}/{other}" for other in others), *([extra[0]] if extra else [])]
+    lines = ["| metric | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    for key, label in rows:
+        mine = values.get(ours, {}).get(key)
+        cells = [_fmt(values.get(name, {}).get(key)) for name in columns]
+        cells += [_ratio(mine, values.get(other, {}).get(key)) for other in others]
+        cells += [_fmt(extra[1].get(key))] if extra else []
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def requests_row(label: str, values: Mapping[str, Mapping[str, Any]], contenders: Sequence[str], blanks: int) -> str:
+    """The row of API requests per TrainJob (a dict per contender, '-' for none), `blanks` empty cells after it."""
+    cells = [str(values.get(name, {}).get("requests_per_trainjob", "-")) for name in contenders]
+    return f"| {label} | " + " | ".join(cells) + " |" + " |" * blanks
+
+
 def markdown(report: dict[str, Any]) -> str:
+    contenders = contender_columns(report)
     lines = [
         f"# Operator benchmarks ({report['stamp']})",
         "",
@@ -602,6 +700,13 @@ def markdown(report: dict[str, Any]) -> str:
         f"Load average before/after the run: {report.get('load_before', '-')} / {report.get('load_after', '-')} "
         "(other work shared the machine: compare the columns of one table, not across runs)",
     ]
+    if report.get("baseline"):
+        baseline = report["baseline"]
+        lines += [
+            "",
+            f"ours: this checkout at {baseline['ours_commit']}; before: the operator of {baseline['tree']} at "
+            f"{baseline['commit']} (its own venv), alternating with ours run by run.",
+        ]
     if report["burst"]:
         lines += [
             "",
@@ -614,60 +719,33 @@ def markdown(report: dict[str, Any]) -> str:
         if scenario["ours"].get("all_jobsets_s") is None:  # --steady-only
             continue
         ceiling = scenario.get("ceiling") or {}
+        columns = [*contenders, "ceiling"]
         lines += [
             "",
             f"## Burst N={scenario['n']}, {scenario['settings']}"
             + (f" (ceiling at concurrency {ceiling.get('concurrency')})" if ceiling else ""),
             "",
-            "| metric | ours | upstream | ceiling | ours/upstream | ours/ceiling |",
-            "|---|---|---|---|---|---|",
+            *compare_table(BURST_ROWS, {**scenario, "ceiling": ceiling}, columns),
+            requests_row("API requests per TrainJob", scenario, contenders, 2 * len(columns) - 1 - len(contenders)),
         ]
-        for key, label in BURST_ROWS:
-            ours, up, top = scenario["ours"].get(key), scenario.get("upstream", {}).get(key), ceiling.get(key)
-            lines.append(
-                f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_fmt(top)} | {_ratio(ours, up)} | {_ratio(ours, top)} |"
-            )
-        lines.append(
-            f"| API requests per TrainJob | {scenario['ours'].get('requests_per_trainjob')} | "
-            f"{scenario.get('upstream', {}).get('requests_per_trainjob', '-')} | | | |"
-        )
     for scenario in report["burst"]:
         if "steady" not in scenario["ours"]:
             continue
+        steady = {name: (scenario.get(name) or {}).get("steady", {}) for name in contenders}
+        paged = scenario["ours"].get("steady_paged", {})
         lines += [
             "",
             f"## Steady state with {scenario['n']} TrainJobs present (defaults)",
             "",
-            "| metric | ours | upstream | ours/upstream | ours, paged LISTs (`streaming_lists: off`) |",
-            "|---|---|---|---|---|",
+            *compare_table(STEADY_ROWS, steady, contenders, ("ours, paged LISTs (`streaming_lists: off`)", paged)),
         ]
-        for key, label in (
-            ("resync_s", "resync after restart (s)"),
-            ("idle_rss_mib", "idle RSS (MiB)"),
-            ("peak_rss_mib", "peak RSS during resync (MiB)"),
-            ("idle_cpu_s_per_min", "idle CPU (s per minute)"),
-            ("resync_writes", "API writes during the resync"),
-        ):
-            ours = scenario["ours"]["steady"].get(key)
-            up = (scenario.get("upstream") or {}).get("steady", {}).get(key)
-            paged = scenario["ours"].get("steady_paged", {}).get(key)
-            lines.append(f"| {label} | {_fmt(ours)} | {_fmt(up)} | {_ratio(ours, up)} | {_fmt(paged)} |")
     if report.get("status"):
-        ours, up = report["status"].get("ours", {}), report["status"].get("upstream", {})
         lines += [
             "",
-            f"## Status: N={ours.get('n')} JobSets marked Completed at once (defaults)",
+            f"## Status: N={report['status'].get('ours', {}).get('n')} JobSets marked Completed at once (defaults)",
             "",
-            "| metric | ours | upstream | ours/upstream |",
-            "|---|---|---|---|",
+            *compare_table(STATUS_ROWS, report["status"], contenders),
         ]
-        for key, label in (
-            ("all_complete_s", "all TrainJobs Complete (s)"),
-            ("p50_ms", "Completed→Complete p50 (ms)"),
-            ("p99_ms", "p99 (ms)"),
-        ):
-            a, b = ours.get(key), up.get(key)
-            lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
     for scenario in report.get("kueue", []):
         lines += [
             "",
@@ -679,17 +757,14 @@ def markdown(report: dict[str, Any]) -> str:
             "generator's watches: the TrainJob seen with `spec.suspend: false` (Kueue's update, with its "
             "runtimePatches) to its JobSet seen with `spec.suspend` false.",
             "",
-            "| metric | ours | upstream | ours/upstream |",
-            "|---|---|---|---|",
+            *compare_table(KUEUE_ROWS, {name: scenario.get(name) or {} for name in contenders}, contenders),
+            requests_row(
+                "API requests per TrainJob, the operator's and Kueue's, whole run",
+                {name: scenario.get(name) or {} for name in contenders},
+                contenders,
+                len(contenders) - 1,
+            ),
         ]
-        for key, label in KUEUE_ROWS:
-            a, b = scenario["ours"].get(key), (scenario.get("upstream") or {}).get(key)
-            lines.append(f"| {label} | {_fmt(a)} | {_fmt(b)} | {_ratio(a, b)} |")
-        lines.append(
-            f"| API requests per TrainJob, the operator's and Kueue's, whole run | "
-            f"{scenario['ours'].get('requests_per_trainjob')} | "
-            f"{(scenario.get('upstream') or {}).get('requests_per_trainjob', '-')} | |"
-        )
     return "\n".join(lines) + "\n"
 
 
@@ -800,7 +875,7 @@ def burst_section(
                 scenario[name]["requests_per_trainjob"] = runs_of[-1]["requests_per_trainjob"]
                 steadies = [x["steady"] for x in runs_of if x.get("steady")]
                 if steadies:
-                    scenario[name]["steady"] = {k: statistics.median(s[k] for s in steadies) for k in steadies[0]}
+                    scenario[name]["steady"] = steady_medians(steadies)
                 statuses = [x["status"] for x in runs_of if x.get("status")]
                 if statuses:
                     report.setdefault("status", {})[name] = {
@@ -819,6 +894,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=BENCH / "results")
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--ours-only", action="store_true", help="skip upstream even when it is built")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="another checkout of this repository with its own .venv (make install there): its operator runs too, "
+        "as 'before', alternating with ours; tables get its column and ours/before ratios",
+    )
     parser.add_argument(
         "--settings",
         default="defaults,equal,pinned",
@@ -848,7 +929,9 @@ def main() -> int:
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
     kueue_sizes = [] if args.smoke or args.steady_only else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
     runs = 1 if args.smoke else args.runs
-    contenders = contenders_for(args.smoke or args.ours_only, "smoke mode, or hack/upstream has not built it")
+    contenders = contenders_for(
+        args.smoke or args.ours_only, "smoke mode, or hack/upstream has not built it", args.baseline_tree
+    )
     logs = bench_logs()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report: dict[str, Any] = {
@@ -858,6 +941,12 @@ def main() -> int:
         "burst": [],
         "load_before": load_average(),
     }
+    if args.baseline_tree is not None:
+        report["baseline"] = {
+            "tree": str(args.baseline_tree),
+            "commit": tree_commit(args.baseline_tree),
+            "ours_commit": tree_commit(REPO),
+        }
     try:
         if not args.kueue_only:
             say("starting a dedicated control plane in " + os.environ["TRAINJOB_CLUSTER_DIR"])

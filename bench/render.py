@@ -3,13 +3,21 @@
 Each TrainJob is parsed from its wire dict and rendered to every object the operator would apply, as the
 reconciler does. Prints TrainJobs/s and µs per TrainJob, the median of RUNS runs, per scenario.
 Usage: python bench/render.py [--jobs 2000] [--runs 5] [--json PATH]
+
+With --baseline-tree DIR (another checkout of this repository with its own .venv: `git worktree add DIR <commit>`,
+`make install` there), this file does not measure in-process: it runs that tree's own bench/render.py with its venv
+and this tree's with ours as subprocesses, alternating, --rounds times, and prints per scenario the median of the
+rounds' medians, before and after, and the after/before ratio.
 """
 
 import argparse
 import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,12 +100,105 @@ def measure(fn: Callable[[], None], n: int, runs: int) -> dict[str, float]:
     }
 
 
-def main() -> int:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--baseline-tree", type=Path, help="another checkout with its own .venv, measured alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline-tree: alternating rounds per tree")
+    return parser.parse_args(argv)
+
+
+def render_once(python: Path, script: Path, jobs: int, runs: int) -> dict[str, dict[str, float]]:
+    """One subprocess run of a tree's bench/render.py: its results per scenario."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "render.json"
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        subprocess.run(
+            [str(python), str(script), "--jobs", str(jobs), "--runs", str(runs), "--json", str(out)],
+            check=True,
+            cwd=script.parents[1],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            timeout=1800,
+        )
+        results: dict[str, dict[str, float]] = json.loads(out.read_text())["results"]
+        return results
+
+
+def compare(
+    after: list[dict[str, dict[str, float]]], before: list[dict[str, dict[str, float]]]
+) -> dict[str, dict[str, float | None]]:
+    """Per scenario of either tree: the median over rounds of TrainJobs/s after and before, and after/before (None
+    where a tree lacks the scenario)."""
+
+    def median_rate(rounds: list[dict[str, dict[str, float]]], name: str) -> float | None:
+        rates = [r[name]["jobs_per_s"] for r in rounds if name in r]
+        return statistics.median(rates) if rates else None
+
+    names = list(dict.fromkeys(name for r in [*after, *before] for name in r))
+    table: dict[str, dict[str, float | None]] = {}
+    for name in names:
+        a, b = median_rate(after, name), median_rate(before, name)
+        table[name] = {"after": a, "before": b, "ratio": a / b if a and b else None}
+    return table
+
+
+def comparison_lines(table: dict[str, dict[str, float | None]]) -> list[str]:
+    """The before/after comparison as a markdown table (TrainJobs/s, medians of the rounds)."""
+
+    def cell(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    lines = ["| scenario | before (TrainJobs/s) | after (TrainJobs/s) | after/before |", "|---|---|---|---|"]
+    for name, row in table.items():
+        lines.append(
+            f"| {name} | {cell(row['before'], ',.0f')} | {cell(row['after'], ',.0f')} | {cell(row['ratio'], '.2f')} |"
+        )
+    return lines
+
+
+def baseline_main(args: argparse.Namespace) -> int:
+    """Both trees' render benchmarks, alternating round by round (before, after), as subprocesses."""
+    tree = args.baseline_tree
+    python = tree / ".venv" / "bin" / "python"
+    script = tree / "bench" / "render.py"
+    if not python.is_file() or not script.is_file():
+        raise SystemExit(f"render: --baseline-tree {str(tree)!r}: needs bench/render.py and .venv/bin/python there")
+    after: list[dict[str, dict[str, float]]] = []
+    before: list[dict[str, dict[str, float]]] = []
+    print(f"render benchmark, before ({tree}) and after (this tree): {args.jobs} TrainJobs, median of {args.runs}")
+    for r in range(args.rounds):
+        before.append(render_once(python, script, args.jobs, args.runs))
+        after.append(render_once(Path(sys.executable), Path(__file__).resolve(), args.jobs, args.runs))
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"  round {r + 1} of {args.rounds} done, load average {load}", flush=True)
+    table = compare(after, before)
+    print("\n".join(comparison_lines(table)))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                {
+                    "jobs": args.jobs,
+                    "runs": args.runs,
+                    "rounds": args.rounds,
+                    "before": before,
+                    "after": after,
+                    "compared": table,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return 0
+
+
+def main() -> int:
+    args = arguments()
+    if args.baseline_tree is not None:
+        return baseline_main(args)
     framework = Framework.from_registry()
     n = args.jobs
     scenarios = {
