@@ -139,13 +139,12 @@ test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control pl
 	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
 
 # `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
-# from the start, then lint, the tools, a benchmark smoke run and the sessions, in three lanes side by side (`make
-# -j3`; TEST_LANES=1 runs them one after another), each cluster in a directory and under a name of its own: lane A
-# the chart and integration tests, then session 4 on real nodes (`realnode_ci`, under the machine's real-node lock,
-# once the background build is over); lane B the unit tests (no cluster), then e2e with Kueue, then the differential
-# test; lane C the chaos tests, then MultiKueue (session 5). The lanes mostly wait on their clusters, so three fit on
-# 2 cores; lane A's real nodes start when its kwok sessions end, about when lane B's e2e does, so no lane waits
-# for another.
+# from the start, then lint, the tools and the sessions, in three lanes side by side (`make -j3`; TEST_LANES=1 runs
+# them one after another), each cluster in a directory and under a name of its own. Lane A: the chart and
+# integration tests, then session 4 on real nodes (`realnode_ci`, under the machine's real-node lock, once the
+# background build is over). Lane B: the unit tests (no cluster), e2e with Kueue, the differential test. Lane C: the
+# benchmark smoke run, the chaos tests, MultiKueue (session 5). The lanes mostly wait on their clusters, so three
+# fit on 2 cores, and they end at about the same time.
 TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
@@ -160,8 +159,6 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
 	@$(MAKE) --no-print-directory tools-upstream
 	@$(MAKE) --no-print-directory tools-browser
-	@echo ">> benchmark smoke run (N=50), so the harness cannot rot"
-	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
 	@echo ">> sessions 1-5 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
 	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c
@@ -178,6 +175,8 @@ test-lane-a: $(STAMP) tools-helm tools-browser
 
 test-lane-c: $(STAMP) tools-upstream
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+	@echo ">> benchmark smoke run (N=50), so the harness cannot rot (its own control plane)"
+	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
 	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
 	@echo ">> session 5: MultiKueue across a manager and two workers (ours and upstream v2.3.0; lane C's fleet)"
