@@ -371,15 +371,26 @@ def secret_needles(values: Iterable[str]) -> set[str]:
     return needles
 
 
+TRACEBACK = "Traceback (most recent call last)"
+#: Lines of each traceback printed with the counts (pytest shows them when the count fails the test).
+TRACEBACK_LINES = 40
+
+
 def scan_logs(paths: Iterable[Path], needles: set[str]) -> tuple[int, int]:
-    """(tracebacks, leaks) over the given log files."""
+    """(tracebacks, leaks) over the given log files. Each traceback is printed with its log's path and the line
+    before it, so a failed count carries its evidence (pytest deletes old temporary directories, logs included)."""
     tracebacks = leaks = 0
     for path in paths:
         if not path.exists():
             continue
         text = path.read_text(errors="replace")
-        tracebacks += text.count("Traceback (most recent call last)")
+        tracebacks += text.count(TRACEBACK)
         leaks += sum(text.count(needle) for needle in needles)
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if TRACEBACK in line:
+                print(f"--- traceback in {path}, line {i + 1}:")
+                print("\n".join(lines[max(i - 1, 0) : i + TRACEBACK_LINES]))
     return tracebacks, leaks
 
 
