@@ -484,6 +484,17 @@ def _wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float 
 # up / down
 
 
+#: The ports of a kwokctl cluster's components (binary runtime), each chosen by `_kwokctl_config`.
+KWOKCTL_PORT_OPTIONS = (
+    "kubeApiserverPort",
+    "etcdPort",
+    "etcdPeerPort",
+    "kubeControllerManagerPort",
+    "kubeSchedulerPort",
+    "kwokControllerPort",
+)
+
+
 def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
     share = bin_dir / "share"
     hack = repo_root() / "hack" / "cluster"
@@ -500,6 +511,10 @@ def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
             "kubeVersion": _version_of(bin_dir, "kubernetes"),
             "etcdVersion": _version_of(bin_dir, "etcd"),
             "disableQPSLimits": True,
+            # Ports from the kernel's ephemeral range, not kwokctl's own choice: kwokctl takes the highest free ports
+            # below 32768, the same few for every cluster, so a cluster made while another's API server is restarting
+            # (the chaos tests stop it) took that server's port and it never came back (`make test`, 2026-11-25).
+            **{option: _free_port() for option in KWOKCTL_PORT_OPTIONS},
         },
     }
     if real_nodes:
