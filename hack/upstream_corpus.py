@@ -35,7 +35,25 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "upstream-corpus"
+
+
+def default_corpus(repo: Path = REPO) -> Path:
+    """`$TRAINJOB_UPSTREAM_CORPUS`, else `../shared/upstream-corpus` beside the checkout, else beside the main checkout
+    when this one is a git worktree (its `.git` file names `<main>/.git/worktrees/<name>`): the path given first when
+    none has the corpus, so the message names where it was expected."""
+    if env := os.environ.get("TRAINJOB_UPSTREAM_CORPUS"):
+        return Path(env)
+    beside = repo.parent / "shared" / "upstream-corpus"
+    dot_git = repo / ".git"
+    if not beside.is_dir() and dot_git.is_file():
+        gitdir = Path(dot_git.read_text().removeprefix("gitdir:").strip())
+        main = gitdir.parent.parent.parent  # <main>/.git/worktrees/<name> -> <main>
+        if (main.parent / "shared" / "upstream-corpus").is_dir():
+            return main.parent / "shared" / "upstream-corpus"
+    return beside
+
+
+DEFAULT_CORPUS = default_corpus()
 DEFAULT_CLI = REPO / ".venv" / "bin" / "trainjob-operator"
 V24 = "D23"
 
@@ -203,7 +221,7 @@ def refuse_unbuildable_names(check: Any, root: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("cli", nargs="?", default=str(DEFAULT_CLI), help="the trainjob-operator executable")
-    parser.add_argument("--corpus", default=os.environ.get("TRAINJOB_UPSTREAM_CORPUS", str(DEFAULT_CORPUS)))
+    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     parser.add_argument("-v", action="store_true", help="list passing cases too")
     parser.add_argument("-k", help="only cases whose id contains this")
     args = parser.parse_args(argv)
