@@ -576,11 +576,6 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
                 ready += c.get("type") == "Ready" and c.get("status") == "True"
         return ready >= count
 
-    for n in nodes:
-        if not _alive(real, f"kubelet-{n.index}"):
-            raise cluster.ClusterError(
-                f"kubelet of {n.name} exited:\n{cluster._tail(logs / f'real-kubelet-{n.index}.log')}"
-            )
     _wait_alive(real, "kubelet-0", f"{count} real nodes Ready", all_ready, NODE_READY_TIMEOUT_S)
     cluster._log(f"{count} real nodes Ready in {time.monotonic() - t0:.1f}s")
 
