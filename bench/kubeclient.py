@@ -10,7 +10,7 @@ from typing import Any
 
 import aiohttp
 
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import Client, RESTMapper
 
 

@@ -213,7 +213,7 @@ class OperatorWrites:
         from trainjob_operator.api.trainjob import TrainJob
         from trainjob_operator.codec import jsontext
         from trainjob_operator.runtime.info import RuntimeSource
-        from trainjob_operator.runtime.observed import Observed, StatusServer
+        from trainjob_operator.runtime.observed import Observed, StatusEndpoint
         from trainjob_operator.runtime.pipeline import Framework
         from trainjob_operator.runtime.snapshot import build_snapshot
 
@@ -222,7 +222,7 @@ class OperatorWrites:
         framework = Framework.from_registry()
         # The operator runs with its status server on (the default): the trainer gets its URL, and the CA goes into
         # a ConfigMap, one more write per TrainJob.
-        observed = Observed(status_server=StatusServer("https://127.0.0.1:10443", FAKE_CA))
+        observed = Observed(status_server=StatusEndpoint("https://127.0.0.1:10443", FAKE_CA))
         self.args = args
         self.client = connect(args.kubeconfig)
         self.pending: asyncio.Queue[tuple[str, str]] = asyncio.Queue()

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from trainjob_operator.k8s.client import BUILTIN, JSON_PATCH, ApiError, KubeClient, RESTMapper
-from trainjob_operator.k8s.config import Connection
+from trainjob_operator.k8s.connection import Connection
 
 Key = tuple[str, str, str | None, str]
 """(apiVersion, kind, namespace, name)."""

@@ -46,7 +46,7 @@ class Webhook(_Section):
     """How often each replica re-reads the certificate Secret (rotation, another replica's rotation)."""
 
 
-class StatusServer(_Section):
+class StatusServerConfig(_Section):
     """Where trainer pods report progress (`kubeflow.trainer.update_trainjob_status`); upstream's `TrainJobStatus`
     feature, on by default here. It serves TLS with the webhook certificate (same Secret, same CA)."""
 
@@ -68,7 +68,7 @@ class StatusServer(_Section):
     """How long one TokenReview answer is reused for the same token (never past the token's expiry)."""
 
 
-class Health(_Section):
+class HealthConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8081, ge=0, le=65535)
     """Serves /healthz, /readyz and /metrics; 0 picks a free port."""
@@ -93,8 +93,8 @@ class OperatorConfig(_Section):
     """A logging level name, in any case (stored upper-case)."""
     client: ClientConnection = Field(default_factory=ClientConnection)
     webhook: Webhook = Field(default_factory=Webhook)
-    status_server: StatusServer = Field(default_factory=StatusServer)
-    health: Health = Field(default_factory=Health)
+    status_server: StatusServerConfig = Field(default_factory=StatusServerConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
 
     @field_validator("log_level")

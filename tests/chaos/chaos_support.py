@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from trainjob_operator.api import constants as c
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import ApiError, Client
 from trainjob_operator.runtime.plugins.jobset import rebuildable
 

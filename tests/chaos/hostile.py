@@ -37,7 +37,7 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import retry_key
 
 

@@ -113,7 +113,7 @@ def test_the_proxy_injects_and_heals(tmp_path: Path, kubeconfig: str) -> None:
     """The proxy itself: faults only while active; a 429 carries Retry-After and an early retry is counted."""
     import asyncio
 
-    from trainjob_operator.k8s import config as k8s_config
+    from trainjob_operator.k8s import connection as k8s_config
     from trainjob_operator.k8s.client import ApiError, Client
 
     proxy = HostileProxy(kubeconfig).start()

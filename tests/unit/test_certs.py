@@ -72,7 +72,7 @@ def test_when_a_rotation_keeps_the_ca(case: str, want: bool) -> None:
 
 
 def test_ensure_certificate_rotates_an_expiring_certificate_under_the_same_ca() -> None:
-    from trainjob_operator.controller.admission import ensure_certificate
+    from trainjob_operator.controller.admissionserver import ensure_certificate
 
     now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     old = certs.generate(["127.0.0.1"], now - dt.timedelta(days=350), days=365)

@@ -9,7 +9,7 @@ from pydantic.alias_generators import to_camel
 from . import constants as c
 from .base import ApiModel
 from .core import ObjectMeta
-from .jobset import JobSetTemplateSpec
+from .jobset_types import JobSetTemplateSpec
 from .rules import (
     ENV_INJECTION_NOT_NODE,
     FLUX_NUM_PROC_PER_NODE,

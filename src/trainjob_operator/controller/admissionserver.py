@@ -33,7 +33,7 @@ VALIDATE_CLUSTER_RUNTIME = "/validate-trainer-kubeflow-org-v1alpha1-clustertrain
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AdmissionVerdict:
     allowed: bool = True
     message: str = ""
     warnings: tuple[str, ...] = ()
@@ -52,10 +52,10 @@ def load_certificate(context: ssl.SSLContext, directory: str, bundle: certs.Bund
 
 
 Review = dict[str, Any]
-Handler = Callable[[Review], Awaitable[Verdict]]
+Handler = Callable[[Review], Awaitable[AdmissionVerdict]]
 
 
-def response(request: Review, verdict: Verdict) -> dict[str, Any]:
+def response(request: Review, verdict: AdmissionVerdict) -> dict[str, Any]:
     body: dict[str, Any] = {"uid": request.get("uid", ""), "allowed": verdict.allowed}
     if not verdict.allowed:
         body["status"] = {
@@ -110,7 +110,9 @@ class AdmissionServer:
                     log.error(
                         "webhook failed on an object; refused", path=request.path, exc_info=err, **error_fields(err)
                     )
-            verdict = Verdict(allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400)
+            verdict = AdmissionVerdict(
+                allowed=False, message=f"the object cannot be checked: {describe(err)}", code=400
+            )
         self.metrics.webhook_seconds.labels(
             webhook=request.path.strip("/"), allowed=str(verdict.allowed).lower()
         ).observe(time.perf_counter() - started)

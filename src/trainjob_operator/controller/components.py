@@ -9,16 +9,16 @@ from urllib.parse import urlsplit
 
 from .. import logs
 from ..k8s.client import BUILTIN, Client, Resource, RESTMapper
-from ..k8s.config import Connection
+from ..k8s.connection import Connection
 from ..runtime.pipeline import Framework
-from .admission import AdmissionServer, keep_webhooks_current
-from .health import HealthServer
+from .admissionserver import AdmissionServer, keep_webhooks_current
+from .healthserver import HealthServer
 from .leader import LeaderElector
 from .manager import Manager, remove_webhook_configurations, supervise
+from .preflight import StartupError, preflight
 from .reconciler import utcnow
 from .runnable import Loop, Runnable, Step
 from .settings import plan_of
-from .startup import StartupError, preflight
 from .statusserver import StatusServer
 from .webhooks import Webhooks
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from .. import config as config_module
 from .. import logs
 from ..config import OperatorConfig
-from ..k8s import config as k8s_config
+from ..k8s import connection as k8s_config
 from ..k8s.client import Client
 from ..metrics import Metrics
 from ..runtime.errors import printable
@@ -22,9 +22,9 @@ from ..runtime.pipeline import Framework
 from . import components, kopf_adapter, kopf_seams
 from .arguments import parser
 from .manager import Manager, supervise, watched_collections
+from .preflight import StartupError
 from .runnable import Runnables
 from .settings import plan_of, settings_from
-from .startup import StartupError
 
 log = logs.get("trainjob_operator.manager")
 

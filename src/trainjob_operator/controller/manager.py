@@ -16,7 +16,7 @@ from ..metrics import Metrics
 from ..runtime import startup
 from ..runtime.framework import ChildKind
 from ..runtime.identity import same_incarnation
-from ..runtime.observed import StatusServer as StatusEndpoint
+from ..runtime.observed import StatusEndpoint
 from ..runtime.pipeline import Framework
 from . import kopf_adapter
 from .leader import LeaderElector

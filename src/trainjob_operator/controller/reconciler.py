@@ -26,7 +26,7 @@ from ..runtime.health import PodWarning, warning_event
 from ..runtime.identity import own
 from ..runtime.info import RuntimeSource
 from ..runtime.lifecycle import check_startup, effective_run_policy
-from ..runtime.observed import ObjectRef, Observed, StatusServer
+from ..runtime.observed import ObjectRef, Observed, StatusEndpoint
 from ..runtime.pipeline import Framework
 from ..runtime.plan import Blocked, Failure, Stage
 from ..runtime.snapshot import build_snapshot, runtime_from_snapshot, snapshot_name
@@ -58,7 +58,7 @@ class Reconciler:
     framework: Framework
     metrics: Metrics
     clock: Callable[[], dt.datetime] = utcnow
-    status_server: Callable[[], StatusServer | None] = lambda: None
+    status_server: Callable[[], StatusEndpoint | None] = lambda: None
     """Where trainer pods report progress (None: the status server is off and nothing is injected)."""
     may_write: Callable[[], bool] = lambda: True
     """Checked before every write: a replica whose Lease lapsed mid-pass writes nothing (no split brain)."""

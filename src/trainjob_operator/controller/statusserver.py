@@ -15,12 +15,12 @@ from aiohttp import web
 
 from ..api import constants as c
 from ..certs import Bundle
-from ..config import StatusServer as StatusServerConfig
+from ..config import StatusServerConfig
 from ..k8s.client import ApiError, KubeClient
 from ..logs import get
 from ..metrics import Metrics
 from ..runtime import progress
-from .admission import load_certificate
+from .admissionserver import load_certificate
 from .store import Store
 
 log = get("trainjob_operator.statusserver")

@@ -19,8 +19,8 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from ..codec import jsontext
-from . import config as k8s_config
-from .config import Connection
+from . import connection as k8s_config
+from .connection import Connection
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..api import constants as c
 from ..api.core import Container, PodSpec, ResourceRequirements
-from ..api.jobset import JobSetSpec, ReplicatedJob
+from ..api.jobset_types import JobSetSpec, ReplicatedJob
 from ..api.runtime import AnyRuntime, MLPolicy, PodGroupPolicy, TrainingRuntimeSpec
 from ..api.trainjob import TrainJob
 from ..codec import yamldump

@@ -33,7 +33,7 @@ class Read:
 
 
 @dataclass(frozen=True)
-class StatusServer:
+class StatusEndpoint:
     """The operator's TrainJob status server, as trainer pods reach it."""
 
     base_url: str
@@ -67,7 +67,7 @@ class Observed:
     skipped)."""
     keys: KeySource | None = field(default=None, repr=False)
     """Key material for the Secrets a build creates once (None: a build that needs a key fails, saying so)."""
-    status_server: StatusServer | None = None
+    status_server: StatusEndpoint | None = None
     """Where trainer pods report progress; None when the status server is off (nothing is injected)."""
 
     def exists(self, api_version: str, kind: str, name: str) -> bool:

@@ -28,7 +28,7 @@ from .plugins.mpi import MPI
 from .plugins.plainml import PlainML
 from .plugins.tensorflow import TensorFlow
 from .plugins.torch import Torch
-from .plugins.trainjobstatus import TrainJobStatus
+from .plugins.trainjobstatus import TrainJobStatusBuilder
 from .plugins.volcano import Volcano
 from .plugins.xgboost import XGBoost
 
@@ -44,7 +44,7 @@ ORDER: Final[tuple[type[Plugin], ...]] = (
     TensorFlow,
     CoScheduling,
     Volcano,
-    TrainJobStatus,
+    TrainJobStatusBuilder,
     JobSetPlugin,
 )
 

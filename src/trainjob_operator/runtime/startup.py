@@ -1,5 +1,5 @@
 """Start-up decisions, pure: what the operator needs of a cluster, what to do about what is missing, and the one
-line that tells the user why it cannot start. The executor (`controller/startup.py`) gathers the facts."""
+line that tells the user why it cannot start. The executor (`controller/preflight.py`) gathers the facts."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field

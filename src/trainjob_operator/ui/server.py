@@ -14,7 +14,7 @@ from aiohttp import web
 
 from .. import flags, logs
 from ..api import constants as c
-from ..k8s import config as k8s_config
+from ..k8s import connection as k8s_config
 from ..k8s.client import ApiError, Client
 from . import view
 

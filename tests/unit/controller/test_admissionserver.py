@@ -1,16 +1,16 @@
-"""Admission (`controller/admission.py`): the response shapes and the webhook configurations pointing at the local
+"""Admission (`controller/admissionserver.py`): the response shapes and the webhook configurations pointing at the local
 server with the CA."""
 
 import base64
 import json
 
 from trainjob_operator import config as config_module
-from trainjob_operator.controller.admission import Verdict, response, webhook_configurations
+from trainjob_operator.controller.admissionserver import AdmissionVerdict, response, webhook_configurations
 
 
 def test_admission_response_shapes() -> None:
     denied = response(
-        {"uid": "u1"}, Verdict(allowed=False, message="spec.x: Invalid value: 1: bad", warnings=("careful",))
+        {"uid": "u1"}, AdmissionVerdict(allowed=False, message="spec.x: Invalid value: 1: bad", warnings=("careful",))
     )
     assert denied == {
         "apiVersion": "admission.k8s.io/v1",
@@ -23,7 +23,7 @@ def test_admission_response_shapes() -> None:
         },
     }
     ops = [{"op": "replace", "path": "/spec/runtimePatches", "value": []}]
-    mutated = response({"uid": "u2"}, Verdict(patch=ops))["response"]
+    mutated = response({"uid": "u2"}, AdmissionVerdict(patch=ops))["response"]
     assert mutated["patchType"] == "JSONPatch"
     assert json.loads(base64.b64decode(mutated["patch"])) == ops
 

@@ -1,4 +1,4 @@
-"""The health server (`controller/health.py`): on port 0 it reports the port it got."""
+"""The health server (`controller/healthserver.py`): on port 0 it reports the port it got."""
 
 import asyncio
 
@@ -7,7 +7,7 @@ def test_the_health_server_on_port_0_reports_the_port_it_got() -> None:
     """Reads aiohttp's private `TCPSite._server` (docs/architecture.md, 'Other libraries' private behaviour')."""
     import aiohttp
 
-    from trainjob_operator.controller.health import HealthServer
+    from trainjob_operator.controller.healthserver import HealthServer
     from trainjob_operator.metrics import Metrics
 
     async def scenario() -> tuple[int, int]:

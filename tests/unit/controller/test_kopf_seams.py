@@ -22,10 +22,10 @@ from fake_apiserver import CUT, DROP, END, FakeApiServer, Kind, Seen, error_even
 from trainjob_operator.config import OperatorConfig
 from trainjob_operator.controller import kopf_adapter, kopf_seams, main
 from trainjob_operator.controller._kopf import kopf
-from trainjob_operator.controller.startup import StartupError
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.controller.preflight import StartupError
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import Client
-from trainjob_operator.k8s.config import Connection
+from trainjob_operator.k8s.connection import Connection
 from trainjob_operator.metrics import Metrics
 
 TRAINJOBS = Kind("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")

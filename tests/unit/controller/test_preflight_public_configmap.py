@@ -1,4 +1,4 @@
-"""Start-up (`controller/startup.py`): the SDK's public ConfigMap is created where the operator runs."""
+"""Start-up (`controller/preflight.py`): the SDK's public ConfigMap is created where the operator runs."""
 
 import asyncio
 from dataclasses import dataclass
@@ -30,7 +30,7 @@ PUBLIC_CONFIGMAP_CASES = [
 
 @pytest.mark.parametrize("case", PUBLIC_CONFIGMAP_CASES)
 def test_the_sdks_configmap_is_created_where_the_operator_runs(case: PublicConfigMapCase) -> None:
-    from trainjob_operator.controller.startup import publish_public_configmap
+    from trainjob_operator.controller.preflight import publish_public_configmap
     from trainjob_operator.k8s.client import ApiError
     from trainjob_operator.runtime.startup import public_configmap
 

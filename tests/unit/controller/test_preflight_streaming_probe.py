@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fake_client import FakeClient
-from trainjob_operator.controller import startup as startup_exec
+from trainjob_operator.controller import preflight as startup_exec
 from trainjob_operator.controller.main import parser, plan_of, settings_from
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.runtime.startup import Plan

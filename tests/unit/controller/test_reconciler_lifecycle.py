@@ -20,7 +20,7 @@ from trainjob_operator.controller.store import PodCache, Store
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.metrics import Metrics
 from trainjob_operator.runtime import health
-from trainjob_operator.runtime.observed import StatusServer
+from trainjob_operator.runtime.observed import StatusEndpoint
 from trainjob_operator.runtime.pipeline import Framework
 
 NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
@@ -295,7 +295,7 @@ def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_ch
     by a round trip; a CA that changed while suspended is written before the JobSet that starts the pods."""
     client = FakeClient()
     rec = reconciler(client, JOB.suspend())
-    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-1")
+    rec.status_server = lambda: StatusEndpoint("https://127.0.0.1:10443", "CA-1")
     asyncio.run(rec.reconcile(KEY))
     rec.store.trainjobs.put(JOB.set("spec.suspend", False).raw())
     asyncio.run(rec.reconcile(KEY))
@@ -307,9 +307,9 @@ def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_ch
     ]
     client.calls.clear()
     rec = reconciler(client, JOB.suspend())
-    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-1")
+    rec.status_server = lambda: StatusEndpoint("https://127.0.0.1:10443", "CA-1")
     asyncio.run(rec.reconcile(KEY))
-    rec.status_server = lambda: StatusServer("https://127.0.0.1:10443", "CA-2")
+    rec.status_server = lambda: StatusEndpoint("https://127.0.0.1:10443", "CA-2")
     rec.store.trainjobs.put(JOB.set("spec.suspend", False).raw())
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [

@@ -39,5 +39,5 @@ def test_the_status_server_url_trainer_pods_get(
 ) -> None:
     from trainjob_operator.controller.statusserver import base_url
 
-    cfg = config_module.StatusServer.model_validate(status_server)
+    cfg = config_module.StatusServerConfig.model_validate(status_server)
     assert base_url(cfg, webhook_service, webhook_url_host, "ops") == want

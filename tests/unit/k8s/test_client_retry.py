@@ -83,7 +83,7 @@ def test_after_a_503_with_retry_after_the_next_request_for_that_object_waits(mon
     import time
 
     from trainjob_operator.k8s.client import Client
-    from trainjob_operator.k8s.config import Connection
+    from trainjob_operator.k8s.connection import Connection
 
     sent: list[tuple[str, float]] = []
 
@@ -121,7 +121,7 @@ def test_a_request_waiting_out_a_retry_after_also_waits_out_a_longer_one_given_m
     import time
 
     from trainjob_operator.k8s.client import Client
-    from trainjob_operator.k8s.config import Connection
+    from trainjob_operator.k8s.connection import Connection
 
     sent: dict[str, float] = {}
     path = "/apis/g/v1/namespaces/n/trainjobs/a"
@@ -160,7 +160,7 @@ def test_a_429_with_retry_after_is_sent_again_once_that_time_has_passed(monkeypa
     import time
 
     from trainjob_operator.k8s.client import Client
-    from trainjob_operator.k8s.config import Connection
+    from trainjob_operator.k8s.connection import Connection
 
     sent: list[tuple[str, float]] = []
 

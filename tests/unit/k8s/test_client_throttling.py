@@ -9,9 +9,9 @@ import pytest
 
 from fake_apiserver import FakeApiServer, Kind
 from trainjob_operator import config as config_module
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import THROTTLE_RETRIES, ApiError, Client, RateLimiter
-from trainjob_operator.k8s.config import Connection
+from trainjob_operator.k8s.connection import Connection
 
 CONFIGMAPS = Kind("", "v1", "configmaps", "ConfigMap")
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from fake_apiserver import VERSION, FakeApiServer
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import ApiError, Client
-from trainjob_operator.k8s.config import ConfigError, Connection
+from trainjob_operator.k8s.connection import ConfigError, Connection
 
 
 def kubeconfig(

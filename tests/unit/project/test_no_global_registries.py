@@ -21,7 +21,7 @@ from trainjob_operator.controller.components import of, rest_mapper
 from trainjob_operator.controller.manager import Manager
 from trainjob_operator.controller.store import Store
 from trainjob_operator.k8s.client import BUILTIN, Client, Resource
-from trainjob_operator.k8s.config import Connection
+from trainjob_operator.k8s.connection import Connection
 from trainjob_operator.runtime.framework import ChildKind, ComponentBuilder, Manifest, Mode, OwnsKinds
 from trainjob_operator.runtime.info import RuntimeInfo
 from trainjob_operator.runtime.observed import Observed
@@ -31,8 +31,8 @@ from trainjob_operator.runtime.registry import PLUGINS
 READ_ONLY_TABLES = {
     "trainjob_operator.api.constants.PLURALS": "kind → plural of the trainer's kinds",
     "trainjob_operator.api.constants.ANCESTOR_CONTAINERS": "the SDK's ancestor container names",
-    "trainjob_operator.api.jobset._ATOMIC": "list types of the JobSet schema",
-    "trainjob_operator.api.jobset._MAP_BY_NAME": "list-map keys of the JobSet schema",
+    "trainjob_operator.api.jobset_types._ATOMIC": "list types of the JobSet schema",
+    "trainjob_operator.api.jobset_types._MAP_BY_NAME": "list-map keys of the JobSet schema",
     "trainjob_operator.api.legacy.INITIALIZER_JOBS": "the v2.3 initializer job names",
     "trainjob_operator.api.trainjob._MAP_BY_NAME": "list-map keys of the TrainJob schema",
     "trainjob_operator.api.trainjob._IMMUTABLE_MAP_BY_NAME": "immutable list-maps of the TrainJob schema",

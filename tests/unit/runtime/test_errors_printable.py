@@ -21,7 +21,7 @@ from builders import RuntimeBuilder, TrainJobBuilder
 from trainjob_operator import cli, logs
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import Condition, TrainJobStatus
-from trainjob_operator.controller.admission import Verdict, response
+from trainjob_operator.controller.admissionserver import AdmissionVerdict, response
 from trainjob_operator.runtime import plan
 from trainjob_operator.runtime.conditions import set_condition
 from trainjob_operator.runtime.errors import describe, printable
@@ -215,7 +215,7 @@ def test_the_reconcile_failed_condition_escapes_its_message() -> None:
 
 
 def test_the_webhooks_denial_and_warnings_are_escaped() -> None:
-    verdict = Verdict(allowed=False, message=f"runtime {EVIL} not found", warnings=(f"label {EVIL}",))
+    verdict = AdmissionVerdict(allowed=False, message=f"runtime {EVIL} not found", warnings=(f"label {EVIL}",))
     assert response({"uid": "u1"}, verdict)["response"] == {
         "uid": "u1",
         "allowed": False,

@@ -17,7 +17,7 @@ from trainjob_operator.api.trainjob import Condition, TrainJobStatus
 from trainjob_operator.controller.store import ObjectCache
 from trainjob_operator.runtime import plan
 from trainjob_operator.runtime.identity import Stranger, owned_by, same_incarnation, stranger, wait_seconds
-from trainjob_operator.runtime.observed import ObjectRef, Observed, SSHKeyPair, StatusServer
+from trainjob_operator.runtime.observed import ObjectRef, Observed, SSHKeyPair, StatusEndpoint
 from trainjob_operator.runtime.pipeline import Framework
 from trainjob_operator.runtime.plan import Blocked, Stage
 from trainjob_operator.runtime.snapshot import build_snapshot
@@ -28,7 +28,7 @@ NOW = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
 STAMP = "2026-11-22T12:00:00Z"
 JOB = TrainJobBuilder.make()  # uid "uid"
 KEY = SSHKeyPair(private_pem=b"PRIVATE", public_openssh=b"ecdsa-sha2-nistp521 AAAA\n")
-SERVER = StatusServer("https://127.0.0.1:10443", "CA")
+SERVER = StatusEndpoint("https://127.0.0.1:10443", "CA")
 
 
 def owner(uid: str, name: str = "test-job", kind: str = c.TRAINJOB_KIND) -> dict[str, Any]:
@@ -55,7 +55,7 @@ class ChildCase:
     runtime: RuntimeBuilder
     job: TrainJobBuilder
     ref: ObjectRef
-    status_server: StatusServer | None = None
+    status_server: StatusEndpoint | None = None
 
 
 TORCH = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={})

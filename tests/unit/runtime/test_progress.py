@@ -11,7 +11,7 @@ from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container_of, job
 from trainjob_operator.api import constants as c
 from trainjob_operator.runtime import progress
 from trainjob_operator.runtime.errors import BuildError
-from trainjob_operator.runtime.observed import Observed, StatusServer
+from trainjob_operator.runtime.observed import Observed, StatusEndpoint
 from trainjob_operator.runtime.pipeline import Framework
 
 FRAMEWORK = Framework.from_registry()
@@ -391,7 +391,7 @@ def test_rate_limit_table_stays_bounded() -> None:
 
 RUNTIME = RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}).node_container(env=[{"name": "KEEP", "value": "1"}])
 JOB = TrainJobBuilder.make(name="llm", namespace="team")
-SERVER = StatusServer("https://trainjob-operator.kubeflow-system.svc:10443", CA)
+SERVER = StatusEndpoint("https://trainjob-operator.kubeflow-system.svc:10443", CA)
 
 
 def test_trainer_pods_get_upstreams_env_token_volume_and_ca() -> None:
@@ -472,4 +472,6 @@ def test_off_injects_nothing() -> None:
 
 def test_no_ca_yet_is_a_build_error() -> None:
     with pytest.raises(BuildError, match=r"failed to find status server ca\.crt in tls secret"):
-        FRAMEWORK.desired_objects(JOB.obj(), RUNTIME.source(), Observed(status_server=StatusServer("https://x", None)))
+        FRAMEWORK.desired_objects(
+            JOB.obj(), RUNTIME.source(), Observed(status_server=StatusEndpoint("https://x", None))
+        )

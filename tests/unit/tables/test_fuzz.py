@@ -356,7 +356,7 @@ def test_the_cli_survives_any_text(tmp_path_factory: pytest.TempPathFactory, tex
 
 def test_the_webhook_refuses_what_it_cannot_check_naming_the_cause() -> None:
     """A handler crash is a refusal (400) that names the error, never a 500 without content."""
-    from trainjob_operator.controller.admission import AdmissionServer
+    from trainjob_operator.controller.admissionserver import AdmissionServer
     from trainjob_operator.metrics import Metrics
 
     async def broken(_: dict[str, Any]) -> Any:
@@ -384,7 +384,7 @@ def test_the_webhook_refuses_what_it_cannot_check_naming_the_cause() -> None:
 
 def test_a_webhook_call_cut_by_the_api_server_is_no_traceback() -> None:
     """The API server restarting (or timing out) mid-call cut the body: aiohttp logged a traceback."""
-    from trainjob_operator.controller.admission import AdmissionServer
+    from trainjob_operator.controller.admissionserver import AdmissionServer
     from trainjob_operator.metrics import Metrics
 
     async def never(_: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from trainjob_operator.k8s import config
+from trainjob_operator.k8s import connection
 from trainjob_operator.k8s.client import Client
 
 API_VERSION, KIND = "trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"
@@ -24,7 +24,7 @@ async def install(path: str, release: str) -> None:
     with open(path) as handle:
         wanted = [doc for doc in yaml.safe_load_all(handle) if doc]
     selector = {MANAGED_BY: "runtimes-installer", "app.kubernetes.io/instance": release}
-    async with Client(config.load()) as client:
+    async with Client(connection.load()) as client:
         for obj in wanted:
             obj["metadata"].setdefault("labels", {}).update(selector)
             await client.apply(obj, MANAGER, force=True)

@@ -5,7 +5,7 @@ from typing import Any, ClassVar
 
 from ...api import constants as c
 from ...api.core import EnvVar, ObjectMeta
-from ...api.jobset import ReplicatedJob
+from ...api.jobset_types import ReplicatedJob
 from ...api.trainjob import Condition, InitializerSource, JobStatus, TrainJob, TrainJobStatus
 from .. import lifecycle, names
 from ..conditions import set_condition

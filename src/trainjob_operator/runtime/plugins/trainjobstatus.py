@@ -53,7 +53,7 @@ def token_volume(job: TrainJob) -> Volume:
     )
 
 
-class TrainJobStatus(EnforcePodSpec, ComponentBuilder):
+class TrainJobStatusBuilder(EnforcePodSpec, ComponentBuilder):
     name: ClassVar[str] = "TrainJobStatus"
 
     def enforce_pod_spec(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> None:
