@@ -1,34 +1,42 @@
 """kopf as the operator uses it: its watches feed the manager's caches, and nothing else.
 
-`run` is the whole of it: kopf's handlers and settings (`registry_for`), the routes that send watched objects
-straight to the manager (`routes_for`), and kopf's private seams installed and checked (`kopf_seams`). No kopf
-progress or diff-base storage is used, so the framework writes nothing to our objects.
+`run` is the whole of it: kopf's settings, its login, and one event handler per watch the manager declares
+(`Manager.watches()`), registered with kopf and routed to by the seam (`registry_and_routes`: both from one loop), and
+kopf's private seams installed and checked (`kopf_seams`). No kopf progress or diff-base storage is used, so the
+framework writes nothing to our objects. This module and `kopf_seams` are the only ones that import kopf; the
+manager is reached through `Watched`, so nothing here imports it.
 """
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 from .. import logs
-from ..api import constants as c
+from ..k8s.client import KubeClient
 from ..runtime.errors import describe
-from ..runtime.framework import ChildKind
 from . import kopf_seams
 from ._kopf import kopf
-
-if TYPE_CHECKING:
-    from .manager import Manager
+from .watches import Watch
 
 log = logs.get("trainjob_operator.manager")
-
-POD_PLURAL = "pods"
-POD_SELECTOR = c.JOBSET_NAME_LABEL
-"""The pods watched: only those a JobSet made (an existence selector, applied by the API server)."""
 
 LIST_CHUNK = 500
 """Objects per page of a watch's initial listing: one page's bodies in memory at a time, not 5,000 (the peak RSS
 of a restart)."""
+
+
+class Watched(Protocol):
+    """What kopf's run takes of the manager (`manager.Manager`)."""
+
+    client: KubeClient
+    fatal: str | None
+    """Why the operator stops after starting (then kopf's own error on its way out is logged, not raised)."""
+
+    def watches(self) -> Sequence[Watch]: ...
+
+    def on_listed(self, plural: str, namespace: str | None) -> None: ...
 
 
 class NoDiffBase(kopf.DiffBaseStorage):
@@ -45,32 +53,19 @@ class NoDiffBase(kopf.DiffBaseStorage):
         return None
 
 
-def routes_for(manager: "Manager") -> kopf_seams.Routes:
-    """Every watched kind's handlers, by (API group, plural): the manager's caches, and the sync marker once a
-    listing has reached them."""
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """One watch's kopf event handler. The seam calls it with every event of the watch's stream, in stream order
+    and in the event loop (`kopf_seams.resilient_watch`: kopf's per-object workers are skipped); it is the route,
+    so no handler is registered that does not run."""
 
-    def listed(plural: str) -> Callable[[str | None], None]:
-        return functools.partial(manager.on_listed, plural)
+    on_event: Callable[[dict[str, Any]], None]
 
-    routes: dict[tuple[str, str], kopf_seams.Route] = {
-        (c.GROUP, "trainjobs"): kopf_seams.Route(manager.on_trainjob, listed("trainjobs")),
-        (c.GROUP, "trainingruntimes"): kopf_seams.Route(
-            lambda event: manager.on_runtime(event, cluster=False), listed("trainingruntimes")
-        ),
-        (c.GROUP, "clustertrainingruntimes"): kopf_seams.Route(
-            lambda event: manager.on_runtime(event, cluster=True), listed("clustertrainingruntimes")
-        ),
-    }
-    for kind in manager.watched:
-        routes[(kind.api_version.rpartition("/")[0], kind.plural)] = kopf_seams.Route(
-            functools.partial(manager.on_child, kind), listed(kind.plural)
-        )
-    if manager.store.pods is not None:
-        routes[("", POD_PLURAL)] = kopf_seams.Route(manager.on_pod, listed(POD_PLURAL))
-    return kopf_seams.Routes(routes)
+    def __call__(self, event: "dict[str, Any] | kopf.RawEvent", **_: Any) -> None:
+        self.on_event(cast(dict[str, Any], event))  # a dict either way: kopf's RawEvent is a TypedDict
 
 
-def configure(settings: kopf.OperatorSettings, streaming_lists: bool) -> None:
+def configure(settings: kopf.OperatorSettings, streaming_lists: bool, watches: Sequence[Watch] = ()) -> None:
     """kopf's settings for this operator (also what the contract tests run kopf's watch loop with)."""
     settings.posting.enabled = False  # we record our own events, once per distinct failure
     settings.watching.server_timeout = 600
@@ -81,18 +76,29 @@ def configure(settings: kopf.OperatorSettings, streaming_lists: bool) -> None:
     settings.watching.chunk_size = LIST_CHUNK
     settings.watching.initial_streaming = streaming_lists
     settings.persistence.diffbase_storage = NoDiffBase()
-    settings.watching.label_selectors[lambda r: r.group == "" and r.plural == POD_PLURAL] = POD_SELECTOR
+    for watch in watches:
+        if watch.selector is not None:
+            settings.watching.label_selectors[functools.partial(same_resource, watch)] = watch.selector
 
 
-def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.OperatorRegistry:
-    """kopf handlers: a few lines each, only feeding the manager (they run only for a kind without a route). With
+def same_resource(watch: Watch, resource: Any) -> bool:
+    """kopf's resource (`kopf.Resource`) is the one `watch` lists."""
+    return bool(resource.group == watch.group and resource.plural == watch.plural)
+
+
+def registry_and_routes(
+    manager: Watched, streaming_lists: bool = False
+) -> tuple[kopf.OperatorRegistry, kopf_seams.Routes]:
+    """kopf's registry (its settings, the login, one event handler per watch) and the routes by (API group, plural)
+    that send each watch's events to that same handler, and its listing-over marker to `manager.on_listed`. With
     `streaming_lists` (the start-up probe found the API server streams a watch's initial events) the watches start
     from the API server's watch cache, as client-go's informers do, instead of paged LISTs."""
     registry = kopf.OperatorRegistry()
+    watches = manager.watches()
 
     @kopf.on.startup(registry=registry)
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure(settings, streaming_lists)
+        configure(settings, streaming_lists, watches)
 
     logins = 0
 
@@ -113,42 +119,20 @@ def registry_for(manager: "Manager", streaming_lists: bool = False) -> kopf.Oper
             default_namespace=connection.default_namespace,
         )
 
-    @kopf.on.event(c.GROUP, c.VERSION, "trainjobs", registry=registry)
-    async def trainjob_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_trainjob(dict(event))
-
-    for kind in manager.watched:  # the child kinds the plugins declare watched (the JobSets)
-        group, _, version = kind.api_version.rpartition("/")
-        kopf.on.event(group, version, kind.plural, registry=registry, id=f"{kind.plural}.{group}")(
-            child_handler(manager, kind)
+    routes: dict[tuple[str, str], kopf_seams.Route] = {}
+    for watch in watches:
+        handler = Handler(watch.on_event)
+        kopf.on.event(watch.group, watch.version, watch.plural, registry=registry, id=f"{watch.plural}.{watch.group}")(
+            handler
         )
-
-    if manager.store.pods is not None:
-
-        @kopf.on.event("", "v1", POD_PLURAL, registry=registry)
-        async def pod_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-            manager.on_pod(dict(event))
-
-    @kopf.on.event(c.GROUP, c.VERSION, "trainingruntimes", registry=registry)
-    async def runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_runtime(dict(event), cluster=False)
-
-    @kopf.on.event(c.GROUP, c.VERSION, "clustertrainingruntimes", registry=registry)
-    async def cluster_runtime_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_runtime(dict(event), cluster=True)
-
-    return registry
-
-
-def child_handler(manager: "Manager", kind: ChildKind) -> Callable[..., Any]:
-    async def child_event(event: kopf.RawEvent, **_: Any) -> None:  # async: no thread hop
-        manager.on_child(kind, dict(event))
-
-    return child_event
+        routes[(watch.group, watch.plural)] = kopf_seams.Route(
+            handler, functools.partial(manager.on_listed, watch.plural)
+        )
+    return registry, kopf_seams.Routes(routes)
 
 
 async def run(
-    manager: "Manager",
+    manager: Watched,
     *,
     streaming_lists: bool,
     namespaces: list[str],
@@ -157,10 +141,11 @@ async def run(
 ) -> None:
     """kopf's watches, until `stop`. kopf sets `ready` once its watches are started."""
     kopf_seams.install()
-    with kopf_seams.routed(routes_for(manager)):
+    registry, routes = registry_and_routes(manager, streaming_lists)
+    with kopf_seams.routed(routes):
         await until_stopped(
             kopf.operator(
-                registry=registry_for(manager, streaming_lists=streaming_lists),
+                registry=registry,
                 clusterwide=not namespaces,
                 namespaces=namespaces,
                 standalone=True,
@@ -187,12 +172,11 @@ async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | Non
 
 __all__ = [
     "LIST_CHUNK",
-    "POD_PLURAL",
-    "POD_SELECTOR",
+    "Handler",
     "NoDiffBase",
+    "Watched",
     "configure",
-    "registry_for",
-    "routes_for",
+    "registry_and_routes",
     "run",
     "until_stopped",
 ]

@@ -21,7 +21,7 @@ from ..runtime.errors import printable
 from ..runtime.pipeline import Framework
 from . import components, kopf_adapter, kopf_seams
 from .arguments import parser
-from .manager import Manager, supervise, watched_collections
+from .manager import Manager, supervise
 from .preflight import StartupError
 from .runnable import Runnables
 from .settings import plan_of, settings_from
@@ -109,6 +109,6 @@ def _exit(line: str, code: int) -> int:
     return code
 
 
-# Manager, parser, plan_of, settings_from, supervise and watched_collections are re-exported for existing callers;
+# Manager, parser, plan_of, settings_from and supervise are re-exported for existing callers;
 # new code imports them from their own modules.
-__all__ = ["Manager", "parser", "plan_of", "run", "serve", "settings_from", "supervise", "watched_collections"]
+__all__ = ["Manager", "parser", "plan_of", "run", "serve", "settings_from", "supervise"]

@@ -3,7 +3,6 @@
 
 import asyncio
 import functools
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,14 +17,14 @@ from ..runtime.framework import ChildKind
 from ..runtime.identity import same_incarnation
 from ..runtime.observed import StatusEndpoint
 from ..runtime.pipeline import Framework
-from . import kopf_adapter
 from .leader import LeaderElector
 from .queue import WorkQueue
 from .reconciler import NotLeading, Reconciler
 from .runtimes import RuntimeResolver
 from .stategauge import StateGauge
 from .statusserver import base_url
-from .store import Key, ObjectCache, PodCache, Store, key_of
+from .store import Key, PodCache, Store, key_of
+from .watches import POD_PLURAL, POD_SELECTOR, Watch
 
 log = logs.get("trainjob_operator.manager")
 
@@ -74,9 +73,7 @@ class Manager:
             may_write=self.leading,
             runtimes=self.runtimes,
         )
-        self.sync.resources = tuple(
-            cache_name(plural, ns) for plural, ns in watched_collections(self.cfg.namespaces, self.watched)
-        )
+        self.sync.resources = tuple(cache_name(plural, ns) for plural, ns in self.collections())
 
     @property
     def state_counts(self) -> dict[str, int]:
@@ -94,7 +91,34 @@ class Manager:
     def on_bundle(self, bundle: Bundle) -> None:
         self.status_ca = bundle.ca_cert.decode()
 
-    # --- events from kopf's watches -----------------------------------------------------------------
+    # --- the watches and their events ---------------------------------------------------------------
+
+    def watches(self) -> tuple[Watch, ...]:
+        """Every watch of this run, said once: the TrainJobs, the child kinds the plugins declare watched
+        (`OwnsKinds.kinds()`), the runtimes and, once the preflight found that RBAC allows it, the JobSets' pods.
+        kopf's registry and its routes (`kopf_adapter`), the caches' sync marker and the listings follow from it."""
+        store, pods, partial = self.store, self.store.pods, functools.partial
+        children = (
+            Watch(k.api_version, k.plural, True, store.children[(k.api_version, k.kind)], partial(self.on_child, k))
+            for k in self.watched
+        )
+        return (
+            Watch(c.API_VERSION, "trainjobs", True, store.trainjobs, self.on_trainjob),
+            *children,
+            Watch(c.API_VERSION, "trainingruntimes", True, store.runtimes, partial(self.on_runtime, cluster=False)),
+            Watch(
+                c.API_VERSION,
+                "clustertrainingruntimes",
+                False,
+                store.cluster_runtimes,
+                partial(self.on_runtime, cluster=True),
+            ),
+            *((Watch("v1", POD_PLURAL, True, pods, self.on_pod, POD_SELECTOR),) if pods is not None else ()),
+        )
+
+    def collections(self) -> list[tuple[str, str | None]]:
+        """(plural, namespace or None for cluster-wide) of every watch kopf runs."""
+        return [(w.plural, ns) for w in self.watches() for ns in w.scopes(self.cfg.namespaces)]
 
     def _seen(self, plural: str, event: dict[str, Any], key: Key) -> None:
         """kopf marks the objects of its initial listing with type None; live watch events carry a type."""
@@ -112,29 +136,14 @@ class Manager:
         name = cache_name(plural, namespace)
         self.sync.complete(name)
         listed = self.listing.pop(name, set())
-        cache, deleted = self._cache_of(plural)
-        if cache is None or not self.listings_replace:
+        watch = next((w for w in self.watches() if w.plural == plural), None)
+        if watch is None or not self.listings_replace:
             return
-        for key in cache.snapshot_keys():
+        for key in watch.cache.snapshot_keys():
             if key not in listed and (namespace is None or key[0] == namespace):
-                gone = cache.get(key)
+                gone = watch.cache.get(key)
                 if gone is not None:
-                    deleted({"type": "DELETED", "object": gone})
-
-    def _cache_of(self, plural: str) -> tuple[ObjectCache | PodCache | None, Callable[[dict[str, Any]], None]]:
-        """The cache the watch of `plural` feeds, and the handler its events go to."""
-        if plural == "trainjobs":
-            return self.store.trainjobs, self.on_trainjob
-        if plural in ("trainingruntimes", "clustertrainingruntimes"):
-            cluster = plural == "clustertrainingruntimes"
-            cache = self.store.cluster_runtimes if cluster else self.store.runtimes
-            return cache, functools.partial(self.on_runtime, cluster=cluster)
-        if plural == kopf_adapter.POD_PLURAL:
-            return self.store.pods, self.on_pod
-        for kind in self.watched:
-            if kind.plural == plural:
-                return self.store.children[(kind.api_version, kind.kind)], functools.partial(self.on_child, kind)
-        return None, self.on_trainjob
+                    watch.on_event({"type": "DELETED", "object": gone})
 
     def on_trainjob(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
@@ -188,17 +197,14 @@ class Manager:
             )
             return
         self.store.pods = PodCache()
-        scopes: Sequence[str | None] = self.cfg.namespaces or [None]
-        self.sync.resources = tuple(
-            sorted({*self.sync.resources, *(cache_name(kopf_adapter.POD_PLURAL, ns) for ns in scopes)})
-        )
+        self.sync.resources = tuple(sorted({cache_name(plural, ns) for plural, ns in self.collections()}))
 
     def on_pod(self, event: dict[str, Any]) -> None:
         """A JobSet's pod (the watch selects them by label): its summary cached, and its TrainJob queued when what
         the operator reads of it changed."""
         obj = event.get("object") or {}
         key = key_of(obj)
-        self._seen(kopf_adapter.POD_PLURAL, event, key)
+        self._seen(POD_PLURAL, event, key)
         if self.store.pods is None:
             return
         owner = self.store.pods.remove(obj) if event.get("type") == "DELETED" else self.store.pods.put(obj)
@@ -302,19 +308,6 @@ class Manager:
         )
 
 
-TRAINER_WATCHED = (("trainjobs", True), ("trainingruntimes", True), ("clustertrainingruntimes", False))
-"""The trainer's own kinds kopf watches (plural, namespaced); the child kinds come from the plugin registry."""
-
-
-def watched_collections(namespaces: Sequence[str], children: Sequence[ChildKind] = ()) -> list[tuple[str, str | None]]:
-    """(plural, namespace or None for cluster-wide) of every watch kopf runs: the TrainJobs, the watched child
-    kinds, the runtimes."""
-    watched = [TRAINER_WATCHED[0], *((k.plural, True) for k in children), *TRAINER_WATCHED[1:]]
-    return [
-        (plural, ns) for plural, namespaced in watched for ns in (namespaces if namespaced and namespaces else [None])
-    ]
-
-
 def cache_name(plural: str, namespace: str | None) -> str:
     return f"{plural} in {namespace}" if namespace and plural != "clustertrainingruntimes" else plural
 
@@ -351,10 +344,8 @@ async def remove_webhook_configurations(client: KubeClient, cfg: OperatorConfig)
 
 
 __all__ = [
-    "TRAINER_WATCHED",
     "Manager",
     "cache_name",
     "remove_webhook_configurations",
     "supervise",
-    "watched_collections",
 ]

@@ -55,3 +55,82 @@ def test_an_error_of_kopfs_stop_after_a_fatal_start_up_problem_does_not_hide_it(
         "AssertionError: AssertionError()",
     )
     assert said == ([expected] if warned else [])
+
+
+def _manager_watching_pods() -> Any:
+    from fake_client import FakeClient
+    from trainjob_operator.config import OperatorConfig
+    from trainjob_operator.controller.manager import Manager
+    from trainjob_operator.controller.store import PodCache
+
+    manager = Manager(OperatorConfig(namespaces=["team-a"]), FakeClient())
+    manager.store.pods = PodCache()  # the preflight found that RBAC allows watching pods
+    return manager
+
+
+def test_every_handler_registered_with_kopf_is_the_route_its_watchs_events_take() -> None:
+    """The watches are said once (`Manager.watches()`): kopf's registry holds one event handler per watch and no
+    other resource handler, and the seam's route of that watch calls that very handler, so no handler is registered
+    whose body never runs; kopf's only other handlers are its settings and the login."""
+    from trainjob_operator.controller.kopf_adapter import registry_and_routes
+
+    manager = _manager_watching_pods()
+    registry, routes = registry_and_routes(manager)
+    handlers = registry._watching.get_all_handlers()
+    registered: dict[tuple[str, str], object] = {
+        (str(h.selector.group), str(h.selector.any_name)): h.fn for h in handlers if h.selector is not None
+    }
+    assert len(registered) == len(handlers)
+    assert {key: route.event for key, route in routes.by_resource.items()} == registered
+    assert all(routes.by_resource[key].event is fn for key, fn in registered.items())
+    assert sorted(registered) == sorted((w.group, w.plural) for w in manager.watches())
+    assert sorted(registered) == [
+        ("", "pods"),
+        ("jobset.x-k8s.io", "jobsets"),
+        ("trainer.kubeflow.org", "clustertrainingruntimes"),
+        ("trainer.kubeflow.org", "trainingruntimes"),
+        ("trainer.kubeflow.org", "trainjobs"),
+    ]
+    assert not (registry._changing.get_all_handlers() or registry._spawning.get_all_handlers())
+    assert not (registry._indexing.get_all_handlers() or registry._webhooks.get_all_handlers())
+    assert sorted(getattr(h.fn, "__name__", "") for h in registry._activities.get_all_handlers()) == [
+        "login",
+        "startup",
+    ]
+
+
+def test_each_watchs_route_fills_its_cache_and_its_listing_marks_it_synced() -> None:
+    """An event each watch's route delivers reaches the cache that watch declares; its listing-over marker
+    completes that collection's sync."""
+    from trainjob_operator.controller.kopf_adapter import registry_and_routes
+
+    manager = _manager_watching_pods()
+    _, routes = registry_and_routes(manager)
+    for watch in manager.watches():
+        meta: dict[str, Any] = {"name": "x", "uid": f"uid-{watch.plural}", "resourceVersion": "1"}
+        if watch.namespaced:
+            meta["namespace"] = "team-a"
+        if watch.plural == "pods":
+            meta["labels"] = {"jobset.sigs.k8s.io/jobset-name": "x"}
+        route = routes.by_resource[(watch.group, watch.plural)]
+        route.event({"type": None, "object": {"apiVersion": watch.api_version, "metadata": meta}})
+        route.listed(None if not watch.namespaced else "team-a")
+        key = ("", "x") if not watch.namespaced else ("team-a", "x")
+        assert watch.cache.snapshot_keys() == [key], watch.plural
+    assert manager.sync.pending() == ()
+
+
+def test_the_pods_label_selector_is_the_pod_watchs_only() -> None:
+    """kopf lists and watches only the pods a JobSet made (the selector the pod watch declares); nothing else is
+    selected."""
+    from trainjob_operator.controller._kopf import kopf
+    from trainjob_operator.controller.kopf_adapter import configure
+
+    settings = kopf.OperatorSettings()
+    configure(settings, False, _manager_watching_pods().watches())
+
+    def selector(group: str, plural: str) -> list[str]:
+        return list(settings.watching.label_selectors.collect(kopf.Resource(group, "v1", plural)))
+
+    assert selector("", "pods") == ["jobset.sigs.k8s.io/jobset-name"]
+    assert selector("trainer.kubeflow.org", "trainjobs") == selector("jobset.x-k8s.io", "jobsets") == []

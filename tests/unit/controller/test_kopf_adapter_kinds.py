@@ -12,8 +12,8 @@ from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJob
 from trainjob_operator.config import OperatorConfig
 from trainjob_operator.controller.components import rest_mapper
-from trainjob_operator.controller.kopf_adapter import registry_for
-from trainjob_operator.controller.main import Manager, watched_collections
+from trainjob_operator.controller.kopf_adapter import registry_and_routes
+from trainjob_operator.controller.main import Manager
 from trainjob_operator.controller.store import Store
 from trainjob_operator.k8s.client import Resource
 from trainjob_operator.runtime import plan, startup
@@ -73,12 +73,13 @@ def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
         framework=FRAMEWORK,
         store=Store.for_kinds(FRAMEWORK.kinds()),
     )
-    selectors = [h.selector for h in registry_for(manager)._watching.get_all_handlers()]
+    registry, routes = registry_and_routes(manager)
+    selectors = [h.selector for h in registry._watching.get_all_handlers()]
     assert None not in selectors
     watched = {(s.group, s.version, s.any_name) for s in selectors if s is not None}
     assert ("toys.example.com", "v1", "widgets") in watched
     assert ("jobset.x-k8s.io", "v1alpha2", "jobsets") in watched
-    assert ("widgets", "team-a") in watched_collections(["team-a"], manager.watched)
+    assert ("widgets", "team-a") in manager.collections()
     assert (WIDGETS, "Widget") in manager.store.children
     assert rest_mapper(manager.framework).resource_of(WIDGETS, "Widget") == Resource(WIDGETS, "widgets")
     owned = {
@@ -91,7 +92,7 @@ def test_the_controller_watches_caches_and_reaches_the_new_kind() -> None:
             "ownerReferences": [{"kind": c.TRAINJOB_KIND, "name": "job", "controller": True}],
         },
     }
-    manager.on_child(WIDGET, {"type": "ADDED", "object": owned})
+    routes.by_resource[("toys.example.com", "widgets")].event({"type": "ADDED", "object": owned})  # as the seam does
     assert manager.store.children[(WIDGETS, "Widget")].get(("team-a", "w")) == owned
     assert manager.queue._queued == {("team-a", "job")}
 
@@ -137,7 +138,7 @@ def test_a_restarted_operator_reconciles_nothing_until_every_listing_reached_the
     manager = Manager(cfg, FakeClient())
     manager.kopf_ready.set()
     steps = []
-    for plural, namespace in watched_collections([], manager.watched):
+    for plural, namespace in manager.collections():
         steps.append((plural, manager.may_reconcile()))
         manager.sync.complete(plural if namespace is None else f"{plural} in {namespace}")
     steps.append(("all", manager.may_reconcile()))
