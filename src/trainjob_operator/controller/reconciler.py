@@ -127,10 +127,11 @@ class Reconciler:
                 if stage is Stage.BUILD:
                     nodes = await self._build_and_write(job, now)
                     if nodes is not None:
-                        self.store.known.nodes[uid] = nodes
-                else:
-                    nodes = self.store.known.nodes.get(uid, nodes)
-                self.store.known.last_error.pop(uid, None)
+                        self.store.known.of(uid).nodes = nodes
+                elif (known := self.store.known.get(uid)) is not None and known.nodes is not None:
+                    nodes = known.nodes
+                if (known := self.store.known.get(uid)) is not None:
+                    known.last_error = None
             except Blocked as blocked:
                 wait = await self._wait(job, blocked, now)
             except Failure as err:
@@ -202,9 +203,10 @@ class Reconciler:
                 await self._send(delete)
             except ApiError as err:  # looked at again on the next pass
                 log.warning("cannot delete a previous TrainJob's object", object=delete.name, error=str(err))
-        event = plan.waiting_event(job, wait, self.store.known.last_error.get(uid), now)
+        known = self.store.known.get(uid)
+        event = plan.waiting_event(job, wait, known.last_error if known is not None else None, now)
         if event is not None:
-            self.store.known.last_error[uid] = wait.message
+            self.store.known.of(uid).last_error = wait.message
             try:
                 await self._write("event", self.client.create(event))
             except ApiError as err:
@@ -223,7 +225,8 @@ class Reconciler:
         """The effective run policy: the TrainJob's fields over its runtime's `runPolicy` defaults. The runtime is
         the snapshot in force when known, else the live one (watch cache, read through), else the snapshot read
         back (the runtime was deleted); an unreadable runtime contributes no defaults."""
-        source = self.store.known.snapshots.get(job.metadata.uid or "")
+        known = self.store.known.get(job.metadata.uid or "")
+        source = known.snapshot if known is not None else None
         ref = job.spec.runtime_ref
         if source is None and plan.supported(job):
             try:
@@ -246,7 +249,8 @@ class Reconciler:
     ) -> StatusOutcome:
         """The startup deadline passed: list the pods (once they all started, never again) and let the plan judge."""
         uid = job.metadata.uid or ""
-        if uid in self.store.known.started:
+        known = self.store.known.get(uid)
+        if known is not None and known.started:
             return outcome
         jobset_uid = ((own(job, self.store.jobsets.get((job.namespace, job.name))) or {}).get("metadata") or {}).get(
             "uid"
@@ -276,7 +280,7 @@ class Reconciler:
             )
             self.metrics.startup_failures.labels(reason=check.stuck.reason).inc()
         elif check.started:
-            self.store.known.started.add(uid)
+            self.store.known.of(uid).started = True
         return plan.after_startup_check(outcome, check, policy, now)
 
     async def _runtime_for(self, job: TrainJob) -> RuntimeSource:
@@ -286,9 +290,9 @@ class Reconciler:
         read and checked. A runtime deleted after the snapshot was taken does not matter.
         """
         uid = job.metadata.uid or ""
-        known = self.store.known.snapshots.get(uid)
-        if known is not None:
-            return known
+        known = self.store.known.get(uid)
+        if known is not None and known.snapshot is not None:
+            return known.snapshot
         ref = job.spec.runtime_ref
         kind = ref.kind or c.CLUSTER_TRAINING_RUNTIME_KIND
         try:
@@ -312,7 +316,7 @@ class Reconciler:
             fresh = plan.snapshot_source(job, configmap, self.framework.runtime_models())
             text = str(((configmap or {}).get("data") or {}).get("runtime"))
             return self.store.known.shared_source(uid, text, fresh)  # one parsed runtime per distinct snapshot
-        self.store.known.snapshots[uid] = source
+        self.store.known.of(uid).snapshot = source
         return source
 
     def _observed(self, job: TrainJob, read: dict[ObjectRef, dict[str, Any] | None] | None = None) -> Observed:
@@ -346,8 +350,8 @@ class Reconciler:
                 log.info("TrainJob resized; re-creating the JobSet", namespace=job.namespace, name=job.name)
                 await self._send(write)
                 continue
-            applied = self.store.known.applied.get(uid, {})
-            if plan.unchanged(write, applied):
+            known = self.store.known.get(uid)
+            if plan.unchanged(write, known.applied if known is not None else {}):
                 continue
             written = await self._send_child(job, write, observed)
             if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
@@ -355,7 +359,7 @@ class Reconciler:
             ref = plan.ref_of(write.obj)
             digest = plan.applied_digest(write)
             if digest is not None:
-                self.store.known.applied.setdefault(uid, {})[ref] = digest
+                self.store.known.of(uid).applied[ref] = digest
             if ref.kind != c.JOBSET_KIND:
                 self.store.known.add(uid, ref)  # its own now: not read again; a created-once one is skipped
             cache = self.store.children.get((ref.api_version, ref.kind))
@@ -363,7 +367,7 @@ class Reconciler:
                 cache.put(written)
             if ref.kind == c.JOBSET_KIND and observed.jobset is None:  # one line per JobSet made
                 log.info(
-                    "JobSet rebuilt" if uid in self.store.known.created_seen else "JobSet built",
+                    "JobSet rebuilt" if self.store.known.of(uid).jobset_made else "JobSet built",
                     namespace=job.namespace,
                     name=ref.name,
                     uid=uid,
@@ -372,10 +376,10 @@ class Reconciler:
                 )
             if (
                 ref.kind == c.JOBSET_KIND
-                and uid not in self.store.known.created_seen
+                and not self.store.known.of(uid).jobset_made
                 and job.metadata.creation_timestamp
             ):
-                self.store.known.created_seen.add(uid)
+                self.store.known.of(uid).jobset_made = True
                 created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
                 self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
         return children.nodes
@@ -505,7 +509,8 @@ class Reconciler:
                 await self._write("event", self.client.create(warning_event(job, warning, rfc3339(self.clock()))))
             except ApiError as err:
                 if not err.conflict:  # tried again on the next pass
-                    self.store.known.warned.get(uid, set()).discard(warning.key)
+                    if (known := self.store.known.get(uid)) is not None:
+                        known.warned.discard(warning.key)
                     log.warning("cannot record event", error=str(err))
 
     async def _replaced(self, job: TrainJob) -> bool:
@@ -515,10 +520,11 @@ class Reconciler:
 
     async def _event(self, job: TrainJob, failure: Failure) -> None:
         uid = job.metadata.uid or ""
-        event = plan.event(job, failure, self.store.known.last_error.get(uid), self.clock())
+        known = self.store.known.get(uid)
+        event = plan.event(job, failure, known.last_error if known is not None else None, self.clock())
         if event is None:
             return
-        self.store.known.last_error[uid] = failure.message
+        self.store.known.of(uid).last_error = failure.message
         try:
             await self._write("event", self.client.create(event))
         except ApiError as event_err:

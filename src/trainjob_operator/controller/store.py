@@ -93,31 +93,59 @@ class ObjectCache:
         return len(self._data)
 
 
+@dataclass(slots=True)
+class KnownJob:
+    """What the operator remembers of one TrainJob incarnation (its uid) between passes: one record, so forgetting
+    the TrainJob is one statement (`Known.forget`) and a new field cannot be left behind."""
+
+    snapshot: RuntimeSource | None = None
+    """The runtime snapshot in force."""
+    snapshot_text: str | None = None
+    """The snapshot text read back whose parsed runtime it shares (`Known.shared_source`; None: it shares none)."""
+    existing: set[ObjectRef] = field(default_factory=set)
+    """Children of tracked kinds (created once, or probed) known to exist."""
+    applied: dict[ObjectRef, bytes] = field(default_factory=dict)
+    """The body digests of the children (other than the JobSet) this process applied last (plan.unchanged)."""
+    nodes: int | None = None
+    """The node count of its last build."""
+    last_error: str | None = None
+    """The message of the last Event recorded for it (one Event per distinct failure or wait)."""
+    jobset_made: bool = False
+    """This process has made its JobSet once (the create-to-JobSet latency is observed once; a rebuild says so)."""
+    started: bool = False
+    """Its pods all started after its startup deadline was due: no more pod listings."""
+    warned: set[str] = field(default_factory=set)
+    """The keys of the pod Warning Events recorded (runtime/health.py), at most EVENT_KEYS_PER_TRAINJOB."""
+
+
 @dataclass
 class Known:
-    """Per TrainJob uid: the runtime snapshot in force and the children known to exist."""
+    """Per TrainJob uid: its `KnownJob` record; and the parsed runtimes of snapshot texts read back, shared."""
 
-    snapshots: dict[str, RuntimeSource] = field(default_factory=dict)
-    existing: dict[str, set[ObjectRef]] = field(default_factory=dict)
-    """Children of tracked kinds (created once, or probed) known to exist."""
-    last_error: dict[str, str] = field(default_factory=dict)
-    created_seen: set[str] = field(default_factory=set)
-    nodes: dict[str, int] = field(default_factory=dict)
-    started: set[str] = field(default_factory=set)
-    """TrainJobs whose pods all started after their startup deadline was due: no more pod listings."""
-    applied: dict[str, dict[ObjectRef, bytes]] = field(default_factory=dict)
-    """Per TrainJob: the body digests of the children (other than the JobSet) this process applied last
-    (plan.unchanged)."""
-    warned: dict[str, set[str]] = field(default_factory=dict)
-    """Per TrainJob: the keys of the pod Warning Events recorded (runtime/health.py), at most
-    EVENT_KEYS_PER_TRAINJOB."""
+    jobs: dict[str, KnownJob] = field(default_factory=dict)
+    """The one map keyed by uid."""
     shared_sources: dict[str, RuntimeSource] = field(default_factory=dict)
     """Per distinct runtime snapshot text read back: its parsed runtime, shared by the TrainJobs using it (one parse
     for a thousand TrainJobs of one runtime); dropped with the last of them (`forget`)."""
-    source_text: dict[str, str] = field(default_factory=dict)
-    """Per TrainJob: the snapshot text whose parsed runtime it shares."""
     source_users: dict[str, int] = field(default_factory=dict)
     """Per snapshot text: how many TrainJobs share its parsed runtime."""
+
+    def get(self, uid: str) -> KnownJob | None:
+        """What is remembered of `uid` (None: nothing; reading remembers nothing new)."""
+        return self.jobs.get(uid)
+
+    def of(self, uid: str) -> KnownJob:
+        """The record of `uid`, made empty the first time something is remembered of it."""
+        job = self.jobs.get(uid)
+        if job is None:
+            job = self.jobs[uid] = KnownJob()
+        return job
+
+    def forget(self, uid: str) -> None:
+        """Everything remembered of `uid` goes (and its share of a parsed snapshot)."""
+        job = self.jobs.pop(uid, None)
+        if job is not None:
+            self._release_source(job.snapshot_text)
 
     def shared_source(self, uid: str, text: str, fresh: RuntimeSource) -> RuntimeSource:
         """The one parsed runtime of snapshot `text` (`fresh` if none yet, or if the one kept names another runtime),
@@ -125,15 +153,15 @@ class Known:
         shared = self.shared_sources.get(text)
         if shared is None or (shared.kind, shared.name) != (fresh.kind, fresh.name):
             shared = self.shared_sources[text] = fresh
-        if self.source_text.get(uid) != text:
-            self._release_source(uid)
-            self.source_text[uid] = text
+        job = self.of(uid)
+        if job.snapshot_text != text:
+            self._release_source(job.snapshot_text)
+            job.snapshot_text = text
             self.source_users[text] = self.source_users.get(text, 0) + 1
-        self.snapshots[uid] = shared
+        job.snapshot = shared
         return shared
 
-    def _release_source(self, uid: str) -> None:
-        text = self.source_text.pop(uid, None)
+    def _release_source(self, text: str | None) -> None:
         if text is None:
             return
         users = self.source_users.get(text, 1) - 1
@@ -145,28 +173,18 @@ class Known:
 
     def warn_once(self, uid: str, key: str) -> bool:
         """True the first time `key` is seen for this TrainJob (and while it has room for more keys)."""
-        keys = self.warned.setdefault(uid, set())
+        keys = self.of(uid).warned
         if key in keys or len(keys) >= EVENT_KEYS_PER_TRAINJOB:
             return False
         keys.add(key)
         return True
 
-    def forget(self, uid: str) -> None:
-        self.warned.pop(uid, None)
-        self.nodes.pop(uid, None)
-        self.started.discard(uid)
-        self.snapshots.pop(uid, None)
-        self._release_source(uid)
-        self.existing.pop(uid, None)
-        self.last_error.pop(uid, None)
-        self.created_seen.discard(uid)
-        self.applied.pop(uid, None)
-
     def exists(self, uid: str) -> frozenset[ObjectRef]:
-        return frozenset(self.existing.get(uid, ()))
+        job = self.jobs.get(uid)
+        return frozenset(job.existing) if job is not None else frozenset()
 
     def add(self, uid: str, ref: ObjectRef) -> None:
-        self.existing.setdefault(uid, set()).add(ref)
+        self.of(uid).existing.add(ref)
 
 
 def _registry_kinds() -> list[ChildKind]:

@@ -16,7 +16,7 @@ from trainjob_operator import logs
 from trainjob_operator.api import constants as c
 from trainjob_operator.api.trainjob import TrainJobStatus
 from trainjob_operator.controller.reconciler import Reconciler
-from trainjob_operator.controller.store import PodCache, Store
+from trainjob_operator.controller.store import KnownJob, PodCache, Store
 from trainjob_operator.k8s.client import ApiError
 from trainjob_operator.metrics import Metrics
 from trainjob_operator.runtime import health
@@ -538,24 +538,12 @@ def test_a_pods_delete_removes_only_that_incarnation_and_the_index_follows_its_j
 
 
 def known_of(store: Store, uid: str) -> dict[str, Any]:
-    """Whatever the store remembers of one TrainJob uid (empty: nothing)."""
-    known = store.known
-    kept = {
-        name: table[uid]
-        for name, table in (
-            ("snapshots", known.snapshots),
-            ("existing", known.existing),
-            ("last_error", known.last_error),
-            ("nodes", known.nodes),
-            ("applied", known.applied),
-            ("warned", known.warned),
-        )
-        if uid in table
-    }
-    kept.update(
-        {name: True for name, seen in (("created_seen", known.created_seen), ("started", known.started)) if uid in seen}
-    )
-    return kept
+    """Whatever the store remembers of one TrainJob uid (empty: nothing): the fields of its record that are set."""
+    job = store.known.get(uid)
+    if job is None:
+        return {}
+    empty = KnownJob()
+    return {name: getattr(job, name) for name in KnownJob.__slots__ if getattr(job, name) != getattr(empty, name)}
 
 
 def test_a_trainjob_deleted_while_its_pass_runs_leaves_nothing_remembered_of_its_uid() -> None:
@@ -595,11 +583,11 @@ def test_a_successor_cached_without_its_predecessors_delete_event_frees_the_pred
 
     manager = Manager(OperatorConfig(), FakeClient())
     manager.on_trainjob({"type": None, "object": JOB.raw()})
-    manager.store.known.nodes["uid"] = 2
-    manager.store.known.warned["uid"] = {"failed/node/node/1"}
+    manager.store.known.of("uid").nodes = 2
+    manager.store.known.of("uid").warned = {"failed/node/node/1"}
     manager.on_trainjob({"type": None, "object": JOB.set("metadata.uid", "successor").raw()})
     assert known_of(manager.store, "uid") == {}
-    manager.store.known.nodes["successor"] = 3
+    manager.store.known.of("successor").nodes = 3
     manager.on_trainjob({"type": "MODIFIED", "object": JOB.set("metadata.uid", "successor").raw()})
     assert known_of(manager.store, "successor") == {"nodes": 3}, "the same incarnation keeps what it has"
 
@@ -631,7 +619,7 @@ def test_a_listing_after_a_watch_gap_drops_what_was_deleted_during_the_gap() -> 
         manager.on_listed(jobset_kind.plural, None)
 
     listing([kept_job, gone_job], [kept_pod, gone_pod], [RUNNING_JOBSET, gone_jobset])
-    manager.store.known.nodes["gone-uid"] = 2
+    manager.store.known.of("gone-uid").nodes = 2
     assert (len(manager.store.trainjobs), len(manager.store.pods), len(manager.store.jobsets)) == (2, 2, 2)
     assert manager.state_counts == {"Pending": 2}
 

@@ -85,15 +85,16 @@ def test_shared_snapshot_parses_live_as_long_as_their_trainjobs(case: Case) -> N
     known = Known()
     for step in case.steps:
         if step.action == "share":
-            assert known.shared_source(step.uid, step.text, step.fresh) is known.snapshots[step.uid]
+            assert known.shared_source(step.uid, step.text, step.fresh) is known.of(step.uid).snapshot
         else:
             known.forget(step.uid)
     assert (
         {text: source.name for text, source in known.shared_sources.items()},
         known.source_users,
-        {uid: source.name for uid, source in known.snapshots.items()},
-        set(known.source_text),
+        {uid: job.snapshot.name for uid, job in known.jobs.items() if job.snapshot is not None},
+        {uid for uid, job in known.jobs.items() if job.snapshot_text is not None},
     ) == (case.kept, case.users, case.in_force, set(case.in_force))
+    assert set(known.jobs) == set(case.in_force), "a TrainJob forgotten leaves no record"
 
 
 def test_the_first_parse_is_the_one_shared() -> None:

@@ -133,4 +133,5 @@ def test_two_operators_in_one_process_share_nothing_module_level() -> None:
     assert ("toys.example.com/v1", "Gadget") not in plain_client.mapper.resources
     assert ("toys.example.com/v1", "Gadget") not in BUILTIN.resources
     assert (plain.state_counts, toy.state_counts) == ({"Pending": 1}, {"Pending": 1})
-    assert plain.store.known.snapshots.keys() == {"uid-team-a"} and toy.store.known.snapshots.keys() == {"uid-team-b"}
+    assert {u for u, j in plain.store.known.jobs.items() if j.snapshot} == {"uid-team-a"}
+    assert {u for u, j in toy.store.known.jobs.items() if j.snapshot} == {"uid-team-b"}
