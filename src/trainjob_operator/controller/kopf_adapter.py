@@ -54,7 +54,7 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
 
 @dataclass(frozen=True, slots=True)
-class Handler:
+class WatchHandler:
     """One watch's kopf event handler. The seam calls it with every event of the watch's stream, in stream order
     and in the event loop (`kopf_seams.resilient_watch`: kopf's per-object workers are skipped); it is the route,
     so no handler is registered that does not run."""
@@ -121,7 +121,7 @@ def registry_and_routes(
 
     routes: dict[tuple[str, str], kopf_seams.Route] = {}
     for watch in watches:
-        handler = Handler(watch.on_event)
+        handler = WatchHandler(watch.on_event)
         kopf.on.event(watch.group, watch.version, watch.plural, registry=registry, id=f"{watch.plural}.{watch.group}")(
             handler
         )
@@ -172,8 +172,8 @@ async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | Non
 
 __all__ = [
     "LIST_CHUNK",
-    "Handler",
     "NoDiffBase",
+    "WatchHandler",
     "Watched",
     "configure",
     "registry_and_routes",
