@@ -26,9 +26,7 @@ GOOD = {"aud": [AUD], "exp": NOW + 3600, "nbf": NOW - 10, "sub": "system:service
 PREFILTER = [
     pytest.param(jwt(GOOD), None, id="a projected token for this TrainJob, not expired: goes to the TokenReview"),
     pytest.param(jwt({**GOOD, "aud": AUD}), None, id="an audience as a single string is read too"),
-    pytest.param(
-        jwt({**GOOD, "exp": NOW - 30}), None, id="expired within the API server's clock leeway: its decision"
-    ),
+    pytest.param(jwt({**GOOD, "exp": NOW - 30}), None, id="expired within the API server's clock leeway: its decision"),
     pytest.param("x" * 9000, "longer than 8192 bytes", id="an oversized token"),
     pytest.param("garbage", "not a JWT", id="an opaque string"),
     pytest.param("a.b", "not a JWT", id="two segments"),

@@ -86,8 +86,11 @@ GATES = [
         access.PASS,
         id="same-origin fetch with its Origin",
     ),
-    pytest.param(Gate(path="/", cookie=None, query_token=TOKEN), access.Verdict(303, location="/", set_cookie=True),
-                 id="the printed URL: the token exchanged for the cookie, the address bar cleaned"),
+    pytest.param(
+        Gate(path="/", cookie=None, query_token=TOKEN),
+        access.Verdict(303, location="/", set_cookie=True),
+        id="the printed URL: the token exchanged for the cookie, the address bar cleaned",
+    ),
     pytest.param(
         Gate(path="/api/trainjobs", cookie=None, query_token=TOKEN),
         access.Verdict(0, set_cookie=True),
@@ -109,7 +112,9 @@ GATES = [
     pytest.param(Gate(headers={"Sec-Fetch-Site": "same-site"}), 403, id="a same-site request from another port"),
     pytest.param(Gate(headers={"Origin": "http://evil.example"}), 403, id="another Origin"),
     pytest.param(Gate(headers={"Origin": "null"}), 403, id="an opaque Origin (a sandboxed frame, a file)"),
-    pytest.param(Gate(headers={"Origin": "http://localhost:8765"}), 403, id="localhost is another origin than 127.0.0.1"),
+    pytest.param(
+        Gate(headers={"Origin": "http://localhost:8765"}), 403, id="localhost is another origin than 127.0.0.1"
+    ),
     pytest.param(
         Gate(path="/", cookie=None, query_token=TOKEN, headers={"Sec-Fetch-Site": "cross-site"}),
         403,

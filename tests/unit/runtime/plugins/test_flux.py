@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from builders import FIXED_KEYS, RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, pod_spec, replicated_job
+from builders import (
+    FIXED_KEYS,
+    RuntimeBuilder,
+    TrainJobBuilder,
+    by_kind,
+    container,
+    jobset_of,
+    pod_spec,
+    replicated_job,
+)
 from flux_digest import curve_cert_digest, flux_configmap_digest
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.observed import ObjectRef, Observed
