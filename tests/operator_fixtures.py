@@ -275,7 +275,7 @@ def answers_200(url: str) -> bool:
     """Whether a GET of `url` answers 200 (False while the server is not up yet)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
+            return bool(response.status == 200)
     except (OSError, urllib.error.URLError):
         return False
 
