@@ -75,17 +75,6 @@ class Metrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
             registry=self.registry,
         )
-        self.status_token_reviews = Counter(
-            "trainjob_operator_status_token_reviews_total",
-            "TokenReviews the status server sent (tokens with no cached answer that passed the pre-filter and budget)",
-            registry=self.registry,
-        )
-        self.status_token_refusals = Counter(
-            "trainjob_operator_status_token_refusals_total",
-            "Status server tokens refused, by stage: prefilter (never sent), budget (429, never sent), review",
-            ["stage"],
-            registry=self.registry,
-        )
         self.ttl_deletions = Counter(
             "trainjob_operator_ttl_deletions_total",
             "TrainJobs deleted because their ttlSecondsAfterFinished expired",

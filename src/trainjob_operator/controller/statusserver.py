@@ -52,7 +52,7 @@ class StatusServer:
         self.budget_log = Aggregator()
         self.in_flight = 0
         self.token_reviews = 0
-        """TokenReviews sent since start (also `trainjob_operator_status_token_reviews_total`)."""
+        """TokenReviews sent since start (the API server counts them too: `apiserver_request_total`)."""
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
@@ -103,7 +103,6 @@ class StatusServer:
             return progress.FORBIDDEN, None
         why = progress.prefilter(token, progress.token_audience(namespace, name), self.wall())
         if why is not None:  # costs nothing: no API call, no cache entry
-            self.metrics.status_token_refusals.labels(stage="prefilter").inc()
             return progress.FORBIDDEN, None
         raw = await self._read_body(request)
         if isinstance(raw, progress.Answer):
@@ -158,7 +157,6 @@ class StatusServer:
             return cached
         why = self.budget.admit(client, now, self.in_flight)
         if why is not None:
-            self.metrics.status_token_refusals.labels(stage="budget").inc()
             if self.budget_log.admit("budget") is not None:
                 log.warning("TokenReview budget spent; status update answered 429", why=why)
             return None
@@ -178,7 +176,6 @@ class StatusServer:
     async def _review(self, token: str, namespace: str, name: str) -> progress.Verdict:
         audience = progress.token_audience(namespace, name)
         self.token_reviews += 1
-        self.metrics.status_token_reviews.inc()
         review = await self.client.create(progress.token_review(token, audience))
         caller = progress.caller_of(review)
         pod = jobset = trainjob = None
@@ -196,7 +193,6 @@ class StatusServer:
         uid = ((trainjob or {}).get("metadata") or {}).get("uid")
         verdict = progress.authorize(caller, namespace, name, pod, jobset, uid)
         if not verdict.allowed:
-            self.metrics.status_token_refusals.labels(stage="review").inc()
             log.info(
                 "status update refused", namespace=namespace, name=name, why=verdict.why, user=caller.username or None
             )

@@ -9,6 +9,7 @@ import ipaddress
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
 COOKIE: Final = "trainjob-ui"
@@ -16,13 +17,15 @@ _LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL: Final = re.compile(_LABEL)
 DNS1123_SUBDOMAIN: Final = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 
-ROUTE_NAMES: Final = {
-    # route parameter -> (what it names, the rule it must follow)
-    "namespace": ("a namespace", "label"),
-    "name": ("a TrainJob name", "subdomain"),
-    "pod": ("a pod name", "subdomain"),
-    "container": ("a container name", "label"),
-}
+ROUTE_NAMES: Final = MappingProxyType(
+    {
+        # route parameter -> (what it names, the rule it must follow)
+        "namespace": ("a namespace", "label"),
+        "name": ("a TrainJob name", "subdomain"),
+        "pod": ("a pod name", "subdomain"),
+        "container": ("a container name", "label"),
+    }
+)
 
 
 def name_problem(kind: str, value: str) -> str | None:
