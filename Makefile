@@ -62,7 +62,8 @@ IMAGE_LOCKS := $(patsubst %.in,%.txt,$(wildcard requirements/images/*.in))
 lock-images: $(UV) ## refresh the training images' wheel locks (requirements/images/*.txt; UPGRADE=1: newest)
 	@for in in $(IMAGE_LOCKS:.txt=.in); do \
 		echo ">> $${in%.in}.txt"; \
-		$(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+		py=$$(sed -n 's/^# python: //p' "$$in"); \
+		$(UV) pip compile --quiet --generate-hashes --python-version $${py:-3.11} --python-platform x86_64-manylinux_2_28 \
 			--custom-compile-command "make lock-images" $(if $(UPGRADE),--upgrade) "$$in" -o "$${in%.in}.txt" || exit 1; \
 	done
 

@@ -447,9 +447,13 @@ class FixedKeys:
     """A `KeySource` for tests: the same key pair every time, so a build is reproducible."""
 
     key: SSHKeyPair = FIXED_SSH_KEY
+    curve: bytes = bytes(range(32))
 
     def ssh_key(self) -> SSHKeyPair:
         return self.key
+
+    def curve_secret(self) -> bytes:
+        return self.curve
 
 
 FIXED_KEYS = FixedKeys()

@@ -109,7 +109,8 @@ def _acquire() -> cluster_lib.ClusterInfo:
         _SESSION["old_kubeconfig"] = os.environ.get("KUBECONFIG")
         os.environ["KUBECONFIG"] = str(info.kubeconfig)
     _SESSION["users"] += 1
-    return _SESSION["info"]
+    shared: cluster_lib.ClusterInfo = _SESSION["info"]
+    return shared
 
 
 def _release() -> None:

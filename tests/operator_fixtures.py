@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -274,14 +275,39 @@ def answers_200(url: str) -> bool:
     """Whether a GET of `url` answers 200 (False while the server is not up yet)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
+            return bool(response.status == 200)
     except (OSError, urllib.error.URLError):
         return False
 
 
+@dataclass(frozen=True)
+class UIServer:
+    """A running `trainjob-operator ui`: its base URL and the per-run token it printed."""
+
+    url: str
+    token: str
+
+    @property
+    def login(self) -> str:
+        """The URL it printed: opening it exchanges the token for the session cookie."""
+        return f"{self.url}?token={self.token}"
+
+    def open(self, path: str, headers: dict[str, str] | None = None, **kw: Any) -> Any:
+        """urlopen of `path` (relative to the base URL) with the token, as a script would send it."""
+        request = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"Bearer {self.token}", **(headers or {})}, **kw
+        )
+        return urllib.request.urlopen(request, timeout=30)
+
+
+def _printed_token(log: Path) -> str | None:
+    found = re.search(r"\?token=([A-Za-z0-9_-]+)", log.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
 @pytest.fixture
-def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
-    """The read-only web UI (`trainjob-operator ui`) on a free loopback port, watching the session cluster; its base URL."""
+def ui(kubeconfig: str, tmp_path: Path) -> Iterator[UIServer]:
+    """The read-only web UI (`trainjob-operator ui`) on a free loopback port, watching the session cluster."""
     port = free_port()
     log = (tmp_path / "ui.log").open("wb")
     proc = subprocess.Popen(
@@ -292,8 +318,21 @@ def ui(kubeconfig: str, tmp_path: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/"
     try:
-        eventually(lambda: proc.poll() is None and answers_200(url + "api/trainjobs"), "the UI server", timeout=60)
-        yield url
+        token = eventually(
+            lambda: proc.poll() is None and _printed_token(tmp_path / "ui.log"), "the UI's URL", timeout=60
+        )
+        assert isinstance(token, str)
+        server = UIServer(url, token)
+
+        def listing() -> bool:
+            try:
+                with server.open("api/trainjobs") as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        eventually(lambda: proc.poll() is None and listing(), "the UI server", timeout=60)
+        yield server
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -16,6 +16,7 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | busybox | static busybox with its applets as links, /etc/passwd | test pods (sh, nslookup, nc, wget) |
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
 | sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
+| sdk-trixie | Debian trixie ``essential`` + ``python3`` (3.13: strict X.509 verification by default), the kubeflow SDK from ``requirements/images/sdk-trixie.txt`` | progress from a pod on Python 3.13 |
 | jax | Debian bookworm ``essential`` + ``python3``, ``jax``/``jaxlib`` (CPU) wheels from ``requirements/images/jax.txt`` | jax-distributed |
 | xgboost | Debian bookworm ``essential`` + ``python3-xgboost`` (1.7.4, CPU) | xgboost-distributed |
 | tensorflow | Debian bookworm ``essential`` + ``python3``, ``tensorflow-cpu`` wheels from ``requirements/images/tensorflow.txt`` | tensorflow-distributed |
@@ -131,6 +132,17 @@ RECIPES: dict[str, dict[str, Any]] = {
         "include": ["python3"],
         "packages": ["mmdebstrap"],
         "pip": {"lock": "requirements/lock.txt", "roots": ["kubeflow"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    # Python 3.13's ssl.create_default_context() (and urllib3 2 on it) sets VERIFY_X509_STRICT: the SDK's progress call
+    # from this image is what proves the status server's certificate passes strict verification (issue 33).
+    "sdk-trixie": {
+        "rootfs": "debian",
+        "suite": "trixie",
+        "include": ["python3"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/images/sdk-trixie.txt", "roots": ["kubeflow"], "python": "3.13"},
         "entrypoint": [],
         "cmd": ["python3"],
     },

@@ -36,9 +36,10 @@ TAIL_LINES = 40
 
 
 #: The images session 4's `realnode_ci` tests run (the pause image, busybox for the failing rank, python for the
-#: chart's probes, torch, the SDK's progress call, MPI). JAX, XGBoost and TensorFlow (5-9 min each cold) are built by
-#: `make test-realnodes` and `make demo` when they need them, not by `make test`.
-SESSION_IMAGES = ("pause", "busybox", "python", "torch", "sdk", "mpi")
+#: chart's probes, torch, the SDK's progress call on bookworm and on trixie's Python 3.13, MPI). JAX, XGBoost and
+#: TensorFlow (5-9 min each cold) are built by `make test-realnodes` and `make demo` when they need them, not by
+#: `make test`.
+SESSION_IMAGES = ("pause", "busybox", "python", "torch", "sdk", "sdk-trixie", "mpi")
 
 
 def build_command(python: str) -> str:

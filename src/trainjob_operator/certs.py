@@ -1,8 +1,14 @@
-"""The webhook CA and serving certificate: generated here, stored by the controller in a Secret."""
+"""The webhook CA and serving certificate: generated here, stored by the controller in a Secret.
+
+Both carry what RFC 5280 asks of them and strict verifiers check (Python 3.13's `ssl.create_default_context()` sets
+`VERIFY_X509_STRICT`, urllib3 2 on 3.13 too): Subject and Authority Key Identifiers, BasicConstraints (the CA's
+critical, path length 0; the leaf's ca=False) and KeyUsage on both, serverAuth and the SAN on the leaf. A stored CA
+without them is replaced at the next rotation (`ca_outlives`), the caBundle and trainer pods' CA following."""
 
 import datetime as dt
 import ipaddress
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -10,6 +16,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 CA_NAME = "trainjob-operator-ca"
+
+_T = TypeVar("_T", bound=x509.ExtensionType)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,39 @@ def _san(name: str) -> x509.GeneralName:
         return x509.DNSName(name)
 
 
+def _authority_key_id(ca: x509.Certificate) -> x509.AuthorityKeyIdentifier:
+    try:
+        ski = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    except x509.ExtensionNotFound:  # a CA without one is not kept (`ca_lacks`); derived as ours would be
+        public = ca.public_key()
+        assert isinstance(public, ec.EllipticCurvePublicKey)
+        return x509.AuthorityKeyIdentifier.from_issuer_public_key(public)
+    return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski)
+
+
+def _extension(cert: x509.Certificate, kind: type[_T]) -> x509.Extension[_T] | None:
+    try:
+        return cert.extensions.get_extension_for_class(kind)
+    except x509.ExtensionNotFound:
+        return None
+
+
+def ca_lacks(ca: x509.Certificate) -> list[str]:
+    """What a strict verifier misses in the CA `ca` (empty: nothing). A CA made before the certificates carried key
+    identifiers is not kept at a rotation: a leaf it signs could not name it."""
+    missing: list[str] = []
+    basic = _extension(ca, x509.BasicConstraints)
+    if basic is None or not basic.critical or not basic.value.ca:
+        missing.append("BasicConstraints(ca=True, critical)")
+    usage = _extension(ca, x509.KeyUsage)
+    if usage is None or not usage.value.key_cert_sign:
+        missing.append("KeyUsage(keyCertSign)")
+    for kind in (x509.SubjectKeyIdentifier, x509.AuthorityKeyIdentifier):
+        if _extension(ca, kind) is None:
+            missing.append(kind.__name__)
+    return missing
+
+
 def ca_outlives(bundle: Bundle, now: dt.datetime, days: int) -> bool:
     """Whether `bundle`'s CA can sign a new serving certificate valid `days` from `now` (with a day to spare) and
     is readable with its key: then a rotation keeps it, so whoever trusts it (the webhook configurations' caBundle,
@@ -54,6 +95,8 @@ def ca_outlives(bundle: Bundle, now: dt.datetime, days: int) -> bool:
     except ValueError:
         return False
     if not isinstance(key, ec.EllipticCurvePrivateKey) or ca.public_key() != key.public_key():
+        return False
+    if ca_lacks(ca):
         return False
     return ca.not_valid_after_utc - now > dt.timedelta(days=days + 1)
 
@@ -80,7 +123,7 @@ def generate(hosts: list[str], now: dt.datetime, days: int = 365, ca_of: Bundle 
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True,
+                digital_signature=False,
                 key_cert_sign=True,
                 crl_sign=True,
                 content_commitment=False,
@@ -92,6 +135,8 @@ def generate(hosts: list[str], now: dt.datetime, days: int = 365, ca_of: Bundle 
             ),
             critical=True,
         )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return _serving(hosts, start, now, days, ca, ca_key, ca.public_bytes(serialization.Encoding.PEM), _pem_key(ca_key))
@@ -116,8 +161,25 @@ def _serving(
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(  # an ECDSA key signs the handshake; key encipherment is for RSA key transport only
+                digital_signature=True,
+                key_cert_sign=False,
+                crl_sign=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
         .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(_authority_key_id(ca), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return Bundle(
@@ -125,5 +187,26 @@ def _serving(
     )
 
 
+def leaf_lacks(cert: x509.Certificate) -> list[str]:
+    """What a strict verifier misses in the serving certificate `cert` (empty: nothing)."""
+    wanted: tuple[type[x509.ExtensionType], ...] = (
+        x509.BasicConstraints,
+        x509.KeyUsage,
+        x509.ExtendedKeyUsage,
+        x509.SubjectAlternativeName,
+        x509.SubjectKeyIdentifier,
+        x509.AuthorityKeyIdentifier,
+    )
+    return [kind.__name__ for kind in wanted if _extension(cert, kind) is None]
+
+
 def needs_rotation(bundle: Bundle, hosts: list[str], now: dt.datetime, before_days: int) -> bool:
-    return bundle.not_after() - now < dt.timedelta(days=before_days) or not set(hosts) <= bundle.sans()
+    """Whether the stored bundle must be replaced: expiring, not for every host, or made before the certificates
+    carried what strict verifiers require (then the CA is replaced too: `ca_outlives`)."""
+    if bundle.not_after() - now < dt.timedelta(days=before_days) or not set(hosts) <= bundle.sans():
+        return True
+    try:
+        ca = x509.load_pem_x509_certificate(bundle.ca_cert)
+    except ValueError:
+        return True
+    return bool(ca_lacks(ca) or leaf_lacks(x509.load_pem_x509_certificate(bundle.cert)))

@@ -66,6 +66,17 @@ class StatusServerConfig(_Section):
     max_body_bytes: int = Field(default=65536, ge=1024, le=1048576)
     review_cache_seconds: float = Field(default=60, ge=0)
     """How long one TokenReview answer is reused for the same token (never past the token's expiry)."""
+    review_qps: float = Field(default=50, gt=0)
+    """TokenReviews per second the server may send for tokens it has no cached answer for, over all callers
+    (beyond it: `429`). Tokens that cannot pass one (shape, size, audience, expiry) never cost one."""
+    review_burst: int = Field(default=100, ge=1)
+    review_client_qps: float = Field(default=2, gt=0)
+    """The same per caller address: one pod flooding the server spends its own share only."""
+    review_client_burst: int = Field(default=10, ge=1)
+    review_in_flight: int = Field(default=8, ge=1)
+    """TokenReviews (with the reads authorization needs) in flight at once."""
+    body_timeout_seconds: float = Field(default=10, gt=0)
+    """A request whose body has not arrived in this long gets `408` (a slow body never holds a connection)."""
 
 
 class HealthConfig(_Section):

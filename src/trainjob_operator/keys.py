@@ -1,8 +1,11 @@
 """The shell's key source: fresh ECDSA P-521 key pairs for the MPI SSH Secret (upstream's choice, despite the
-`id_rsa` file names). The pure core never draws entropy; it gets this through `Observed.keys`."""
+`id_rsa` file names) and fresh X25519 secrets for the Flux CURVE certificate (upstream derives that one from the
+TrainJob uid, which anyone who can read the TrainJob knows; docs/compatibility.md). The pure core never draws
+entropy; it gets this through `Observed.keys`."""
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from .runtime.observed import SSHKeyPair
 
@@ -17,10 +20,13 @@ def generate_ssh_key() -> SSHKeyPair:
 
 
 class FreshKeys:
-    """A `KeySource` that draws a new key pair on every call (only builds that create a key Secret call it)."""
+    """A `KeySource` that draws a new key on every call (only builds that create a key Secret call it)."""
 
     def ssh_key(self) -> SSHKeyPair:
         return generate_ssh_key()
+
+    def curve_secret(self) -> bytes:
+        return X25519PrivateKey.generate().private_bytes_raw()
 
 
 FRESH_KEYS = FreshKeys()

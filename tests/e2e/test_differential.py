@@ -145,7 +145,7 @@ def meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def key_shape(name: str, b64: str) -> Any:
-    if name == "curve.cert":  # Flux: the keys follow the TrainJob uid, which differs between the two runs
+    if name == "curve.cert":  # Flux: random keys here, upstream's follow the uid: compared is the shape, never the key
         return curve_cert_digest(b64)
     text = base64.b64decode(b64).decode(errors="replace")
     if name == "ssh-privatekey":
@@ -167,7 +167,8 @@ def normalise(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         return {
             "metadata": meta(obj),
             "type": obj.get("type"),
-            "immutable": obj.get("immutable"),
+            # Flux's CURVE Secret is immutable here, upstream's is not (docs/compatibility.md "Keys nobody can derive")
+            "immutable": None if obj["metadata"]["name"].endswith("-flux-curve") else obj.get("immutable"),
             "data (shape)": {k: key_shape(k, v) for k, v in sorted(data.items())},
         }
     if kind == "configmaps":

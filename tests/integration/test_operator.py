@@ -229,7 +229,7 @@ def test_flux_trainjob_gets_its_scripts_and_curve_secret_once(
     flux_runtime["spec"]["mlPolicy"] = {"numNodes": 1, "flux": {"numProcPerNode": 2}}
     kube.apply(flux_runtime, trainjob(namespace, "flux-job", runtime_name="flux", trainer={"numNodes": 2}))
     secret = eventually(lambda: kube.get("secret", "flux-job-flux-curve", namespace), "the curve Secret")
-    assert (secret.get("type"), sorted(secret["data"])) == ("Opaque", ["curve.cert"])
+    assert (secret.get("type"), secret.get("immutable"), sorted(secret["data"])) == ("Opaque", True, ["curve.cert"])
     scripts = eventually(lambda: kube.get("configmap", "flux-job-flux-entrypoint", namespace), "the scripts")
     assert sorted(scripts["data"]) == ["entrypoint.sh", "init.sh"]
     assert 'flags="-N 2 -n 4"' in scripts["data"]["entrypoint.sh"]

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from builders import torch_runtime, trainjob_object
-from operator_fixtures import REPO, Kube, OperatorProcess, answers_200, eventually, free_port
+from operator_fixtures import REPO, Kube, OperatorProcess, UIServer, answers_200, eventually, free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -167,7 +168,7 @@ def text(browser: Browser, selector: str) -> str:
 
 
 def test_the_ui_in_a_real_browser(
-    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: str
+    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: UIServer
 ) -> None:
     kube.run("create", "secret", "generic", "creds", "-n", namespace, f"--from-literal=token={SECRET_VALUE}")
     kube.apply(
@@ -182,7 +183,7 @@ def test_the_ui_in_a_real_browser(
     )
     report(kube, namespace, "llm-finetune", 10, 0.93, 10)
 
-    browser.get(ui)
+    browser.get(ui.login)
     eventually(lambda: "10%" in text(browser, f'tr[data-key="{namespace}/llm-finetune"]'), "the list row")
     eventually(lambda: "Suspended" in text(browser, f'tr[data-key="{namespace}/queued-eval"]'), "the suspended row")
     row = text(browser, f'tr[data-key="{namespace}/llm-finetune"]')
@@ -245,7 +246,8 @@ def test_the_ui_in_a_real_browser(
 
     page = str(browser.js("return document.documentElement.outerHTML"))
     assert SECRET_VALUE not in page and base64.b64encode(SECRET_VALUE.encode()).decode() not in page
-    detail = json.loads(urllib.request.urlopen(f"{ui}api/trainjobs/{namespace}/llm-finetune", timeout=30).read())
+    with ui.open(f"api/trainjobs/{namespace}/llm-finetune") as answer:
+        detail = json.loads(answer.read())
     assert SECRET_VALUE not in json.dumps(detail)
     assert "managedFields" not in json.dumps(detail["trainjob"])
     assert (ARTIFACTS / "trainjobs-list.png").stat().st_size > 10000
@@ -277,7 +279,7 @@ def visible(browser: Browser, element_id: str) -> bool:
 
 
 def test_the_ui_tells_the_truth_in_a_real_browser(
-    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: str
+    kube: Kube, operator: OperatorProcess, namespace: str, browser: Browser, ui: UIServer
 ) -> None:
     """Issue 27, one browser check per glitch: a loading state before the first listing; no "null" under Progress;
     pods counted per replicated job; a TrainJob that does not exist shows nothing of the one before; a failed
@@ -300,7 +302,7 @@ def test_the_ui_tells_the_truth_in_a_real_browser(
         "/goog/cdp/execute",
         {"cmd": "Page.addScriptToEvaluateOnNewDocument", "params": {"source": HOLD_THE_LIST}},
     )
-    browser.get(ui)
+    browser.get(ui.login)
     eventually(lambda: visible(browser, "loading"), "the loading state")
     assert "Loading TrainJobs" in text(browser, "#loading") and not visible(browser, "empty")
     browser.screenshot("trainjobs-loading")
@@ -320,7 +322,7 @@ def test_the_ui_tells_the_truth_in_a_real_browser(
         "two running pods",
         timeout=90,
     )
-    browser.get(f"{ui}#/{namespace}/two-nodes")
+    browser.get(f"{ui.url}#/{namespace}/two-nodes")
     eventually(lambda: "not reported" in text(browser, "#progress"), "the progress section")
     assert "null" not in text(browser, "#progress")
     eventually(
@@ -367,16 +369,99 @@ def test_the_ui_tells_the_truth_in_a_real_browser(
     )
 
 
-def test_the_ui_is_read_only_and_loopback_only(ui: str) -> None:
-    request = urllib.request.Request(f"{ui}api/trainjobs", data=b"{}", method="POST")
+def test_the_ui_is_read_only_and_loopback_only(ui: UIServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request, timeout=10)
+        ui.open("api/trainjobs", data=b"{}", method="POST")
     assert refused.value.code == 405
-    rebound = urllib.request.Request(f"{ui}api/trainjobs", headers={"Host": "evil.example:80"})
     with pytest.raises(urllib.error.HTTPError) as foreign:
-        urllib.request.urlopen(rebound, timeout=10)
+        ui.open("api/trainjobs", headers={"Host": "evil.example:80"})
     assert foreign.value.code == 403, "a page of another origin resolving to 127.0.0.1 reads nothing"
     started = time.monotonic()
-    with urllib.request.urlopen(ui, timeout=10) as page:
+    with ui.open("") as page:
         assert page.headers["Content-Security-Policy"] == "default-src 'self'; style-src 'self'"
     assert time.monotonic() - started < 10
+
+
+# --- a UI that serves only its user (issue 33), one browser check each ---------------------------------------------------
+
+CRAFTED = "x%2F..%2F..%2F..%2F..%2F..%2F..%2F..%2Fapi%2Fv1%2Fnamespaces%2F{namespace}%2Fsecrets%2Fcreds"
+
+
+def body_text(browser: Browser) -> str:
+    return str(browser.js("return document.body ? document.body.innerText : '';"))
+
+
+def test_the_ui_wants_its_token_and_keeps_it_in_an_httponly_cookie(browser: Browser, ui: UIServer) -> None:
+    browser.get(ui.url)
+    eventually(lambda: "token" in body_text(browser), "the 401")
+    assert "open the URL `trainjob-operator ui` printed" in body_text(browser)
+    browser.get(f"{ui.url}api/trainjobs")
+    assert "rows" not in body_text(browser), "nothing is read without the token"
+
+    browser.get(ui.login)
+    eventually(lambda: browser.js("return location.href") == ui.url, "the token dropped from the address bar")
+    eventually(lambda: visible(browser, "list-view") and "TrainJobs" in body_text(browser), "the list page")
+    assert browser.js("return document.cookie") == "", "HttpOnly: the page's scripts cannot read the session"
+    cookies = browser.cmd("GET", "/cookie")
+    assert [(c["name"], c["httpOnly"], c["sameSite"]) for c in cookies] == [("trainjob-ui", True, "Strict")]
+    assert all(ui.token not in c["value"] for c in cookies)
+    browser.get(f"{ui.url}api/trainjobs")
+    assert json.loads(body_text(browser))["rows"] is not None, "the cookie opens the API"
+
+
+def test_a_crafted_route_reads_no_secret_in_a_real_browser(
+    kube: Kube, namespace: str, browser: Browser, ui: UIServer
+) -> None:
+    kube.run("create", "secret", "generic", "creds", "-n", namespace, f"--from-literal=token={SECRET_VALUE}")
+    browser.get(ui.login)
+    for route in (
+        f"api/trainjobs/{namespace}/{CRAFTED.format(namespace=namespace)}",
+        f"api/pods/{namespace}/{CRAFTED.format(namespace=namespace)}/log",
+        f"api/pods/{namespace}/p/log?container=..%2F..%2Fsecrets%2Fcreds",
+        f"api/trainjobs/{namespace}/Bad_Name",
+    ):
+        browser.get(ui.url + route)
+        shown = body_text(browser)
+        assert SECRET_VALUE not in shown and base64.b64encode(SECRET_VALUE.encode()).decode() not in shown, route
+        assert "is not a" in shown or "Not Found" in shown or "404" in shown, (route, shown)
+    browser.get(f"{ui.url}api/trainjobs/{namespace}/Bad_Name")
+    assert json.loads(body_text(browser))["message"].startswith("name: 'Bad_Name' is not a TrainJob name")
+
+
+def test_another_site_cannot_use_the_ui_in_a_real_browser(browser: Browser, ui: UIServer) -> None:
+    """A page of another origin (here `localhost`, another site than `127.0.0.1` for the browser) fetches the UI or
+    navigates to it: the strict cookie is not sent, and the UI refuses the cross-site request before it looks."""
+    browser.get(ui.login)  # the user is logged in: the cookie exists
+    eventually(lambda: browser.js("return location.href") == ui.url, "logged in")
+    other = ui.url.replace("127.0.0.1", "localhost")
+    browser.get(other)  # another origin: no cookie of its own
+    assert "token" in body_text(browser)
+    outcome = browser.cmd(
+        "POST",
+        "/execute/async",
+        {
+            "script": """
+const done = arguments[arguments.length - 1];
+fetch(arguments[0], {credentials: "include"}).then((r) => done("status " + r.status), (e) => done("blocked " + e));
+""",
+            "args": [f"{ui.url}api/trainjobs"],
+        },
+    )
+    assert "status 200" not in outcome, "no cross-origin read"
+    browser.js("location.href = arguments[0];", f"{ui.url}api/trainjobs")
+    eventually(lambda: browser.js("return location.href") == f"{ui.url}api/trainjobs", "the cross-site navigation")
+    eventually(lambda: body_text(browser) != "", "its answer")
+    answer = json.loads(body_text(browser))
+    assert "rows" not in answer and "cross-site request" in answer["message"], answer
+
+
+def test_a_non_loopback_address_is_refused_without_allow_remote(kubeconfig: str) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "trainjob_operator.cli", "ui", "--kubeconfig", kubeconfig, "--address", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert ran.returncode == 2
+    assert "--address 0.0.0.0 is not a loopback address" in ran.stderr and "--allow-remote" in ran.stderr

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import re
 import time
-import urllib.request
 from typing import Any
 
 import pytest
 from real_runtimes import finished, real_node_runtime, real_trainjob
 
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from operator_fixtures import Kube, OperatorProcess, UIServer, condition, eventually
 from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -36,7 +35,9 @@ sys.exit(0 if ok else 1)
 
 
 @pytest.mark.realnode_ci
-def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorProcess, namespace: str, ui: str) -> None:
+def test_the_sdk_in_a_real_pod_reports_progress(
+    kube: Kube, operator: OperatorProcess, namespace: str, ui: UIServer
+) -> None:
     image = realnodes.load_image(kube.cluster, "sdk")
     kube.create(real_node_runtime(image, "sdk-real"), namespace)
     created = time.monotonic()
@@ -76,7 +77,7 @@ def test_the_sdk_in_a_real_pod_reports_progress(kube: Kube, operator: OperatorPr
 
     # The UI shows what the pod reported (the row its table and `/api/stream` serve).
     def ui_row() -> dict[str, Any] | None:
-        with urllib.request.urlopen(f"{ui}api/trainjobs", timeout=30) as response:
+        with ui.open("api/trainjobs") as response:
             rows = json.loads(response.read())["rows"]
         row = next((r for r in rows if (r["namespace"], r["name"]) == (namespace, "progress")), None)
         return row if row is not None and row["progress"] is not None else None

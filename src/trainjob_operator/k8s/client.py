@@ -139,11 +139,13 @@ class Resource:
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         group_path = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
         parts = [group_path]
+        # Each name is one path segment, quoted with nothing kept: a "/" in a name (a caller's bug, or a crafted UI
+        # route) can never reach another resource (issue 33).
         if self.namespaced and namespace:
-            parts.append(f"namespaces/{quote(namespace)}")
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
         parts.append(self.plural)
         if name:
-            parts.append(quote(name))
+            parts.append(quote(name, safe=""))
         if subresource:
             parts.append(subresource)
         return "/".join(parts)

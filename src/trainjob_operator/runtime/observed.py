@@ -17,6 +17,10 @@ class KeySource(Protocol):
 
     def ssh_key(self) -> SSHKeyPair: ...
 
+    def curve_secret(self) -> bytes:
+        """32 random bytes: the secret key of an X25519 pair (a Flux instance's CURVE certificate)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Read:

@@ -75,6 +75,7 @@ INTERNAL_ERROR = failure(500, "InternalError", "Internal error")
 NOT_FOUND = failure(404, "NotFound", "Not found")
 TOO_LARGE = failure(413, "RequestEntityTooLarge", "Payload too large")
 TOO_MANY_REQUESTS = failure(429, "TooManyRequests", "Too many requests")
+REQUEST_TIMEOUT = failure(408, "Timeout", "The request body was not sent in time")
 
 
 def invalid(message: str) -> Answer:
@@ -322,3 +323,123 @@ class RateLimits:
             del self.buckets[key]
         if len(self.buckets) >= self.max_keys:
             self.buckets.clear()
+
+
+# --- cheap under abuse: a local pre-filter, a TokenReview budget, two caches -----------------------------------
+
+MAX_TOKEN_BYTES = 8192
+"""A projected ServiceAccount token is about 1 KiB (header, claims with pod and node names, an RS256 or ES256
+signature); 8 KiB leaves room for long names and keys."""
+CLOCK_LEEWAY_SECONDS = 60
+"""The API server's JWT validation allows this much clock skew (go-jose's default leeway); the pre-filter refuses only
+what the API server would refuse too."""
+_SEGMENT = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _claims_of(segment: str) -> dict[str, Any] | None:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def prefilter(token: str, audience: str, now: float) -> str | None:
+    """Why `token` cannot pass a TokenReview for `audience` at wall time `now`, read from the token itself, or None
+    when it may. Decoded without verifying anything, only to refuse early: the TokenReview stays the authority for
+    every token this lets through. A trainer pod's token is a projected ServiceAccount JWT with the TrainJob's
+    audience and an expiry; anything else (other shapes, another audience, expired, not yet valid, oversized) never
+    costs an API call."""
+    if len(token) > MAX_TOKEN_BYTES:
+        return f"longer than {MAX_TOKEN_BYTES} bytes"
+    parts = token.split(".")
+    if len(parts) != 3 or not all(_SEGMENT.match(part) for part in parts):
+        return "not a JWT (three base64url segments)"
+    header, claims = _claims_of(parts[0]), _claims_of(parts[1])
+    if header is None or not isinstance(header.get("alg"), str) or header.get("alg", "").lower() == "none":
+        return "no signed JWT header"
+    if claims is None:
+        return "no JSON claims"
+    aud = claims.get("aud")
+    audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    if audience not in audiences:
+        return "not for this TrainJob's audience"
+    exp, nbf = _number(claims.get("exp")), _number(claims.get("nbf"))
+    if exp is None:
+        return "no expiry"
+    if exp + CLOCK_LEEWAY_SECONDS < now:
+        return "expired"
+    if nbf is not None and nbf - CLOCK_LEEWAY_SECONDS > now:
+        return "not valid yet"
+    return None
+
+
+@dataclass
+class ReviewBudget:
+    """How many TokenReviews the server may send: a token bucket over all callers (`qps`, `burst`), one per
+    caller's address (`client_qps`, `client_burst`: one noisy pod cannot spend the others' share) and at most
+    `in_flight` at once. Time is an argument; the table of addresses stays bounded as `RateLimits`' does."""
+
+    qps: float
+    burst: int
+    in_flight: int
+    client_qps: float
+    client_burst: int
+    max_clients: int = 10000
+    total: Bucket | None = None
+    clients: RateLimits | None = None
+
+    def admit(self, client: str, now: float, in_flight: int) -> str | None:
+        """None when one more TokenReview may go out now (the budget is spent), else why not."""
+        if in_flight >= self.in_flight:
+            return f"{self.in_flight} TokenReviews in flight"
+        if self.total is None:
+            self.total = Bucket(float(self.burst), now)
+        self.total.tokens = min(float(self.burst), self.total.tokens + (now - self.total.stamp) * self.qps)
+        self.total.stamp = now
+        if self.total.tokens < 1:
+            return f"more than {self.qps:g} TokenReviews per second"
+        if self.clients is None:
+            self.clients = RateLimits(self.client_qps, self.client_burst, self.max_clients)
+        if not self.clients.allow(("client", client), now):
+            return f"more than {self.client_qps:g} TokenReviews per second for {client}"
+        self.total.tokens -= 1
+        return None
+
+
+@dataclass
+class ReviewCache:
+    """TokenReview outcomes by key, grants and refusals apart: each table is an LRU of its own size, so refusals
+    (which anyone can cause, one per garbage token) only ever evict refusals, never a grant a pod relies on. Time
+    is an argument."""
+
+    grants_size: int = 4096
+    refusals_size: int = 4096
+    grants: dict[Any, float] = field(default_factory=dict)
+    refusals: dict[Any, float] = field(default_factory=dict)
+
+    def get(self, key: Any, now: float) -> bool | None:
+        """True (granted), False (refused) while the entry lasts, else None."""
+        for table, verdict in ((self.grants, True), (self.refusals, False)):
+            until = table.get(key)
+            if until is None:
+                continue
+            if until > now:
+                table[key] = table.pop(key)  # most recently used last
+                return verdict
+            del table[key]
+        return None
+
+    def put(self, key: Any, allowed: bool, until: float, now: float) -> None:
+        if until <= now:
+            return
+        table, size = (self.grants, self.grants_size) if allowed else (self.refusals, self.refusals_size)
+        (self.refusals if allowed else self.grants).pop(key, None)
+        table.pop(key, None)
+        table[key] = until
+        while len(table) > size:
+            del table[next(iter(table))]

@@ -1,14 +1,19 @@
 """The UI's HTTP server: static page, JSON reads and server-sent events fed by watches. Read-only: it only ever
-GETs and watches, with the user's kubeconfig (so the user's RBAC); it never reads Secrets."""
+GETs and watches, with the user's kubeconfig (so the user's RBAC); it never reads Secrets. It serves its user only
+(`ui/access.py`): a per-run token exchanged for a cookie, nothing from other sites or under a foreign Host, the
+loopback only unless `--allow-remote`, and every route parameter a valid name before it is put in an API path."""
 
 import argparse
 import asyncio
 import contextlib
 import json
+import secrets
+import sys
 import webbrowser
 from collections.abc import AsyncIterator, Sequence
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -16,7 +21,7 @@ from .. import flags, logs
 from ..api import constants as c
 from ..k8s import connection as k8s_config
 from ..k8s.client import ApiError, Client
-from . import view
+from . import access, view
 
 log = logs.get("trainjob_operator.ui")
 
@@ -31,7 +36,12 @@ def _collection(base: str, namespace: str | None) -> str:
     if namespace is None:
         return base
     group, plural = base.rsplit("/", 1)
-    return f"{group}/namespaces/{namespace}/{plural}"
+    return f"{group}/namespaces/{quote(namespace, safe='')}/{plural}"
+
+
+def _pods(namespace: str, pod: str | None = None, tail: str = "") -> str:
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods"
+    return f"{path}/{quote(pod, safe='')}{tail}" if pod is not None else path
 
 
 class Cache:
@@ -85,9 +95,18 @@ class Cache:
 
 
 class UI:
-    def __init__(self, client: Client, namespace: str | None = None, allowed_hosts: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        client: Client,
+        namespace: str | None = None,
+        allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+    ) -> None:
         self.client, self.namespace = client, namespace
         self.allowed_hosts = set(allowed_hosts)
+        self.token = token or secrets.token_urlsafe(32)
+        """Printed in the URL; exchanged for the session cookie."""
+        self.session = secrets.token_urlsafe(32)
         self.history = view.History()
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self.trainjobs = Cache(client, _collection(TRAINJOBS, namespace), self._trainjob_changed)
@@ -178,12 +197,30 @@ class UI:
 
     @web.middleware
     async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Read-only, and only for this machine's browser: no other method, no foreign Host (DNS rebinding)."""
-        if request.method not in ("GET", "HEAD"):
-            return web.json_response({"message": "read-only"}, status=405)
-        if self.allowed_hosts and request.host not in self.allowed_hosts:
-            return web.json_response({"message": f"unexpected Host {request.host}"}, status=403)
-        response: web.StreamResponse = await handler(request)
+        """Read-only, and only for its user's browser (`access.decide`); route parameters checked before use."""
+        verdict = access.decide(
+            request.method,
+            request.path,
+            request.host,
+            request.headers,
+            request.query.get("token"),
+            request.cookies.get(access.COOKIE),
+            self.token,
+            self.session,
+            self.allowed_hosts,
+        )
+        if verdict.code == 303:
+            response: web.StreamResponse = web.Response(status=303, headers={"Location": verdict.location})
+        elif verdict.code:
+            response = web.json_response({"message": verdict.message}, status=verdict.code)
+        else:
+            problem = access.route_problem({**request.query, **request.match_info})
+            if problem is not None:
+                response = web.json_response({"message": problem}, status=400)
+            else:
+                response = await handler(request)
+        if verdict.set_cookie:
+            response.set_cookie(access.COOKIE, self.session, httponly=True, samesite="Strict", path="/")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Content-Security-Policy", "default-src 'self'; style-src 'self'")
@@ -272,12 +309,8 @@ class UI:
 
         tasks = [
             asyncio.create_task(forward()),
-            asyncio.create_task(
-                watch(
-                    f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"{c.JOBSET_NAME_LABEL}={name}"}, "pods"
-                )
-            ),
-            asyncio.create_task(watch(f"/api/v1/namespaces/{namespace}/events", {}, "events")),
+            asyncio.create_task(watch(_pods(namespace), {"labelSelector": f"{c.JOBSET_NAME_LABEL}={name}"}, "pods")),
+            asyncio.create_task(watch(f"/api/v1/namespaces/{quote(namespace, safe='')}/events", {}, "events")),
         ]
 
         async def messages() -> AsyncIterator[dict[str, Any]]:
@@ -310,7 +343,7 @@ class UI:
         params = {"tailLines": str(LOG_TAIL_LINES)}
         if request.query.get("container"):
             params["container"] = request.query["container"]
-        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+        path = _pods(namespace, pod, "/log")
         if request.query.get("follow") != "1":
             try:
                 return web.Response(text=await self.client.text(path, params), content_type="text/plain")
@@ -359,8 +392,13 @@ async def serve(args: argparse.Namespace) -> None:
         await runner.setup()
         site = web.TCPSite(runner, args.address, args.port)
         await site.start()
-        url = f"http://{'127.0.0.1' if args.address in ('0.0.0.0', '::') else args.address}:{args.port}/"
-        print(f"trainjob-operator ui: serving {url} (read-only, as {connection.server}); Ctrl-C stops it", flush=True)
+        host = "127.0.0.1" if args.address in ("0.0.0.0", "::") else args.address
+        url = f"http://{host}:{args.port}/?token={ui.token}"
+        print(
+            f"trainjob-operator ui: serving {url} (read-only, as {connection.server}; the token is this run's, "
+            "for you only); Ctrl-C stops it",
+            flush=True,
+        )
         if args.open:
             webbrowser.open(url)
         try:
@@ -378,6 +416,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="kubeconfig context (default: the current one)")
     p.add_argument("-n", "--namespace", help="only this namespace (default: all you may list)")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default: the loopback only)")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --address (anyone who reaches it and has the token reads as you)",
+    )
     p.add_argument("--port", type=flags.port, default=8765, help="port to listen on (default: 8765)")
     p.add_argument(
         "--any-host",
@@ -390,6 +433,10 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
+    refusal = access.remote_refusal(args.address, args.allow_remote)
+    if refusal is not None:
+        print(f"trainjob-operator ui: error: {refusal}", file=sys.stderr)
+        return 2
     logs.configure("console", "WARNING")
     try:
         asyncio.run(serve(args))

@@ -431,6 +431,9 @@ class NoKeys:
     def ssh_key(self) -> SSHKeyPair:
         raise AssertionError("a key was drawn for a Secret that exists")
 
+    def curve_secret(self) -> bytes:
+        raise AssertionError("a key was drawn for a Secret that exists")
+
 
 def test_the_mpi_secret_carries_the_injected_key() -> None:
     objects = FRAMEWORK.desired_objects(
@@ -474,6 +477,6 @@ def test_flux_scripts_are_files_beside_the_plugin_and_every_placeholder_is_fille
     template = flux.script(name)
     assert template.startswith("#!/bin/bash\n") and flux.PLACEHOLDER.search(template)
     job = TrainJobBuilder.make().trainer(numNodes=2, numProcPerNode=1).obj()
-    objects = FRAMEWORK.desired_objects(job, runtime(flux={}).source(), Observed())
+    objects = FRAMEWORK.desired_objects(job, runtime(flux={}).source(), Observed(keys=FixedKeys(KEY)))
     (config_map,) = [o for o in by_kind(objects, "ConfigMap") if o["metadata"]["name"] == "test-job-flux-entrypoint"]
     assert flux.PLACEHOLDER.search(config_map["data"][name]) is None

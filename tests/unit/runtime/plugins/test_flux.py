@@ -5,12 +5,23 @@ two scripts are compared by what they are built from (tests/flux_digest.py), the
 """
 
 import base64
+import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from builders import RuntimeBuilder, TrainJobBuilder, by_kind, container, jobset_of, pod_spec, replicated_job
+from builders import (
+    FIXED_KEYS,
+    RuntimeBuilder,
+    TrainJobBuilder,
+    by_kind,
+    container,
+    jobset_of,
+    pod_spec,
+    replicated_job,
+)
 from flux_digest import curve_cert_digest, flux_configmap_digest
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.observed import ObjectRef, Observed
@@ -27,7 +38,8 @@ OWNER = {
     "blockOwnerDeletion": True,
 }
 VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
-# upstream v2.3.0's curve keys for a TrainJob whose uid is "uid" (oracle of examples/flux, any TrainJob name)
+# upstream v2.3.0's curve keys for a TrainJob whose uid is "uid" (oracle of examples/flux, any TrainJob name): its
+# secret is sha256(uid); ours comes from the key source (docs/compatibility.md), the encoding is the same
 UID_PUBLIC = "FNBl8Hqa!mZdJi}CLdIjQ<Oz%8nV=E2?nwPs7of&"
 UID_SECRET = "7Q]i#4^.x]fuU}0j*C<sfq%=FxUJ^For{siHd?dg"
 
@@ -40,7 +52,7 @@ def flux_runtime(num_proc: int | None = None, **node: Any) -> RuntimeBuilder:
 
 
 def render(job: TrainJobBuilder, runtime: RuntimeBuilder, observed: Observed | None = None) -> list[dict[str, Any]]:
-    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed())
+    return FRAMEWORK.desired_objects(job.obj(), runtime.source(), observed or Observed(keys=FIXED_KEYS))
 
 
 def volumes(job: str = "test-job") -> list[dict[str, Any]]:
@@ -149,10 +161,11 @@ def test_flux_builds_the_jobset_configmap_and_secret_of_upstream() -> None:
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": "test-job-flux-curve", "namespace": "default", "ownerReferences": [OWNER]},
-        "data": {"curve.cert": base64.b64encode(curve_certificate("test-job", "uid").encode()).decode()},
+        "immutable": True,
+        "data": {"curve.cert": base64.b64encode(curve_certificate("test-job", FIXED_KEYS.curve).encode()).decode()},
     }
     cert = base64.b64decode(secret["data"]["curve.cert"]).decode()
-    assert f'public-key = "{UID_PUBLIC}"' in cert and f'secret-key = "{UID_SECRET}"' in cert
+    assert f'secret-key = "{z85(FIXED_KEYS.curve)}"' in cert, "the key source's secret, not one derived from the uid"
     assert curve_cert_digest(secret["data"]["curve.cert"]) == {
         "name": "test-job",
         "sections": ["metadata", "curve"],
@@ -335,4 +348,24 @@ def test_a_runtime_with_its_own_flux_installer_is_refused_by_the_trainjob_webhoo
 def test_z85_and_curve_keys_follow_zeromq_and_upstream() -> None:
     # ZeroMQ RFC 32's test vector
     assert z85(bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B])) == "HelloWorld"
-    assert curve_keys("uid") == (UID_PUBLIC, UID_SECRET)
+    assert curve_keys(hashlib.sha256(b"uid").digest()) == (UID_PUBLIC, UID_SECRET)
+
+
+def test_the_curve_key_is_drawn_from_the_key_source_and_nobody_can_derive_it_from_the_uid() -> None:
+    """Issue 33: upstream's secret is sha256(uid), and the uid is readable by anyone who can get the TrainJob (or its
+    JobSet's ownerReferences); with it any pod that reaches the broker port could join the Flux instance. The key
+    comes from the key source; two TrainJobs (or two offline renders) never share one."""
+    from trainjob_operator.keys import FRESH_KEYS
+
+    def secret_key(observed: Observed) -> str:
+        (secret,) = by_kind(render(TrainJobBuilder.make().trainer(numNodes=1), flux_runtime(), observed), "Secret")
+        assert curve_cert_digest(secret["data"]["curve.cert"])["key pair"]
+        found = re.search(r'secret-key = "([^"]*)"', base64.b64decode(secret["data"]["curve.cert"]).decode())
+        assert found is not None
+        return found.group(1)
+
+    first, second = secret_key(Observed(keys=FRESH_KEYS)), secret_key(Observed(keys=FRESH_KEYS))
+    assert first != second and UID_SECRET not in (first, second)
+    assert z85(hashlib.sha256(b"uid").digest()) not in (first, second)
+    with pytest.raises(BuildError, match="no key source for the Flux CURVE Secret"):
+        render(TrainJobBuilder.make().trainer(numNodes=1), flux_runtime(), Observed())

@@ -1,7 +1,7 @@
-"""The CURVE certificate of a Flux cluster: an X25519 key pair derived from the TrainJob uid (as upstream derives
-it, so every reconcile makes the same one), written as the ZeroMQ certificate file `flux keygen` writes."""
+"""The CURVE certificate of a Flux cluster: an X25519 key pair whose secret comes from the key source
+(`Observed.keys`, random; upstream derives it from the TrainJob uid, which anyone who reads the TrainJob knows), written
+once as the ZeroMQ certificate file `flux keygen` writes."""
 
-import hashlib
 from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -20,16 +20,15 @@ def z85(data: bytes) -> str:
     return "".join(out)
 
 
-def curve_keys(uid: str) -> tuple[str, str]:
-    """(public, secret) Z85 keys of the X25519 pair whose secret is sha256(uid), as upstream derives them."""
-    secret = hashlib.sha256(uid.encode()).digest()
+def curve_keys(secret: bytes) -> tuple[str, str]:
+    """(public, secret) Z85 keys of the X25519 pair whose secret key is `secret` (32 bytes)."""
     public = X25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
     return z85(public), z85(secret)
 
 
-def curve_certificate(name: str, uid: str) -> str:
+def curve_certificate(name: str, secret_key: bytes) -> str:
     """A ZeroMQ CURVE secret certificate (the ZPL file `flux keygen` writes) for the brokers of one TrainJob."""
-    public, secret = curve_keys(uid)
+    public, secret = curve_keys(secret_key)
     return (
         "#   ZeroMQ CURVE secret certificate of a Flux cluster, written by trainjob-operator\n"
         "\n"

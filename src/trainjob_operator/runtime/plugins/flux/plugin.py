@@ -6,7 +6,8 @@ What a TrainJob with `mlPolicy.flux` gets, with upstream v2.3.0's names, keys an
   host list) and `entrypoint.sh` (wraps the trainer command: the lead broker runs it with `flux run`, the other
   pods join as followers);
 - Secret `<tj>-flux-curve` with `curve.cert`, the CURVE certificate the brokers authenticate each other with,
-  derived from the TrainJob uid (so every reconcile derives the same one; it is created once);
+  created once and immutable, its key from the key source (`Observed.keys`; upstream derives it from the TrainJob
+  uid, which anyone who reads the TrainJob knows: docs/compatibility.md);
 - on the PodSet named `node`: the init container, five volumes and five mounts on container `node`;
 - the trainer command becomes `/bin/bash /etc/flux-config/entrypoint.sh "<command and args>"` and the TrainJob's
   args are no longer copied onto the container (the runtime's args stay, as upstream's).
@@ -147,12 +148,15 @@ class Flux(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, O
             }
         ]
         if not observed.exists("v1", "Secret", curve_secret_name(job)):
-            cert = curve_certificate(job.name, job.metadata.uid or "")
+            if observed.keys is None:
+                raise BuildError("no key source for the Flux CURVE Secret (the shell supplies one)")
+            cert = curve_certificate(job.name, observed.keys.curve_secret())
             objects.append(
                 {
                     "apiVersion": "v1",
                     "kind": "Secret",
                     "metadata": owned_metadata(job, curve_secret_name(job)),
+                    "immutable": True,
                     "data": {CURVE_KEY: base64.b64encode(cert.encode()).decode()},
                 }
             )
