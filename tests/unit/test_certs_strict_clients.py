@@ -97,7 +97,7 @@ async def serve_status(bundle: certs.Bundle, port: int) -> Callable[[], Awaitabl
     from trainjob_operator.controller.store import Store
     from trainjob_operator.metrics import Metrics
 
-    cfg = config_module.StatusServer(port=port)
+    cfg = config_module.StatusServerConfig(port=port)
     server = StatusServer(cfg, FakeClient(), Store(), Metrics())
     server.load(bundle)
     await server.start()
@@ -105,7 +105,7 @@ async def serve_status(bundle: certs.Bundle, port: int) -> Callable[[], Awaitabl
 
 
 async def serve_webhooks(bundle: certs.Bundle, port: int) -> Callable[[], Awaitable[None]]:
-    from trainjob_operator.controller.admission import AdmissionServer
+    from trainjob_operator.controller.admissionserver import AdmissionServer
     from trainjob_operator.metrics import Metrics
 
     server = AdmissionServer("127.0.0.1", port, {}, Metrics())
@@ -206,7 +206,7 @@ def _stored(bundle: certs.Bundle) -> dict[str, Any]:
     ],
 )
 def test_a_stored_ca_lacking_extensions_is_rotated(stored: str, rotated: bool, ca_kept: bool) -> None:
-    from trainjob_operator.controller.admission import ensure_certificate
+    from trainjob_operator.controller.admissionserver import ensure_certificate
 
     hosts = ["127.0.0.1"]
     current = certs.generate(hosts, NOW - dt.timedelta(days=10))

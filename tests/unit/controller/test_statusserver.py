@@ -81,7 +81,7 @@ class RefusingReviews(FakeClient):
 async def _serve(**cfg: Any) -> tuple[StatusServer, int, ssl.SSLContext]:
     port = free_port()
     bundle = certs.generate(["127.0.0.1"], dt.datetime.now(dt.UTC))
-    server = StatusServer(config_module.StatusServer(port=port, **cfg), RefusingReviews(), Store(), Metrics())
+    server = StatusServer(config_module.StatusServerConfig(port=port, **cfg), RefusingReviews(), Store(), Metrics())
     server.load(bundle)
     await server.start()
     context = ssl.create_default_context(cadata=bundle.ca_cert.decode())

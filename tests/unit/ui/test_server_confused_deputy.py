@@ -11,9 +11,9 @@ from aiohttp import ClientSession, CookieJar, web
 
 from fake_apiserver import FakeApiServer, Kind
 from operator_fixtures import free_port
-from trainjob_operator.k8s import config as k8s_config
+from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import Client, Resource
-from trainjob_operator.k8s.config import Connection
+from trainjob_operator.k8s.connection import Connection
 from trainjob_operator.ui.server import UI
 
 SECRETS = Kind("", "v1", "secrets", "Secret")
