@@ -418,7 +418,6 @@ def test_rbac_grants_every_permission_the_code_checks_and_nothing_else(
     granted where it is needed; no grant is broader than a need (cluster-wide where namespaces are listed, or
     unnamed where a name is used)."""
     from rbac_check import denied, grants, unused
-
     from trainjob_operator.controller.settings import plan_of
     from trainjob_operator.runtime import startup
 

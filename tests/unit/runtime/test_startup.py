@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from trainjob_operator.runtime import startup
 from trainjob_operator.runtime.startup import CacheSync, Decision, Facts, Need, Plan, Readiness
