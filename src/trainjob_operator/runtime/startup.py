@@ -89,7 +89,7 @@ class Plan:
     @property
     def needs_namespace(self) -> bool:
         """The Lease and the certificate Secret (webhooks and the status server share it) live there."""
-        return self.webhooks or self.leader_election or self.status_server
+        return self.webhooks or self.leader_election or self.status_server or self.metrics_auth
 
 
 NO_WEBHOOKS = "or run with --no-webhooks"
@@ -158,7 +158,7 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
             )
         # The Volcano plugin's check that a TrainJob's PriorityClass exists: skipped (a warning) without it.
         needs.append(Need("list", "scheduling.k8s.io", "priorityclasses", None, fix=NO_WEBHOOKS, required=False))
-    if plan.webhooks or plan.status_server:
+    if plan.webhooks or plan.status_server or plan.metrics_auth:
         fix = (
             NO_WEBHOOKS
             if not plan.status_server
