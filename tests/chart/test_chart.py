@@ -307,9 +307,12 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
     assert cfg.namespaces == ["team-a", "team-b"] and cfg.concurrency == 16
     assert (cfg.webhook.port, cfg.webhook.service_port, cfg.webhook.failure_policy) == (10250, 8443, "Ignore")
     role = find(objs, "Role", "trainjob-operator")
-    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tjo-cert"], "verbs": ["update"]} in role[
-        "rules"
-    ]
+    assert {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "resourceNames": ["tjo-cert"],
+        "verbs": ["get", "update"],
+    } in role["rules"]
     assert {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
@@ -335,6 +338,9 @@ def test_minimal_values(helm: str, tmp_path: Path) -> None:
         "ClusterRoleBinding/trainjob-operator",
         "ConfigMap/trainjob-operator-config",
         "Deployment/trainjob-operator",
+        # the status server (on) rotates its certificate Secret here; the SDK's ConfigMap is published here
+        "Role/trainjob-operator",
+        "RoleBinding/trainjob-operator",
         "Service/trainjob-operator",
     ]
     rules = find(objs, "ClusterRole")["rules"]
@@ -379,8 +385,11 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
             for v in ("get", "create", "patch", "delete")
         },
     }
-    webhook_rule = next(r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"])
-    assert webhook_rule["resourceNames"] == ["validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"]
+    webhook_rules = [r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert [(r["resources"], r["resourceNames"]) for r in webhook_rules] == [
+        (["validatingwebhookconfigurations"], ["validator.trainer.kubeflow.org"]),
+        (["mutatingwebhookconfigurations"], ["defaulter.trainer.kubeflow.org"]),
+    ]
     assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
 
 
