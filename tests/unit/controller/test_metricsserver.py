@@ -95,10 +95,12 @@ def test_with_auth_the_plain_health_port_serves_no_metrics() -> None:
         server = HealthServer("127.0.0.1", 0, Metrics(), lambda: (True, "ok"), serve_metrics=False)
         port = await server.start()
         try:
-            async with aiohttp.ClientSession() as session:
-                async with session.get(f"http://127.0.0.1:{port}/metrics") as metrics:
-                    async with session.get(f"http://127.0.0.1:{port}/healthz") as health:
-                        return metrics.status, health.status
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://127.0.0.1:{port}/metrics") as metrics,
+                session.get(f"http://127.0.0.1:{port}/healthz") as health,
+            ):
+                return metrics.status, health.status
         finally:
             await server.stop()
 
