@@ -124,7 +124,7 @@ crds-check: $(STAMP)
 test-unit: $(STAMP) ## unit tests: the pure core, no cluster
 	@$(PYTEST) tests/unit -q
 
-test-unit-py313: $(STAMP) ## the unit suite on Python 3.13 (.venv-py313 from the same lock; skipped, saying why, without a 3.13: PY313=/path)
+test-unit-py313: $(STAMP) ## the unit suite (not slow) on Python 3.13 (.venv-py313 from the same lock; skipped, saying why, without a 3.13: PY313=/path)
 	@UV=$(UV) hack/py313-unit.sh
 
 test-corpus: $(STAMP) ## upstream's own inputs (../shared/upstream-corpus) through render/validate, v2.4 delta documented

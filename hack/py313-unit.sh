@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unit suite on Python 3.13 (`make test-unit-py313`, and lane B of `make test`): 3.13 is where ssl's default
+# The unit suite (not `slow`) on Python 3.13 (`make test-unit-py313`, and lane B of `make test`): 3.13 is where ssl's default
 # context turns on VERIFY_X509_STRICT, which trainer images on Debian trixie run; the other sessions run 3.11.
 # The interpreter: $PY313 if set, else the first 3.13 found among `uv python find` (never downloading: uv's
 # managed Pythons come from GitHub, not a package registry), python3.13 on PATH, pyenv's versions and /usr(/local)/bin.
@@ -37,4 +37,6 @@ if [ ! -e "$stamp" ]; then
     touch "$stamp"
 fi
 echo ">> unit tests on Python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())')"
-exec "$VENV/bin/python" -m pytest tests/unit -q -p no:cacheprovider "$@"
+# Not the three `slow` ones: the image's build steps (the image runs 3.11), the upstream corpus through the CLI
+# and TensorFlow's loopback test run on 3.11 only; they would double the lane's time.
+exec "$VENV/bin/python" -m pytest tests/unit -q -p no:cacheprovider -m "not slow" "$@"
