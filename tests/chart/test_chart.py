@@ -768,9 +768,29 @@ def test_kustomize_data_cache_overlay_builds_what_helm_renders(
 # --- the real API server ---------------------------------------------------------------------------------
 
 
-def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path) -> str:
+def _installer_identity(helm: str, cluster: Any, release: dict[str, str]) -> list[dict[str, Any]]:
+    """The hook Job's ServiceAccount, ClusterRole and binding as the release rendered them (`helm get hooks`):
+    Helm deleted them with the Job (issue 33), so a run of the installer here makes them again and removes them."""
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    hooks = subprocess.run(
+        [helm, "get", "hooks", release["name"], "--namespace", release["namespace"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert hooks.returncode == 0, hooks.stderr
+    objs = [d for d in yaml.safe_load_all(hooks.stdout) if d]
+    assert sorted(o["kind"] for o in objs) == ["ClusterRole", "ClusterRoleBinding", "Job", "ServiceAccount"]
+    return [o for o in objs if o["kind"] != "Job"]
+
+
+def _run_installer(
+    kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path, helm: str | None = None
+) -> str:
     """What the chart's post-install Job runs, run here (kwok never executes pods) under the Job's own
-    ServiceAccount, with the script and runtimes from the rendered ConfigMap."""
+    ServiceAccount and RBAC (the release's hook objects, made for the run and removed after it), with the script
+    and runtimes from the rendered ConfigMap."""
     name, ns = release["name"], release["namespace"]
     installer = f"{name}-runtimes-installer"
     cm = kube.get("configmap", installer, ns)
@@ -778,12 +798,20 @@ def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: 
     script, data = tmp / "install-runtimes.py", tmp / "runtimes.yaml"
     script.write_text(cm["data"]["install-runtimes.py"])
     data.write_text(runtimes or cm["data"]["runtimes.yaml"])
-    config = tmp / "installer.kubeconfig"
-    _token_kubeconfig(cluster, kube, installer, ns, config)
-    env = {**os.environ, "KUBECONFIG": str(config)}
-    result = subprocess.run(
-        [sys.executable, str(script), str(data), name], capture_output=True, text=True, timeout=120, env=env
-    )
+    identity = _installer_identity(helm or release["helm"], cluster, release)
+    kube.apply(*identity, namespace=ns)
+    try:
+        config = tmp / "installer.kubeconfig"
+        _token_kubeconfig(cluster, kube, installer, ns, config)
+        env = {**os.environ, "KUBECONFIG": str(config)}
+        result = subprocess.run(
+            [sys.executable, str(script), str(data), name], capture_output=True, text=True, timeout=120, env=env
+        )
+    finally:
+        for obj in identity:
+            kube.run(
+                "delete", obj["kind"].lower(), obj["metadata"]["name"], "-n", ns, "--ignore-not-found", check=False
+            )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -798,7 +826,7 @@ def release(helm: str, cluster: Any, kube: Kube, tmp_path_factory: pytest.TempPa
     values = tmp / "values.yaml"
     values.write_text(yaml.safe_dump({"fullnameOverride": name, "runtimes": {"defaultEnabled": True}}))
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    info = {"name": name, "namespace": ns}
+    info = {"name": name, "namespace": ns, "helm": helm}
     try:  # cleans up after a failed install too
         result = subprocess.run(
             [
@@ -850,8 +878,11 @@ def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Ku
         )["items"]
     }
     assert sorted(runtimes) == RUNTIME_NAMES
-    # the post-install hook Job ran (kwok completes it) and was deleted on success
+    # the post-install hook Job ran (kwok completes it) and was deleted on success, its identity with it
     assert kube.get("job", f"{name}-runtimes-installer", ns) is None
+    assert kube.get("serviceaccount", f"{name}-runtimes-installer", ns) is None
+    assert kube.get("clusterrole", f"{name}-runtimes-installer") is None
+    assert kube.get("clusterrolebinding", f"{name}-runtimes-installer") is None
     for kind, obj in (
         ("deployment", name),
         ("service", name),
