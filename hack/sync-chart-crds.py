@@ -64,11 +64,13 @@ def child_rules(kinds: list[Any] | None = None) -> str:
     sys.path.insert(0, str(REPO / "src"))
     from trainjob_operator.runtime.pipeline import Framework
 
-    rules: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    rules: dict[tuple[str, tuple[str, ...], bool], list[Any]] = {}
     for kind in kinds if kinds is not None else Framework.from_registry().kinds():
-        rules.setdefault((kind.group, kind.verbs), []).append(kind)
+        rules.setdefault((kind.group, kind.verbs, _secret(kind)), []).append(kind)
     lines = []
-    for (group, verbs), kinds in rules.items():
+    for (group, verbs, secret), kinds in rules.items():
+        if secret:  # the chart's switch for clusters that run no runtime needing Secrets (docs/security.md)
+            lines.append("  {{- if .Values.rbac.secrets }}")
         for kind in kinds:
             lines += textwrap.wrap(
                 f"{kind.kind} ({kind.api_version}): {kind.purpose or 'written by a plugin'}.",
@@ -81,7 +83,14 @@ def child_rules(kinds: list[Any] | None = None) -> str:
             f"    resources: [{', '.join(json.dumps(k.plural) for k in kinds)}]",
             f"    verbs: [{', '.join(json.dumps(v) for v in verbs)}]",
         ]
+        if secret:
+            lines.append("  {{- end }}")
     return "".join(line + "\n" for line in lines)
+
+
+def _secret(kind: Any) -> bool:
+    """Secrets (v1): granted only with the chart's `rbac.secrets` (MPI and Flux need them, nothing else)."""
+    return bool(kind.group == "" and kind.plural == "secrets")
 
 
 def rbac() -> bytes:

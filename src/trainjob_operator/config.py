@@ -85,6 +85,23 @@ class HealthConfig(_Section):
     """Serves /healthz, /readyz and /metrics; 0 picks a free port."""
 
 
+class MetricsAuth(_Section):
+    enabled: bool = False
+    """Upstream's `metrics.auth.enabled` (kubeflow/trainer#3912), off by default as there. On: /metrics moves off
+    the plain health port to its own TLS port (the webhook certificate), and every scrape needs a bearer token the
+    API server authenticates (TokenReview) for a user it authorises for `get` on the non-resource URL /metrics
+    (SubjectAccessReview), as controller-runtime's `WithAuthenticationAndAuthorization` filter does."""
+
+
+class MetricsConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8443, ge=0, le=65535)
+    """The TLS port of /metrics with `auth.enabled` (upstream's `:8443`); 0 picks a free port."""
+    auth: MetricsAuth = Field(default_factory=MetricsAuth)
+    review_cache_seconds: float = Field(default=60, ge=0)
+    """How long one scraper's TokenReview and SubjectAccessReview answers are reused."""
+
+
 class LeaderElection(_Section):
     enabled: bool = True
     lease_name: str = "trainer.kubeflow.org"
@@ -106,6 +123,7 @@ class OperatorConfig(_Section):
     webhook: Webhook = Field(default_factory=Webhook)
     status_server: StatusServerConfig = Field(default_factory=StatusServerConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
 
     @field_validator("log_level")

@@ -307,9 +307,12 @@ def test_full_values_flow_through(helm: str, tmp_path: Path) -> None:
     assert cfg.namespaces == ["team-a", "team-b"] and cfg.concurrency == 16
     assert (cfg.webhook.port, cfg.webhook.service_port, cfg.webhook.failure_policy) == (10250, 8443, "Ignore")
     role = find(objs, "Role", "trainjob-operator")
-    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tjo-cert"], "verbs": ["update"]} in role[
-        "rules"
-    ]
+    assert {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "resourceNames": ["tjo-cert"],
+        "verbs": ["get", "update"],
+    } in role["rules"]
     assert {
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
@@ -335,6 +338,9 @@ def test_minimal_values(helm: str, tmp_path: Path) -> None:
         "ClusterRoleBinding/trainjob-operator",
         "ConfigMap/trainjob-operator-config",
         "Deployment/trainjob-operator",
+        # the status server (on) rotates its certificate Secret here; the SDK's ConfigMap is published here
+        "Role/trainjob-operator",
+        "RoleBinding/trainjob-operator",
         "Service/trainjob-operator",
     ]
     rules = find(objs, "ClusterRole")["rules"]
@@ -361,7 +367,9 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         ("scheduling.k8s.io", "priorityclasses", "list"),  # the Volcano PriorityClass check in the webhook
         *{("jobset.x-k8s.io", "jobsets", v) for v in ("get", "list", "watch", "create", "patch", "delete")},
         # delete: a previous TrainJob's object under a child's name (issue 28), only that incarnation
-        *{("", r, v) for r in ("configmaps", "secrets") for v in ("get", "create", "patch", "delete")},
+        *{("", "configmaps", v) for v in ("get", "create", "patch", "delete")},
+        # every Secret the operator writes is created once (MPI's SSH keys, Flux's CURVE keys): never patched
+        *{("", "secrets", v) for v in ("get", "create", "delete")},
         *{
             (g, "podgroups", v)
             for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
@@ -373,12 +381,147 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
         *{
             ("admissionregistration.k8s.io", r, v)
             for r in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
-            for v in ("get", "create", "patch")
+            # delete: taken away when the operator stops on a fatal error (components.remove_if_fatal)
+            for v in ("get", "create", "patch", "delete")
         },
     }
-    webhook_rule = next(r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"])
-    assert webhook_rule["resourceNames"] == ["validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org"]
+    webhook_rules = [r for r in rules if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert [(r["resources"], r["resourceNames"]) for r in webhook_rules] == [
+        (["validatingwebhookconfigurations"], ["validator.trainer.kubeflow.org"]),
+        (["mutatingwebhookconfigurations"], ["defaulter.trainer.kubeflow.org"]),
+    ]
     assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
+
+
+RBAC_SCENARIOS: dict[str, tuple[dict[str, Any], set[tuple[str, str | None]]]] = {
+    # values, and the (verb, namespace) of Secret needs the values deliberately leave ungranted
+    "default": ({}, set()),
+    "watching two namespaces": ({"config": {"namespaces": ["team-a", "team-b"]}}, set()),
+    "watching its own namespace too": ({"config": {"namespaces": ["kubeflow-system", "team-a"]}}, set()),
+    "no Secrets (neither MPI nor Flux)": (
+        {"rbac": {"secrets": False}},
+        {(v, None) for v in ("get", "create", "delete")},
+    ),
+    "no Secrets, two namespaces": (
+        {"rbac": {"secrets": False}, "config": {"namespaces": ["team-a", "team-b"]}},
+        {(v, ns) for v in ("get", "create", "delete") for ns in ("team-a", "team-b")},
+    ),
+    "minimal": (MINIMAL_VALUES, set()),
+    "no status server": ({"config": {"status_server": {"enabled": False}}}, set()),
+    "webhooks and status server off": (
+        {"config": {"webhook": {"enabled": False}, "status_server": {"enabled": False}}},
+        set(),
+    ),
+    "metrics.auth.enabled": ({"config": {"metrics": {"auth": {"enabled": True}}}}, set()),
+    "full": (FULL_VALUES, set()),
+}
+
+
+@pytest.mark.parametrize("scenario", list(RBAC_SCENARIOS))
+def test_rbac_grants_every_permission_the_code_checks_and_nothing_else(
+    helm: str, scenario: str, tmp_path: Path
+) -> None:
+    """Both ways, for each values: the needs are derived from the code's declarations (runtime/startup.py's
+    permissions(): the plugins' child kinds and how each is written, the settings rendered into the config file),
+    the grants from the rendered Roles and bindings as the API server evaluates them (rbac_check). Every need is
+    granted where it is needed; no grant is broader than a need (cluster-wide where namespaces are listed, or
+    unnamed where a name is used)."""
+    from rbac_check import denied, grants, unused
+    from trainjob_operator.controller.settings import plan_of
+    from trainjob_operator.runtime import startup
+
+    values, withheld = RBAC_SCENARIOS[scenario]
+    objs = objects(helm, values, tmp=tmp_path)
+    config = find(objs, "ConfigMap", "trainjob-operator-config")["data"]["config.yaml"]
+    plan = plan_of(OperatorConfig.model_validate(yaml.safe_load(config)))
+    needs = startup.permissions(plan)
+    account = find(objs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    found = grants(objs, account, "kubeflow-system")
+    missing = denied(found, needs)
+    assert {(n.verb, n.namespace) for n in missing if n.resource == "secrets"} == withheld
+    assert [n.describe() for n in missing if n.resource != "secrets"] == []
+    assert unused(found, needs) == []
+    assert not [g for g in found if g.resource == "secrets" and g.verb in ("patch", "list", "watch")]
+    served = {api.group_version: frozenset({a.plural for a in startup.REQUIRED_APIS}) for api in startup.REQUIRED_APIS}
+    decision = startup.decide(plan, startup.Facts(served=served, denied=tuple(missing)))
+    assert decision.ok, decision.fatal  # withheld Secrets: a warning, the operator starts
+    assert len(decision.warnings) == len(withheld)
+    assert all("MPI SSH key Secrets" in w and "Flux CURVE" in w for w in decision.warnings)
+
+
+def test_watched_namespaces_get_their_own_roles_and_nothing_namespaced_cluster_wide(helm: str, tmp_path: Path) -> None:
+    objs = objects(helm, {"config": {"namespaces": ["team-a", "team-b"]}}, tmp=tmp_path)
+    cluster = find(objs, "ClusterRole")["rules"]
+    assert {r for rule in cluster for r in rule["resources"]} == {
+        "clustertrainingruntimes",
+        "tokenreviews",
+        "validatingwebhookconfigurations",
+        "mutatingwebhookconfigurations",
+        "priorityclasses",
+    }
+    watched = [o for o in objs if o["kind"] in ("Role", "RoleBinding") and o["metadata"]["name"].endswith("-watched")]
+    assert sorted((o["kind"], o["metadata"]["namespace"]) for o in watched) == [
+        ("Role", "team-a"),
+        ("Role", "team-b"),
+        ("RoleBinding", "team-a"),
+        ("RoleBinding", "team-b"),
+    ]
+
+
+def test_the_secrets_switch_drops_only_the_child_secret_rules(helm: str, tmp_path: Path) -> None:
+    objs = objects(helm, {"rbac": {"secrets": False}}, tmp=tmp_path)
+    assert not [r for r in find(objs, "ClusterRole")["rules"] if "secrets" in r["resources"]]
+    own = [r for r in find(objs, "Role", "trainjob-operator")["rules"] if "secrets" in r["resources"]]
+    assert own == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["trainjob-operator-webhook-cert"],
+            "verbs": ["get", "update"],
+        },
+    ]
+
+
+def test_metrics_auth_serves_tls_metrics_and_offers_a_reader_role(helm: str, tmp_path: Path) -> None:
+    values = {"config": {"metrics": {"auth": {"enabled": True}}}, "metrics": {"serviceMonitor": {"enabled": True}}}
+    objs = objects(helm, values, tmp=tmp_path)
+    ports = {p["name"]: p for p in find(objs, "Service")["spec"]["ports"]}
+    assert "http-metrics" not in ports and ports["https-metrics"]["port"] == 8443
+    (endpoint,) = find(objs, "ServiceMonitor")["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"]) == ("https-metrics", "https")
+    assert endpoint["tlsConfig"]["serverName"] == "trainjob-operator.kubeflow-system.svc"
+    assert find(objs, "ClusterRole", "trainjob-operator-metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    assert "trainjob-operator-metrics-reader" not in {
+        o["roleRef"]["name"] for o in objs if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+    }
+    assert "metrics-reader" not in str([o["metadata"]["name"] for o in objects(helm) if o["kind"] == "ClusterRole"])
+
+
+def test_network_policy_admits_only_the_serving_ports(helm: str, tmp_path: Path) -> None:
+    assert not [o for o in objects(helm) if o["kind"] == "NetworkPolicy"]
+    prometheus = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    objs = objects(
+        helm,
+        {
+            "networkPolicy": {"enabled": True, "metricsFrom": prometheus},
+            "config": {"metrics": {"auth": {"enabled": True}}},
+        },
+        tmp=tmp_path,
+    )
+    policy = find(objs, "NetworkPolicy")["spec"]
+    assert policy["policyTypes"] == ["Ingress"]
+    assert policy["podSelector"]["matchLabels"] == find(objs, "Deployment")["spec"]["selector"]["matchLabels"] | {
+        "app.kubernetes.io/component": "controller"
+    }
+    container = find(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert sorted(p["port"] for rule in policy["ingress"] for p in rule["ports"]) == sorted(
+        p["containerPort"] for p in container["ports"]
+    )
+    by_port = {rule["ports"][0]["port"]: rule.get("from") for rule in policy["ingress"]}
+    assert by_port == {9443: None, 10443: None, 8443: prometheus, 8081: None}
 
 
 def test_status_server_off_drops_its_port_and_rbac(helm: str, tmp_path: Path) -> None:
@@ -454,6 +597,12 @@ def test_runtimes_installer(helm: str) -> None:
         }
     ]
     assert find(objs, "ClusterRoleBinding", name)["subjects"][0]["name"] == name
+    # the installer's identity and its cluster-wide role are hooks: made before the Job, deleted with it
+    for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"):
+        annotations = find(objs, kind, name)["metadata"]["annotations"]
+        assert annotations["helm.sh/hook"] == "post-install,post-upgrade"
+        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+        assert int(annotations["helm.sh/hook-weight"]) == (0 if kind == "Job" else -1)
 
 
 @pytest.mark.parametrize(
@@ -619,9 +768,29 @@ def test_kustomize_data_cache_overlay_builds_what_helm_renders(
 # --- the real API server ---------------------------------------------------------------------------------
 
 
-def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path) -> str:
+def _installer_identity(helm: str, cluster: Any, release: dict[str, str]) -> list[dict[str, Any]]:
+    """The hook Job's ServiceAccount, ClusterRole and binding as the release rendered them (`helm get hooks`):
+    Helm deleted them with the Job (issue 33), so a run of the installer here makes them again and removes them."""
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    hooks = subprocess.run(
+        [helm, "get", "hooks", release["name"], "--namespace", release["namespace"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert hooks.returncode == 0, hooks.stderr
+    objs = [d for d in yaml.safe_load_all(hooks.stdout) if d]
+    assert sorted(o["kind"] for o in objs) == ["ClusterRole", "ClusterRoleBinding", "Job", "ServiceAccount"]
+    return [o for o in objs if o["kind"] != "Job"]
+
+
+def _run_installer(
+    kube: Kube, cluster: Any, release: dict[str, str], runtimes: str, tmp: Path, helm: str | None = None
+) -> str:
     """What the chart's post-install Job runs, run here (kwok never executes pods) under the Job's own
-    ServiceAccount, with the script and runtimes from the rendered ConfigMap."""
+    ServiceAccount and RBAC (the release's hook objects, made for the run and removed after it), with the script
+    and runtimes from the rendered ConfigMap."""
     name, ns = release["name"], release["namespace"]
     installer = f"{name}-runtimes-installer"
     cm = kube.get("configmap", installer, ns)
@@ -629,12 +798,20 @@ def _run_installer(kube: Kube, cluster: Any, release: dict[str, str], runtimes: 
     script, data = tmp / "install-runtimes.py", tmp / "runtimes.yaml"
     script.write_text(cm["data"]["install-runtimes.py"])
     data.write_text(runtimes or cm["data"]["runtimes.yaml"])
-    config = tmp / "installer.kubeconfig"
-    _token_kubeconfig(cluster, kube, installer, ns, config)
-    env = {**os.environ, "KUBECONFIG": str(config)}
-    result = subprocess.run(
-        [sys.executable, str(script), str(data), name], capture_output=True, text=True, timeout=120, env=env
-    )
+    identity = _installer_identity(helm or release["helm"], cluster, release)
+    kube.apply(*identity, namespace=ns)
+    try:
+        config = tmp / "installer.kubeconfig"
+        _token_kubeconfig(cluster, kube, installer, ns, config)
+        env = {**os.environ, "KUBECONFIG": str(config)}
+        result = subprocess.run(
+            [sys.executable, str(script), str(data), name], capture_output=True, text=True, timeout=120, env=env
+        )
+    finally:
+        for obj in identity:
+            kube.run(
+                "delete", obj["kind"].lower(), obj["metadata"]["name"], "-n", ns, "--ignore-not-found", check=False
+            )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -649,7 +826,7 @@ def release(helm: str, cluster: Any, kube: Kube, tmp_path_factory: pytest.TempPa
     values = tmp / "values.yaml"
     values.write_text(yaml.safe_dump({"fullnameOverride": name, "runtimes": {"defaultEnabled": True}}))
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    info = {"name": name, "namespace": ns}
+    info = {"name": name, "namespace": ns, "helm": helm}
     try:  # cleans up after a failed install too
         result = subprocess.run(
             [
@@ -701,8 +878,11 @@ def test_install_is_accepted_by_the_api_server(release: dict[str, str], kube: Ku
         )["items"]
     }
     assert sorted(runtimes) == RUNTIME_NAMES
-    # the post-install hook Job ran (kwok completes it) and was deleted on success
+    # the post-install hook Job ran (kwok completes it) and was deleted on success, its identity with it
     assert kube.get("job", f"{name}-runtimes-installer", ns) is None
+    assert kube.get("serviceaccount", f"{name}-runtimes-installer", ns) is None
+    assert kube.get("clusterrole", f"{name}-runtimes-installer") is None
+    assert kube.get("clusterrolebinding", f"{name}-runtimes-installer") is None
     for kind, obj in (
         ("deployment", name),
         ("service", name),

@@ -62,7 +62,8 @@ The operator's config file: .Values.config with what the chart owns forced on to
       "operator_namespace" .Release.Namespace
       "webhook" (dict "host" "0.0.0.0" "service_name" (include "tjo.fullname" .) "service_port" (int .Values.service.webhookPort))
       "health" (dict "host" "0.0.0.0")
-      "status_server" (dict "host" "0.0.0.0") }}
-{{- $cfg := mustMergeOverwrite (deepCopy (dict "webhook" (dict "port" 9443) "health" (dict "port" 8081) "status_server" (dict "enabled" true "port" 10443) "leader_election" (dict "lease_name" "trainer.kubeflow.org" "enabled" true))) (deepCopy .Values.config) $forced }}
+      "status_server" (dict "host" "0.0.0.0")
+      "metrics" (dict "host" "0.0.0.0") }}
+{{- $cfg := mustMergeOverwrite (deepCopy (dict "webhook" (dict "port" 9443) "health" (dict "port" 8081) "status_server" (dict "enabled" true "port" 10443) "metrics" (dict "port" 8443 "auth" (dict "enabled" false)) "leader_election" (dict "lease_name" "trainer.kubeflow.org" "enabled" true))) (deepCopy .Values.config) $forced }}
 {{- toYaml $cfg }}
 {{- end }}

@@ -16,6 +16,7 @@ from .healthserver import HealthServer
 from .leader import LeaderElector
 from .manager import Manager, remove_webhook_configurations, supervise
 from .preflight import StartupError, preflight
+from .metricsserver import MetricsServer
 from .reconciler import utcnow
 from .runnable import Loop, Runnable, Step
 from .settings import plan_of
@@ -49,7 +50,9 @@ def of(manager: Manager, connection: Connection, watches_started: asyncio.Event)
         runnables.append(
             Step("admission webhooks", functools.partial(servers.make_admission, manager), servers.stop_admission)
         )
-    if cfg.status_server.enabled or cfg.webhook.enabled:
+    if cfg.metrics.auth.enabled:
+        runnables.append(Step("metrics server", functools.partial(servers.make_metrics, manager), servers.stop_metrics))
+    if cfg.status_server.enabled or cfg.webhook.enabled or cfg.metrics.auth.enabled:
         certificates = functools.partial(keep_certificates, manager, servers)
         runnables.append(Loop("webhook certificates", certificates, watch))
     runnables += [
@@ -72,6 +75,14 @@ class Servers:
 
     admission: AdmissionServer | None = None
     status: StatusServer | None = None
+    metrics: MetricsServer | None = None
+
+    async def make_metrics(self, manager: Manager) -> None:
+        self.metrics = MetricsServer(manager.cfg.metrics, manager.client, manager.metrics)
+
+    async def stop_metrics(self) -> None:
+        if self.metrics is not None:
+            await self.metrics.stop()
 
     async def make_status(self, manager: Manager, connection: Connection) -> None:
         cfg = manager.cfg
@@ -102,7 +113,14 @@ class Servers:
 
 def health_server(manager: Manager) -> Runnable:
     cfg = manager.cfg.health
-    server = HealthServer(cfg.host, cfg.port, manager.metrics, manager.readiness, manager.liveness)
+    server = HealthServer(
+        cfg.host,
+        cfg.port,
+        manager.metrics,
+        manager.readiness,
+        manager.liveness,
+        serve_metrics=not manager.cfg.metrics.auth.enabled,
+    )
 
     async def start() -> None:
         try:
@@ -138,7 +156,7 @@ async def keep_certificates(manager: Manager, servers: Servers) -> None:
         utcnow,
         manager.webhooks_ready,
         interval=cfg.webhook.cert_check_seconds,
-        also=[servers.status] if servers.status is not None else [],
+        also=[s for s in (servers.status, servers.metrics) if s is not None],
         extra_hosts=hosts,
         on_bundle=manager.on_bundle,
         fatal=fatal,

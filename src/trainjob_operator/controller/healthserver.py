@@ -1,4 +1,5 @@
-"""/healthz, /readyz and /metrics on one plain-HTTP port."""
+"""/healthz, /readyz and /metrics on one plain-HTTP port (/metrics not here with `metrics.auth.enabled`: it is
+served over TLS, authenticated, by `metricsserver.py`)."""
 
 from collections.abc import Callable
 
@@ -19,8 +20,10 @@ class HealthServer:
         metrics: Metrics,
         ready: Callable[[], tuple[bool, str]],
         live: Callable[[], tuple[bool, str]] = lambda: (True, "ok"),
+        serve_metrics: bool = True,
     ) -> None:
         self.host, self.port, self.metrics, self.ready, self.live = host, port, metrics, ready, live
+        self.serve_metrics = serve_metrics
         self._runner: web.AppRunner | None = None
 
     async def _healthz(self, _: web.Request) -> web.Response:
@@ -38,7 +41,8 @@ class HealthServer:
         app = web.Application()
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
+        if self.serve_metrics:
+            app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)

@@ -19,6 +19,7 @@ def plan_of(cfg: OperatorConfig) -> startup.Plan:
         cert_secret_name=cfg.webhook.cert_secret_name,
         webhook_configurations=(cfg.webhook.validating_name, cfg.webhook.mutating_name),
         streaming_lists=cfg.client.streaming_lists == "auto",
+        metrics_auth=cfg.metrics.auth.enabled,
     )
 
 

@@ -159,6 +159,7 @@ BUILTIN_RESOURCES: tuple[tuple[str, Resource], ...] = (
     ("Event", Resource("v1", "events")),
     ("Pod", Resource("v1", "pods")),
     ("TokenReview", Resource("authentication.k8s.io/v1", "tokenreviews", namespaced=False)),
+    ("SubjectAccessReview", Resource("authorization.k8s.io/v1", "subjectaccessreviews", namespaced=False)),
     ("JobSet", Resource("jobset.x-k8s.io/v1alpha2", "jobsets")),
     ("TrainJob", Resource("trainer.kubeflow.org/v1alpha1", "trainjobs")),
     ("TrainingRuntime", Resource("trainer.kubeflow.org/v1alpha1", "trainingruntimes")),

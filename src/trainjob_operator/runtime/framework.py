@@ -57,6 +57,9 @@ class ChildKind:
     """Only some runtimes make it: a missing permission is a start-up warning, not a refusal to start."""
     purpose: str = ""
     """What it is for: the comment on its RBAC rule."""
+    applied: bool = False
+    """Another plugin declaring the same kind server-side applies its objects of it (set by `merge_kinds`): `patch`
+    is then needed whatever this declaration's own mode."""
 
     @property
     def tracked(self) -> bool:
@@ -69,11 +72,13 @@ class ChildKind:
 
     @property
     def verbs(self) -> tuple[str, ...]:
-        """The requests the shell makes for it: get (probes, reads of whose an object is, read-through), create and
-        patch (server-side apply, create once), list and watch (watched kinds), delete (every kind: an object a
-        previous TrainJob of the same name left under a child's name is deleted, only that incarnation; the JobSet
-        also on deadlines and rebuilds)."""
-        return ("get", *(("list", "watch") if self.watch else ()), "create", "patch", "delete")
+        """The requests the shell makes for it: get (probes, reads of whose an object is, read-through), create
+        (server-side apply creates, and so does create once), patch (server-side apply only: a kind every plugin
+        creates once, such as the key Secrets, is never patched), list and watch (watched kinds), delete (every
+        kind: an object a previous TrainJob of the same name left under a child's name is deleted, only that
+        incarnation; the JobSet also on deadlines and rebuilds)."""
+        patch = ("patch",) if self.mode is Mode.APPLY or self.applied else ()
+        return ("get", *(("list", "watch") if self.watch else ()), "create", *patch, "delete")
 
 
 class OwnsKinds(Plugin):

@@ -250,5 +250,6 @@ def merge_kinds(kinds: Iterable[ChildKind]) -> list[ChildKind]:
             optional=seen.optional and k.optional,
             cache_spec=seen.cache_spec or k.cache_spec,
             purpose="; ".join(p for p in (seen.purpose, k.purpose) if p),
+            applied=seen.applied or k.applied or Mode.APPLY in (seen.mode, k.mode),
         )
     return list(merged.values())

@@ -82,16 +82,20 @@ class Plan:
     webhook_configurations: tuple[str, str] = ("validator.trainer.kubeflow.org", "defaulter.trainer.kubeflow.org")
     streaming_lists: bool = True
     """Ask whether the API server streams initial events (config `client.streaming_lists: auto`)."""
+    metrics_auth: bool = False
+    """`metrics.auth.enabled`: /metrics over TLS, each scrape authenticated (TokenReview) and authorised
+    (SubjectAccessReview), as controller-runtime's filter does upstream."""
 
     @property
     def needs_namespace(self) -> bool:
         """The Lease and the certificate Secret (webhooks and the status server share it) live there."""
-        return self.webhooks or self.leader_election or self.status_server
+        return self.webhooks or self.leader_election or self.status_server or self.metrics_auth
 
 
 NO_WEBHOOKS = "or run with --no-webhooks"
 NO_LEADER_ELECTION = "or run with --no-leader-election"
 NO_STATUS_SERVER = "or run with --no-status-server"
+NO_METRICS_AUTH = "or set metrics.auth.enabled: false"
 
 
 def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Need]:
@@ -111,7 +115,9 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
         # The child kinds, from the plugin registry (optional kinds, such as PodGroups that only gang-scheduling
         # runtimes make, are worth a warning, not a refusal to start).
         needs += [
-            Need(verb, kind.group, kind.plural, ns, required=not kind.optional) for kind in kinds for verb in kind.verbs
+            Need(verb, kind.group, kind.plural, ns, fix=_unless(kind), required=not kind.optional)
+            for kind in kinds
+            for verb in kind.verbs
         ]
         needs.append(Need("create", "", "events", ns))
         # Only with the OwnerReferencesPermissionEnforcement admission plugin: a warning.
@@ -137,9 +143,22 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
                 Need(verb, "admissionregistration.k8s.io", plural, None, name, NO_WEBHOOKS)
                 for verb in ("get", "create", "patch")
             ]
+            # An operator that cannot go on (a fatal error) takes its configurations away, or with failurePolicy
+            # Fail they would refuse every TrainJob write: a warning without it.
+            needs.append(
+                Need(
+                    "delete",
+                    "admissionregistration.k8s.io",
+                    plural,
+                    None,
+                    name,
+                    "left in place when the operator stops on a fatal error",
+                    required=False,
+                )
+            )
         # The Volcano plugin's check that a TrainJob's PriorityClass exists: skipped (a warning) without it.
         needs.append(Need("list", "scheduling.k8s.io", "priorityclasses", None, fix=NO_WEBHOOKS, required=False))
-    if plan.webhooks or plan.status_server:
+    if plan.webhooks or plan.status_server or plan.metrics_auth:
         fix = (
             NO_WEBHOOKS
             if not plan.status_server
@@ -157,13 +176,36 @@ def permissions(plan: Plan, kinds: Sequence[ChildKind] | None = None) -> list[Ne
     ]
     if plan.status_server:
         needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_STATUS_SERVER))
+    if plan.metrics_auth:  # who scrapes /metrics (TokenReview), and whether they may (SubjectAccessReview)
+        needs.append(Need("create", "authentication.k8s.io", "tokenreviews", None, None, NO_METRICS_AUTH))
+        needs.append(Need("create", "authorization.k8s.io", "subjectaccessreviews", None, None, NO_METRICS_AUTH))
     if plan.leader_election:
         needs += [
             Need("create", "coordination.k8s.io", "leases", ons, None, NO_LEADER_ELECTION),
             Need("get", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
             Need("update", "coordination.k8s.io", "leases", ons, plan.lease_name, NO_LEADER_ELECTION),
         ]
-    return list(dict.fromkeys(needs))  # in order, without repeats
+    return _once(needs)
+
+
+def _once(needs: list[Need]) -> list[Need]:
+    """In order, without repeats: the same permission asked for two reasons is checked once (the first reason's
+    fix is kept)."""
+    seen: dict[tuple[str, str, str, str | None, str | None], Need] = {}
+    for need in needs:
+        key = (need.verb, need.group, need.resource, need.namespace, need.name)
+        if key not in seen or (need.required and not seen[key].required):  # required wins, in the first place
+            seen[key] = need
+    return list(seen.values())
+
+
+def _unless(kind: ChildKind) -> str:
+    """What a denied optional child kind costs (the start-up warning says it)."""
+    return (
+        f"{kind.purpose or kind.plural} cannot be written: TrainJobs whose runtime makes them fail"
+        if kind.optional
+        else ""
+    )
 
 
 def public_configmap(namespace: str) -> dict[str, Any]:
@@ -264,7 +306,7 @@ def decide(plan: Plan, facts: Facts) -> Decision:
         fix = RBAC_FIX + (f", {first.fix}" if first.fix else "")
         return Decision(fatal=f"RBAC: {facts.user} may not {first.describe()}{hint}{also}; {fix}")
     warnings = tuple(
-        f"RBAC: {facts.user} may not {need.describe()}; runtimes or clusters that need it will fail"
+        f"RBAC: {facts.user} may not {need.describe()}; " + (need.fix or "runtimes or clusters that need it will fail")
         for need in facts.denied
         if not need.required
     )

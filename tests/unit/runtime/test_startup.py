@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from trainjob_operator.runtime import startup
 from trainjob_operator.runtime.startup import CacheSync, Decision, Facts, Need, Plan, Readiness
@@ -190,47 +189,7 @@ def test_watched_namespaces_are_checked_one_by_one_cluster_scoped_runtimes_clust
     assert not [n for n in without_progress if n.resource == "tokenreviews" or (n.resource, n.verb) == ("pods", "get")]
 
 
-# --- the shipped RBAC grants exactly what the checks ask for --------------------------------------------------------
-
-
-def _rules(kind: str) -> list[dict[str, Any]]:
-    docs = yaml.safe_load_all((REPO / "manifests" / "base" / "operator" / "rbac.yaml").read_text())
-    return [rule for doc in docs if doc and doc["kind"] == kind for rule in doc["rules"]]
-
-
-def _grants(rule: dict[str, Any], need: Need) -> bool:
-    return (
-        need.group in rule["apiGroups"]
-        and need.resource in rule["resources"]
-        and need.verb in rule["verbs"]
-        and (not rule.get("resourceNames") or need.name in rule["resourceNames"])
-    )
-
-
-def test_every_permission_checked_is_granted_by_the_shipped_rbac() -> None:
-    cluster, namespaced = _rules("ClusterRole"), _rules("Role")
-    needs = startup.permissions(PLAN)
-    missing = [
-        n.describe()
-        for n in needs
-        if not any(_grants(r, n) for r in cluster)
-        and not (n.namespace == PLAN.operator_namespace and any(_grants(r, n) for r in namespaced))
-    ]
-    assert missing == []
-
-
-def test_every_rule_of_the_shipped_rbac_is_checked() -> None:
-    """The other direction: nothing is granted that start-up does not check (so the check list stays complete)."""
-    needs = startup.permissions(PLAN)
-    unchecked = [
-        f"{verb} {resource}"
-        for rule in _rules("ClusterRole") + _rules("Role")
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-        if not any(n.group == group and n.resource == resource and n.verb == verb for n in needs)
-    ]
-    assert unchecked == []
+# --- the shipped RBAC grants exactly what the checks ask for: tests/unit/runtime/test_startup_rbac.py -------------
 
 
 # --- reaching the API server ----------------------------------------------------------------------------------------

@@ -41,13 +41,52 @@ def stages() -> list[list[tuple[str, str]]]:
     return result
 
 
+def args() -> dict[str, str]:
+    return dict(a.split("=", 1) for i, a in instructions() if i == "ARG" and "=" in a)
+
+
 def base_image() -> str:
-    args = dict(a.split("=", 1) for i, a in instructions() if i == "ARG" and "=" in a)
-    return args["PYTHON_IMAGE"]
+    return args()["PYTHON_IMAGE"]
 
 
-def test_base_image_is_a_pinned_python_311_slim() -> None:
-    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", base_image())
+def test_base_image_is_a_python_311_slim_pinned_by_tag_and_digest() -> None:
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?@sha256:[0-9a-f]{64}", base_image())
+
+
+def unused() -> list[str]:
+    return args()["UNUSED"].strip('"').split()
+
+
+def test_the_packages_taken_out_of_the_image_are_exactly_those_the_operator_never_imports() -> None:
+    """Every module of the package imported in a fresh interpreter, and what the kubeconfig helper process imports
+    (the `kubernetes` loader): the lock's packages that never appear are the Dockerfile's UNUSED, and nothing else."""
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "project"))
+    from test_lock import read
+
+    probe = (
+        "import importlib, importlib.metadata as md, pkgutil, sys, trainjob_operator\n"
+        "for m in pkgutil.walk_packages(trainjob_operator.__path__, 'trainjob_operator.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "import kubernetes.client, kubernetes.config.kube_config\n"
+        "dists = md.packages_distributions()\n"
+        "print('\\n'.join(sorted({d for n in list(sys.modules) for d in dists.get(n.split('.')[0], [])})))\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert found.returncode == 0, found.stderr[-2000:]
+    imported = {name.lower().replace("_", "-") for name in found.stdout.split()}
+    locked = set(read("runtime.txt"))
+    assert set(unused()) <= locked
+    assert sorted(locked - imported) == sorted(unused())
+
+
+def test_no_installer_in_the_final_image() -> None:
+    (build_run,) = [a for i, a in stages()[0] if i == "RUN"]
+    assert "bin/pip uninstall --yes ${UNUSED}" in build_run
+    assert "-m pip uninstall --yes pip setuptools" in build_run
+    assert build_run.index("pip check") < build_run.index("uninstall")  # checked whole, then trimmed
+    assert build_run.rstrip().endswith('python -c "import kubernetes.config.kube_config, kubernetes.client"')
+    (final_run,) = [a for i, a in stages()[-1] if i == "RUN" and "rm -rf" in a]
+    assert "/usr/local/lib/python3*/site-packages/pip*" in final_run and "/usr/local/bin/pip*" in final_run
 
 
 def test_multi_stage_with_the_same_base() -> None:
@@ -82,7 +121,7 @@ def test_dockerignore_sends_only_what_the_build_copies() -> None:
 
 def test_the_image_installs_from_the_lock() -> None:
     """The build stage's pip installs nothing but the pins and hashes of `make lock`'s files."""
-    (run,) = [args for ins, args in stages()[0] if ins == "RUN"]
+    (run,) = [a for ins, a in stages()[0] if ins == "RUN"]
     assert "--require-hashes -r requirements/build.txt" in run
     assert "--no-build-isolation" in run  # the build backend is the one build.txt pinned, not the newest
     assert "--require-hashes -r requirements/runtime.txt" in run
@@ -131,6 +170,15 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
     assert installed.returncode == 0, installed.stderr[-3000:]
     checked = run(venv / "bin" / "pip", "check")
     assert checked.returncode == 0, checked.stdout
+    # listed before the trim (the versions check below), then trimmed as the image is
+    frozen = run(venv / "bin" / "pip", "list", "--format=json")
+    trimmed = run(venv / "bin" / "pip", "uninstall", "--yes", *unused())
+    assert trimmed.returncode == 0, trimmed.stderr
+    no_pip = run(venv / "bin" / "python", "-m", "pip", "uninstall", "--yes", "pip", "setuptools")
+    assert no_pip.returncode == 0, no_pip.stderr
+    assert run(venv / "bin" / "python", "-m", "pip", "--version").returncode != 0
+    helper = run(venv / "bin" / "python", "-c", "import kubernetes.config.kube_config, kubernetes.client")
+    assert helper.returncode == 0, helper.stderr
 
     helped = run(venv / "bin" / "trainjob-operator", "--help")
     assert helped.returncode == 0, helped.stderr
@@ -141,7 +189,6 @@ def test_build_steps_install_a_working_operator(tmp_path: Path) -> None:
         assert flag in run_help.stdout
 
     # only the runtime dependencies (pyproject [project].dependencies and theirs), none of the dev tools
-    frozen = run(venv / "bin" / "pip", "list", "--format=json")
     names = {p["name"].lower().replace("_", "-") for p in json.loads(frozen.stdout)}
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     for requirement in declared["dependencies"]:

@@ -176,7 +176,16 @@ class MPI(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, Ow
 
     def kinds(self) -> list[ChildKind]:
         return [
-            ChildKind("v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="MPI SSH key Secrets (created once)"),
+            # Optional: a cluster that runs no MPI may withhold Secrets (the chart's rbac.secrets: false); then
+            # start-up warns, and an MPI TrainJob's Secret create is refused with an Event saying so.
+            ChildKind(
+                "v1",
+                "Secret",
+                "secrets",
+                Mode.CREATE_ONCE,
+                optional=True,
+                purpose="MPI SSH key Secrets (created once)",
+            ),
             ChildKind("v1", "ConfigMap", "configmaps", purpose="MPI hostfile ConfigMaps"),
         ]
 

@@ -198,7 +198,12 @@ class Flux(ClaimsTrainer, EnforceMLPolicy, ComponentBuilder, CustomValidation, O
         return [
             ChildKind("v1", "ConfigMap", "configmaps", purpose="Flux entrypoint ConfigMaps"),
             ChildKind(
-                "v1", "Secret", "secrets", Mode.CREATE_ONCE, purpose="Flux CURVE certificate Secrets (created once)"
+                "v1",
+                "Secret",
+                "secrets",
+                Mode.CREATE_ONCE,
+                optional=True,  # as MPI's: withheld on clusters that run neither (rbac.secrets: false)
+                purpose="Flux CURVE certificate Secrets (created once)",
             ),
         ]
 
