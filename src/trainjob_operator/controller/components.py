@@ -15,8 +15,8 @@ from .admissionserver import AdmissionServer, keep_webhooks_current
 from .healthserver import HealthServer
 from .leader import LeaderElector
 from .manager import Manager, remove_webhook_configurations, supervise
-from .preflight import StartupError, preflight
 from .metricsserver import MetricsServer
+from .preflight import StartupError, preflight
 from .reconciler import utcnow
 from .runnable import Loop, Runnable, Step
 from .settings import plan_of

@@ -10,7 +10,7 @@ import aiohttp
 
 from fake_client import FakeClient
 from trainjob_operator import certs
-from trainjob_operator.config import Metrics as MetricsConfig
+from trainjob_operator.config import MetricsConfig
 from trainjob_operator.controller.healthserver import HealthServer
 from trainjob_operator.controller.metricsserver import MetricsServer
 from trainjob_operator.metrics import Metrics
