@@ -20,10 +20,9 @@ TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
 CHAOS_REPORT ?= .cluster/chaos-report.txt
 FUZZ_EXAMPLES ?= 500
 
-# The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
+# The cluster harness (hack/harness/tools) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
-include hack/cluster/cluster.mk
-include hack/upstream/upstream.mk
+include hack/harness/harness.mk
 
 .DEFAULT_GOAL := help
 .PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue bench-realnodes lock-images
@@ -56,7 +55,7 @@ lock: $(UV) ## refresh the lock files from pyproject.toml (keeps every pin pypro
 	@echo uv | $(UV_COMPILE) - -c $(LOCK) -o $(UV_PIN)
 
 # The training images' wheels (JAX, TensorFlow: not in Debian bookworm) for the image's Python (bookworm's 3.11) on
-# Linux x86_64 only, one lock per image (requirements/images/NAME.in -> .txt); hack/trainjob_dev/images.py installs
+# Linux x86_64 only, one lock per image (requirements/images/NAME.in -> .txt); hack/harness/images.py installs
 # them with --require-hashes. Changes only through this target.
 IMAGE_LOCKS := $(patsubst %.in,%.txt,$(wildcard requirements/images/*.in))
 lock-images: $(UV) ## refresh the training images' wheel locks (requirements/images/*.txt; UPGRADE=1: newest)
@@ -85,8 +84,8 @@ tools-browser: ## install Chromium and chromedriver for the UI browser test (Deb
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-lint: $(STAMP) ## ruff, mypy (strict: whole package, hack/trainjob_dev, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
-	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
+lint: $(STAMP) ## ruff, mypy (strict: whole package, hack/trainjob_dev, hack/harness, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
+	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev hack/harness
 	@echo ">> ruff format"; $(VENV)/bin/ruff format --check --quiet src tests bench hack || { echo "run: .venv/bin/ruff format src tests bench hack"; exit 1; }
 	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
@@ -149,7 +148,7 @@ TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
 lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
-REALNODE_PREBUILD := $(PY) hack/trainjob_dev/realnode_prebuild.py
+REALNODE_PREBUILD := $(PY) hack/harness/realnode_prebuild.py
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 
 test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session (4 with real nodes)
@@ -243,10 +242,10 @@ demo: $(STAMP) tools ## the operator on a local control plane: the example Train
 	@if [ "$$(id -u)" = 0 ] && [ -z "$$TRAINJOB_DEMO_KWOK" ]; then \
 		$(MAKE) --no-print-directory tools-nodes || echo "demo: the real nodes' parts could not be installed or built (above)"; \
 	fi
-	@flock -w 3600 $(REALNODE_LOCK) $(PY) hack/demo.py
+	@flock -w 3600 $(REALNODE_LOCK) $(PY) hack/harness/demo.py
 
 demo-down: ## stop the demo's operator and cluster
-	@$(PY) hack/demo.py down
+	@$(PY) hack/harness/demo.py down
 
 clean: ## remove the virtualenv and caches (not the tool cache outside the repo)
 	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

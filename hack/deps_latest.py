@@ -103,7 +103,7 @@ def main() -> int:
     steps = [
         (Step("unit tests", [str(python), "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider",
                              f"--junitxml={junit}"]), junit),
-        (Step("ruff check", [str(bin_dir / "ruff"), "check", "src", "tests", "bench", "hack/trainjob_dev"]), None),
+        (Step("ruff check", [str(bin_dir / "ruff"), "check", "src", "tests", "bench", "hack/trainjob_dev", "hack/harness"]), None),
         (Step("ruff format", [str(bin_dir / "ruff"), "format", "--check", "src", "tests", "bench", "hack"]), None),
         (Step("mypy", [str(bin_dir / "mypy")]), None),
         (Step("import-linter", [str(bin_dir / "lint-imports"), "--no-cache"]), None),

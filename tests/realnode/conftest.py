@@ -20,9 +20,9 @@ from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     kubeconfig,
     namespace,
 )
+from harness import cluster as cluster_lib
+from harness import realnodes
 from operator_fixtures import installed, kube, operator, ui  # noqa: F401  (the operator under test, the web UI)
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import realnodes
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

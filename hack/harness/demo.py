@@ -5,7 +5,7 @@ TrainJobs and follows them to Complete; then prints the commands to look around.
 
 Where this machine can run containers (`realnodes.check_machine`: root, the Debian tools, overlayfs) the control
 plane gets 2 real nodes (kubelet, containerd), the images the examples need are built here (first run) and loaded,
-the runtimes are rewritten for the real nodes (`trainjob_dev.realexamples`) and every example TrainJob trains for
+the runtimes are rewritten for the real nodes (`harness.realexamples`) and every example TrainJob trains for
 real: the demo prints each pod's node, container and the key line of its log, and exits 1 unless every pod ran in
 containerd on a real node, wrote a log and its TrainJob is Complete. Elsewhere it says why in one line and runs the
 examples on kwok's fake nodes, as before.
@@ -24,13 +24,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "hack"))
 
 import yaml  # noqa: E402
 
-from trainjob_dev import cluster, images, realexamples, realnodes  # noqa: E402
+from harness import cluster, images, realexamples, realnodes  # noqa: E402
 
 EXAMPLES = [
     REPO / "examples" / "trainjobs.yaml",
@@ -301,9 +301,7 @@ def main() -> int:
     for path in EXAMPLES:
         kubectl(info, "delete", "-f", str(path), "--ignore-not-found", "--wait=true", "--timeout=120s")
     if real:
-        say(
-            "the runtimes on the real nodes: images built here, pinned to the real nodes (trainjob_dev/realexamples.py)"
-        )
+        say("the runtimes on the real nodes: images built here, pinned to the real nodes (harness/realexamples.py)")
         apply_for_real(info)
     else:
         for path in runtime_files():

@@ -10,8 +10,8 @@ Each member lives in its own state directory and kwok cluster name, derived from
 `TRAINJOB_CLUSTER_NAME` (``<dir>/manager``, ``<name>-manager``, ``<dir>/worker1``, ...), so a fleet runs beside the
 single-cluster harness and beside other fleets. Usable as::
 
-    .venv/bin/python hack/trainjob_dev/multikueue.py up [--workers 2]
-    .venv/bin/python hack/trainjob_dev/multikueue.py down [--workers 2]
+    .venv/bin/python hack/harness/multikueue.py up [--workers 2]
+    .venv/bin/python hack/harness/multikueue.py down [--workers 2]
 
 or from Python (tests/e2e/test_multikueue.py)::
 
@@ -40,7 +40,7 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trainjob_dev import cluster
+from harness import cluster
 
 MANAGER = "manager"
 DEFAULT_WORKERS = ("worker1",)

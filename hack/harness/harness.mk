@@ -14,10 +14,11 @@
 #   make tools WITH_NODES=1    ... both sets
 #   make cluster-up REAL_NODES=2   the cluster with 2 real nodes beside the kwok ones
 
-CLUSTER_HACK_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+HARNESS_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+CLUSTER_HACK_DIR := $(HARNESS_DIR)/tools
 CLUSTER_PYTHON ?= python3
 CLUSTER_PYTEST ?= $(CLUSTER_PYTHON) -m pytest
-CLUSTER_SCRIPT := hack/trainjob_dev/cluster.py
+CLUSTER_SCRIPT := hack/harness/cluster.py
 WITH_KUEUE ?= 0
 WITH_HELM ?= 0
 WITH_NODES ?= 0
@@ -61,3 +62,23 @@ cluster-status:
 cluster-test: tools
 	TRAINJOB_OPERATOR_CLUSTER_KUEUE=$(WITH_KUEUE) $(CLUSTER_PYTEST) \
 		tests/integration/test_cluster_harness.py -m cluster -v
+# Upstream Kubeflow Trainer v2.3.0 controller for the differential test (issue 6). Included from the top
+# Makefile; every path is relative to the repository root. Needs $(PY)/$(PYTEST) and `tools` from the
+# including Makefile and hack/harness/harness.mk.
+#
+#   make tools-upstream       build trainer-controller-manager v2.3.0 into the tool cache (no-op when warm)
+#   make test-differential    our operator and upstream's controller in turn on one local control plane,
+#                             same runtimes and TrainJobs; compares JobSets, Secrets, ConfigMaps, PodGroups
+#                             and statuses (report: $(DIFFERENTIAL_REPORT))
+
+DIFFERENTIAL_REPORT ?= .cluster/differential-report.txt
+
+.PHONY: tools-upstream test-differential
+
+tools-upstream: ## build upstream Kubeflow Trainer v2.3.0's controller into the tool cache (no-op when warm)
+	@bash $(CLUSTER_HACK_DIR)/build-upstream.sh
+
+test-differential: $(STAMP) tools tools-upstream ## our operator vs upstream v2.3.0 on one local control plane (own session)
+	@mkdir -p $(dir $(DIFFERENTIAL_REPORT))
+	TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(DIFFERENTIAL_REPORT)) \
+		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential

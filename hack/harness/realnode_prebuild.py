@@ -5,8 +5,8 @@ Cold, the node parts take about 10 minutes and the images about 15 (docs/develop
 overlaps lint and sessions 1-3, which spend most of their time waiting on clusters. The build runs at nice 10 in a
 session of its own and writes everything to `<dir>/build.log`; its exit status goes to `<dir>/rc`.
 
-    python hack/trainjob_dev/realnode_prebuild.py start   # returns at once
-    python hack/trainjob_dev/realnode_prebuild.py wait    # returns when the build is over; exit 1, with the
+    python hack/harness/realnode_prebuild.py start   # returns at once
+    python hack/harness/realnode_prebuild.py wait    # returns when the build is over; exit 1, with the
                                                           # log's last lines, when it failed
 
 Where the machine cannot run real nodes (not root, no overlay filesystem, the Debian tools missing) `start` builds
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainjob_dev import cluster, realnodes
+from harness import cluster, realnodes
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "trainjob-operator-realnode-prebuild"
@@ -52,10 +52,10 @@ def build_command(python: str) -> str:
     and then finds the core built."""
     py = shlex.quote(python)
     steps = [
-        f"{py} hack/trainjob_dev/images.py {' '.join(SESSION_IMAGES)}",
-        "bash hack/cluster/build.sh",
+        f"{py} hack/harness/images.py {' '.join(SESSION_IMAGES)}",
+        "bash hack/harness/tools/build.sh",
         "make --no-print-directory tools-nodes",
-        f"{py} -c 'from pathlib import Path; from trainjob_dev import images; images.build_operator(Path.cwd())'",
+        f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
     ]
     return " && ".join(steps)
 

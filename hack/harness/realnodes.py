@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainjob_dev import cluster, images
+from harness import cluster, images
 
 REAL_NODE_LABEL = "trainjob.dev/real-node"
 REAL_NODE_TAINT = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
@@ -282,13 +282,13 @@ def forward_rules(chain: str, bridge_glob: str) -> list[list[str]]:
 
 
 def nodes_dir() -> Path:
-    """The node parts' directory in the tool cache (hack/cluster/build-nodes.sh, `make tools-nodes`)."""
-    script = cluster.repo_root() / "hack" / "cluster" / "build-nodes.sh"
+    """The node parts' directory in the tool cache (hack/harness/tools/build-nodes.sh, `make tools-nodes`)."""
+    script = cluster.repo_root() / "hack" / "harness" / "tools" / "build-nodes.sh"
     return Path(cluster._run(["bash", str(script), "--print-dir"]).stdout.strip())
 
 
 def build_nodes() -> Path:
-    script = cluster.repo_root() / "hack" / "cluster" / "build-nodes.sh"
+    script = cluster.repo_root() / "hack" / "harness" / "tools" / "build-nodes.sh"
     if subprocess.run(["nice", "-n", "10", "bash", str(script)]).returncode != 0:
         raise cluster.ClusterError(f"{script} failed; run `make tools-nodes-debs tools-nodes`")
     return nodes_dir()
@@ -437,7 +437,7 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         raise cluster.ClusterError(
             f"the real nodes' addresses are taken: {holder} belongs to the real nodes of another cluster on this "
             "machine (one real-node cluster per machine): stop it first (`make demo-down`, `make cluster-down`, "
-            "or `hack/trainjob_dev/cluster.py down` with its TRAINJOB_CLUSTER_DIR)"
+            "or `hack/harness/cluster.py down` with its TRAINJOB_CLUSTER_DIR)"
         )
     info.real = real
     cluster._save_state(info)

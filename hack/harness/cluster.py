@@ -4,20 +4,20 @@ A real kube-apiserver, etcd, kube-controller-manager and kube-scheduler run as
 local processes under ``kwokctl --runtime binary``; kwok fakes the kubelets of
 a few GPU nodes; the upstream JobSet controller (and optionally Kueue) runs as
 a local process with its admission webhooks served on 127.0.0.1 under a
-throw-away CA. All binaries come from ``hack/cluster/build.sh`` (``make
+throw-away CA. All binaries come from ``hack/harness/tools/build.sh`` (``make
 tools``), which builds them from pinned Go modules into a cache outside the
 repository.
 
 Standard library and the operator's own certificate code (``trainjob_operator.certs``, for the throw-away webhook
 CA). Developer tooling: not part of the wheel. Usable three ways::
 
-    .venv/bin/python hack/trainjob_dev/cluster.py up [--kueue] [--trainer-crds]
-    .venv/bin/python hack/trainjob_dev/cluster.py down
-    .venv/bin/python hack/trainjob_dev/cluster.py status
+    .venv/bin/python hack/harness/cluster.py up [--kueue] [--trainer-crds]
+    .venv/bin/python hack/harness/cluster.py down
+    .venv/bin/python hack/harness/cluster.py status
 
 or ``make cluster-up`` / ``make cluster-down``, or from Python::
 
-    from trainjob_dev import cluster
+    from harness import cluster
     info = cluster.up(kueue=False)
     ...                      # KUBECONFIG=str(info.kubeconfig)
     cluster.down()
@@ -30,7 +30,7 @@ Pods on the fake nodes go Pending -> Running at once and, if owned by a Job,
 Running -> Succeeded after 2 s. Pod-template annotations change that:
 ``trainjob-operator.test/run-for: "5s"`` (run time) and
 ``trainjob-operator.test/exit-code: "3"`` (fail with that exit code). See
-``hack/cluster/stages/job-pods.yaml``.
+``hack/harness/tools/stages/job-pods.yaml``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class ClusterError(RuntimeError):
 
 
 def repo_root() -> Path:
-    """The checkout holding hack/cluster/build.sh."""
+    """The checkout holding hack/harness/tools/build.sh."""
     candidates: list[Path] = []
     env = os.environ.get("TRAINJOB_OPERATOR_REPO")
     if env:
@@ -109,9 +109,9 @@ def repo_root() -> Path:
     candidates.append(cwd)
     candidates.extend(cwd.parents)
     for c in candidates:
-        if (c / "hack" / "cluster" / "build.sh").is_file():
+        if (c / "hack" / "harness" / "tools" / "build.sh").is_file():
             return c
-    raise ClusterError("cannot find the repository (hack/cluster/build.sh); set TRAINJOB_OPERATOR_REPO")
+    raise ClusterError("cannot find the repository (hack/harness/tools/build.sh); set TRAINJOB_OPERATOR_REPO")
 
 
 def state_dir() -> Path:
@@ -183,8 +183,8 @@ def _tail(path: Path, n: int = 40) -> str:
 
 
 def build_tools(*, kueue: bool = False, quiet: bool = False) -> Path:
-    """Run hack/cluster/build.sh (a no-op when the cache is warm); return the bin dir."""
-    script = repo_root() / "hack" / "cluster" / "build.sh"
+    """Run hack/harness/tools/build.sh (a no-op when the cache is warm); return the bin dir."""
+    script = repo_root() / "hack" / "harness" / "tools" / "build.sh"
     args = ["bash", str(script)] + (["--with-kueue"] if kueue else [])
     out = None if not quiet else subprocess.DEVNULL
     # Progress goes to the terminal; the build can take a long time when cold.
@@ -195,7 +195,7 @@ def build_tools(*, kueue: bool = False, quiet: bool = False) -> Path:
 
 
 def tools_bin_dir() -> Path:
-    script = repo_root() / "hack" / "cluster" / "build.sh"
+    script = repo_root() / "hack" / "harness" / "tools" / "build.sh"
     out = _run(["bash", str(script), "--print-bin-dir"]).stdout.strip()
     return Path(out)
 
@@ -497,7 +497,7 @@ KWOKCTL_PORT_OPTIONS = (
 
 def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
     share = bin_dir / "share"
-    hack = repo_root() / "hack" / "cluster"
+    hack = repo_root() / "hack" / "harness" / "tools"
     cfg = {
         "kind": "KwokctlConfiguration",
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -518,7 +518,7 @@ def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
         },
     }
     if real_nodes:
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         # Pods reach the API server as https://10.0.0.1 (the kubernetes Service) and its advertised address.
         cfg["options"]["kubeApiserverCertSANs"] = list(realnodes.API_SERVER_SANS)  # type: ignore[index]
@@ -631,7 +631,7 @@ def _up(
         _start_kueue(info, cert_dir, ca_b64)
     _wait_ready(info)
     if real_nodes:
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         realnodes.up(info, real_nodes, build=build)
         _save_state(info)
@@ -671,7 +671,7 @@ def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
         return None
     return (
         f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
-        "hack/cluster/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+        "hack/harness/tools/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
     )
 
 
@@ -755,7 +755,7 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
     API server advertises an address pods can reach."""
     if not info.real_nodes:
         return []
-    from trainjob_dev import realnodes
+    from harness import realnodes
 
     return [
         "--extra-args",
@@ -945,7 +945,7 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
             return
     if info is not None and info.real:
         # Real nodes first: their pods, mounts, bridges and iptables rules outlive the API server otherwise.
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         realnodes.down(info.real)
         info.real = {}
@@ -1071,6 +1071,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     # Run as the package's module, so realnodes.py (which imports this one) shares its state.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from trainjob_dev import cluster as _cluster
+    from harness import cluster as _cluster
 
     sys.exit(_cluster.main())
