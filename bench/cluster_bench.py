@@ -597,7 +597,7 @@ def prepare(info: cluster.ClusterInfo) -> None:
     webhooks, when it runs, stay: they suspend queued TrainJobs)."""
     jobset = info.controllers.get("jobset")
     if jobset:
-        cluster._stop_controller("jobset", jobset)
+        cluster.stop_controller("jobset", jobset)
     for kind, name in info.webhook_configurations:
         if not name.startswith("kueue-"):
             info.kubectl("delete", kind, name, "--ignore-not-found", check=False)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from harness import cluster as cluster_lib
-from harness import realnodes
+from harness import plumbing, realnodes
 from operator_fixtures import Kube, condition, eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str,
 
 def _ctr(cluster: cluster_lib.ClusterInfo, socket: str, *args: str) -> str:
     ctr = [str(Path(cluster.real["bins"]) / "ctr"), "--address", socket, "--namespace", "k8s.io"]
-    return cluster_lib._run([*ctr, *args]).stdout
+    return plumbing.run([*ctr, *args]).stdout
 
 
 def _containers_on(cluster: cluster_lib.ClusterInfo, socket: str, namespace: str) -> list[str]:
