@@ -173,17 +173,28 @@ def build_images(info: cluster.ClusterInfo, names: list[str]) -> dict[str, str]:
     return refs
 
 
-def apply_for_real(info: cluster.ClusterInfo) -> None:
-    """The runtimes rewritten for the real nodes, the initializers' local source and shared volume."""
-    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+def used_runtimes() -> list[dict[str, Any]]:
+    """The runtimes the example TrainJobs name."""
     used = {
         (doc["spec"]["runtimeRef"].get("kind", "ClusterTrainingRuntime"), doc["spec"]["runtimeRef"]["name"])
         for doc in example_docs()
         if doc["kind"] == "TrainJob"
     }
-    refs = build_images(
-        info, realexamples.images_needed([r for r in runtimes if (r["kind"], r["metadata"]["name"]) in used])
-    )
+    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+    return [r for r in runtimes if (r["kind"], r["metadata"]["name"]) in used]
+
+
+def images_needed() -> list[str]:
+    """Every image the demo loads: the nodes' own (pause, busybox), then its examples', the biggest downloads first
+    (`make demo` builds them in the background while the control plane compiles)."""
+    examples = images.downloads_first(realexamples.images_needed(used_runtimes()))
+    return [*examples, *(n for n in ("pause", "busybox") if n not in examples)]
+
+
+def apply_for_real(info: cluster.ClusterInfo) -> None:
+    """The runtimes rewritten for the real nodes, the initializers' local source and shared volume."""
+    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+    refs = build_images(info, realexamples.images_needed(used_runtimes()))
     shared = cluster.state_dir() / "demo-initializer"
     shared.mkdir(mode=0o777, parents=True, exist_ok=True)
     shared.chmod(0o777)
