@@ -285,7 +285,7 @@ def main() -> int:
     real = why_not is None
     if why_not is not None:
         say(f"kwok fake nodes only (pods never run): {why_not}")
-    say("building or reusing the local control plane (first run builds from Go modules; see docs/development.md)")
+    say("building or reusing the local control plane (first run builds from Go modules; see docs/harness.md)")
     info = cluster.status()
     if info is not None and info.real_nodes != (REAL_NODES if real else 0):
         say("the running cluster has other nodes than this demo needs: restarting it")

@@ -15,7 +15,7 @@ pod-log directory and certificate directory under ``<state dir>/real/nN``. Nodes
 ``trainjob.dev/real-node=true`` and tainted ``trainjob.dev/real-node=true:NoSchedule``: only pods that tolerate the
 taint land on them, so scale tests (kwok) never do. kwok manages only its annotated fake nodes.
 
-Configuration for this machine (cgroup v1, no CAP_SYS_RESOURCE, see docs/development.md "Real nodes"):
+Configuration for this machine (cgroup v1, no CAP_SYS_RESOURCE, see docs/harness.md "Real nodes"):
 containerd's ``restrict_oom_score_adj = true``; kubelet ``cgroupDriver: cgroupfs``, ``failCgroupV1: false``,
 ``cgroupsPerQOS: false``, ``enforceNodeAllocatable: []``, ``failSwapOn: false``,
 ``localStorageCapacityIsolation: false``.
