@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("TRAINJOB_OPERATOR_REAL_NODES", "2")
 
+from browser import browser  # noqa: F401  (headless Chromium for the UI tests)
 from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     cluster,
     kubeconfig,
