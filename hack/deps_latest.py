@@ -1,6 +1,6 @@
 """`make deps-latest`: the newest dependencies pyproject.toml allows, in a separate virtualenv, with the unit suite
 and the linters run against them, and one report of what changed and what broke, so an upgrade is a decision taken
-by reading it (then `make lock UPGRADE=1`), never a surprise of a fresh machine.
+by reading it (then `make lock WITH_UPGRADE=1`), never a surprise of a fresh machine.
 
 The project's own `.venv` and the lock are not touched.
 """
@@ -122,9 +122,9 @@ def main() -> int:
             print(f"         {line}")
     broken = [r.name for r in results if not r.ok]
     if broken:
-        print(f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock UPGRADE=1`.")
+        print(f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock WITH_UPGRADE=1`.")
         return 1
-    print("\nNothing breaks: `make lock UPGRADE=1` takes these versions.")
+    print("\nNothing breaks: `make lock WITH_UPGRADE=1` takes these versions.")
     return 0
 
 
