@@ -122,7 +122,9 @@ def main() -> int:
             print(f"         {line}")
     broken = [r.name for r in results if not r.ok]
     if broken:
-        print(f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock WITH_UPGRADE=1`.")
+        print(
+            f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock WITH_UPGRADE=1`."
+        )
         return 1
     print("\nNothing breaks: `make lock WITH_UPGRADE=1` takes these versions.")
     return 0
