@@ -87,13 +87,10 @@ deps-latest: $(UV) ## the newest dependencies pyproject allows, in .venv-latest:
 ##@ Lint and generated files
 # Every target that runs a built tool (helm, the control plane, upstream's controller) depends on the target that
 # builds it, so a fresh machine with an empty tool cache works; tests/unit/project/test_makefile_graph.py checks the order.
-lint: $(STAMP) ## ruff, mypy (strict: whole package, hack/trainjob_dev, hack/harness, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
+lint: $(STAMP) typecheck crds-check chart-check ## ruff, mypy (strict: whole package, hack/trainjob_dev, hack/harness, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
 	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev hack/harness
 	@echo ">> ruff format"; $(VENV)/bin/ruff format --check --quiet src tests bench hack || { echo "run: .venv/bin/ruff format src tests bench hack"; exit 1; }
-	@$(MAKE) --no-print-directory typecheck
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
-	@$(MAKE) --no-print-directory crds-check
-	@$(MAKE) --no-print-directory chart-check
 
 typecheck: $(STAMP) ## mypy alone (strict; the files pyproject.toml lists)
 	@echo ">> mypy"; $(VENV)/bin/mypy
@@ -138,8 +135,7 @@ test-chaos: $(STAMP) tools tools-upstream ## session 1c: fault injection on a lo
 		$(PYTEST) tests/chaos -q $(if $(filter-out 0,$(WITH_FULL_SIZE)),-s) $(call junit,1c-chaos)
 	@$(if $(filter-out 0,$(WITH_FULL_SIZE)),cat $(CHAOS_REPORT))
 
-test-e2e: $(STAMP) tools-upstream ## session 2: end to end with Kueue and the kubeflow SDK, and the harness self-test with Kueue
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+test-e2e: $(STAMP) tools-kueue tools-upstream ## session 2: end to end with Kueue and the kubeflow SDK, and the harness self-test with Kueue
 	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q $(call junit,2-e2e)
 
 test-differential: $(STAMP) tools tools-upstream ## session 3: our operator vs upstream v2.3.0 on one local control plane (report: DIFFERENTIAL_REPORT)
@@ -147,8 +143,7 @@ test-differential: $(STAMP) tools tools-upstream ## session 3: our operator vs u
 	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(DIFFERENTIAL_REPORT)) \
 		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential $(call junit,3-differential)
 
-test-multikueue: $(STAMP) tools-upstream ## session 5: MultiKueue on three local control planes (ours, upstream v2.3.0), preemption; WITH_SLOW=0 skips the lost worker
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+test-multikueue: $(STAMP) tools-kueue tools-upstream ## session 5: MultiKueue on three local control planes (ours, upstream v2.3.0), preemption; WITH_SLOW=0 skips the lost worker
 	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m "multikueue$(if $(filter 0,$(WITH_SLOW)), and not slow)" \
 		$(call junit,5-multikueue)
 
@@ -215,8 +210,7 @@ fuzz: $(STAMP) ## random property campaign: every hypothesis test, a printed see
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
 	@$(PY) bench/cluster_bench.py
 
 bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5

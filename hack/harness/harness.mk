@@ -26,7 +26,7 @@ switch = $(filter-out 0,$(1))
 cluster_kueue_flag = $(if $(call switch,$(WITH_KUEUE)),--with-kueue)
 cluster_helm_flag = $(if $(call switch,$(WITH_HELM)),--with-helm)
 
-.PHONY: tools tools-helm tools-nodes tools-nodes-debs tools-upstream tools-browser cluster-up cluster-down
+.PHONY: tools tools-helm tools-kueue tools-nodes tools-nodes-debs tools-upstream tools-browser cluster-up cluster-down
 .PHONY: cluster-status cluster-test test-realnodes bench-realnodes demo demo-down
 
 ##@ Harness: tools and clusters (hack/harness)
@@ -34,8 +34,11 @@ tools: ## build the control plane's binaries into the tool cache (no-op when war
 	@bash $(CLUSTER_HACK_DIR)/build.sh $(cluster_kueue_flag) $(cluster_helm_flag)
 	@$(if $(call switch,$(WITH_NODES) $(REAL_NODES)),$(MAKE) --no-print-directory tools-nodes)
 
-tools-helm: ## build helm into the tool cache (no-op when warm)
-	@$(MAKE) --no-print-directory tools WITH_HELM=1
+tools-helm: ## build the control plane's binaries and helm into the tool cache (no-op when warm)
+	@bash $(CLUSTER_HACK_DIR)/build.sh --with-helm
+
+tools-kueue: ## build the control plane's binaries and Kueue into the tool cache (no-op when warm)
+	@bash $(CLUSTER_HACK_DIR)/build.sh --with-kueue
 
 tools-upstream: ## build upstream Kubeflow Trainer v2.3.0's controller into the tool cache (no-op when warm)
 	@bash $(CLUSTER_HACK_DIR)/build-upstream.sh

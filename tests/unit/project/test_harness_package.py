@@ -14,7 +14,7 @@ HARNESS = REPO / "hack" / "harness"
 #: (issue 38); a change that needs more states why in the commit that raises the figure.
 BUDGET = {
     "Python (hack/harness/*.py)": (("*.py",), 3698),
-    "shell and make (hack/harness/tools/*.sh, hack/harness/*.mk)": (("tools/*.sh", "*.mk"), 621),
+    "shell and make (hack/harness/tools/*.sh, hack/harness/*.mk)": (("tools/*.sh", "*.mk"), 624),
     "README (hack/harness/README.md)": (("README.md",), 100),
 }
 
