@@ -126,3 +126,20 @@ def test_the_layers_are_listed_in_one_document() -> None:
     ]
     listing = [str(d.relative_to(REPO)) for d in docs if d.is_file() and lists_the_layers(d.read_text())]
     assert listing == ["docs/architecture.md"]
+
+
+def test_every_relative_link_of_the_docs_resolves() -> None:
+    """A Markdown link `[text](target)` outside code blocks, not a URL: its target exists beside the document."""
+    docs = [
+        README,
+        REPO / "DEVELOPERS.md",
+        REPO / "hack" / "harness" / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+    ]
+    broken = []
+    for doc in docs:
+        text = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", text):
+            if not target.startswith(("http:", "https:", "mailto:")) and not (doc.parent / target).exists():
+                broken.append(f"{doc.relative_to(REPO)}: {target}")
+    assert broken == []
