@@ -1,7 +1,7 @@
 """A headless Chromium driven over the W3C WebDriver protocol with the standard library (Debian's `chromium` and
-`chromium-driver`; `make tools-browser` installs both): the UI tests on kwok (tests/integration/test_ui.py) and on
-real nodes (tests/realnode/test_ui_real.py) share it. Screenshots go to $TRAINJOB_TEST_ARTIFACTS/<folder>
-(default .test-artifacts/<folder>); docs/images/ui-*.png are copies of the real-node run's."""
+`chromium-driver`; `make tools-browser` installs both), a fixture of the integration and real-node sessions
+(their conftest.py). Screenshots go to $TRAINJOB_TEST_ARTIFACTS/<folder> (default .test-artifacts/ui);
+docs/images/ui-*.png are copies of them."""
 
 from __future__ import annotations
 
