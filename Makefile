@@ -13,23 +13,37 @@ UV := $(VENV)/bin/uv
 LATEST_VENV ?= .venv-latest
 UV_COMPILE = $(UV) pip compile --quiet --universal --generate-hashes --python-version 3.11 --custom-compile-command "make lock"
 BUILD_REQUIRES = $(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")'
-# One real-node cluster per machine (fixed pod subnet, global kube-proxy chains): real-node runs take this lock.
-REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
 BENCH_SMOKE_OUT ?= $(or $(TMPDIR),/tmp)/trainjob-operator-bench-smoke
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/trainjob-operator-test-results
 CHAOS_REPORT ?= .cluster/chaos-report.txt
 FUZZ_EXAMPLES ?= 500
 
-# The cluster harness (hack/cluster) runs its scripts with the project's interpreter.
+# The cluster harness (hack/harness/tools) runs its scripts with the project's interpreter.
 CLUSTER_PYTHON := $(PY)
-include hack/cluster/cluster.mk
-include hack/upstream/upstream.mk
+include hack/harness/harness.mk
+
+# Switches are 0 or 1 and all start with WITH_ (`make help` lists them); counts and paths are plain names.
+WITH_UPGRADE ?= 0
+WITH_JUNIT ?= 0
+WITH_SLOW ?= 1
+WITH_FULL_SIZE ?= 0
+DIFFERENTIAL_REPORT ?= .cluster/differential-report.txt
+# A session's JUnit report when `make test` runs it (WITH_JUNIT=1): $(TEST_RESULTS)/NAME.xml.
+junit = $(if $(filter-out 0,$(WITH_JUNIT)),--junitxml=$(TEST_RESULTS)/$(1).xml)
 
 .DEFAULT_GOAL := help
-.PHONY: help install lock deps-latest fuzz tools-helm tools-browser lint typecheck crds crds-check chart-sync manifests chart-check chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit test-corpus test-integration test-e2e test-realnodes chaos bench bench-render bench-cli bench-cluster demo demo-offline demo-down clean test-multikueue bench-realnodes lock-images
+.PHONY: help install lock lock-images deps-latest lint typecheck crds crds-check chart-sync manifests chart-check
+.PHONY: chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit
+.PHONY: test-integration test-e2e test-differential test-chaos test-multikueue test-corpus bench-smoke chaos fuzz
+.PHONY: bench bench-render bench-cli bench-cluster demo-offline clean
 
-help: ## list the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+##@ Start here
+help: ## list the targets by group, and the switches
+	@awk 'BEGIN { FS = ":.*## " } /^##@ / { g = substr($$0, 5); if (!(g in seen)) { seen[g] = 1; order[++n] = g }; next } \
+		/^[a-zA-Z_-]+:.*## / { text[g] = text[g] sprintf("  %-20s %s\n", $$1, $$2) } \
+		END { for (i = 1; i <= n; i++) printf "%s\n%s\n", order[i], text[order[i]] }' $(MAKEFILE_LIST)
+	@echo "Switches (0 or 1): WITH_KUEUE WITH_HELM WITH_NODES (tools, cluster-up, cluster-test), WITH_KWOK (demo),"
+	@echo "  WITH_UPGRADE (lock, lock-images), WITH_SLOW (test-multikueue), WITH_FULL_SIZE (test-chaos), WITH_JUNIT (sessions)"
 
 # Every Python dependency, runtime and dev, comes from the lock (pinned with hashes; docs/development.md, "Python
 # dependencies"). uv installs it; uv itself comes pinned with its hashes (requirements/uv.txt), installed by the
@@ -47,59 +61,47 @@ $(STAMP): pyproject.toml $(LOCK) $(UV)
 
 install: $(STAMP) ## create .venv from the lock (requirements/lock.txt) and install the package, editable
 
-lock: $(UV) ## refresh the lock files from pyproject.toml (keeps every pin pyproject still allows; UPGRADE=1: newest)
-	@echo ">> $(LOCK): runtime, dev and build dependencies$(if $(UPGRADE), (upgraded to the newest allowed))"
-	@$(BUILD_REQUIRES) | $(UV_COMPILE) $(if $(UPGRADE),--upgrade) pyproject.toml - --extra dev -o $(LOCK)
+##@ Dependencies
+lock: $(UV) ## refresh the lock files from pyproject.toml (keeps every pin pyproject still allows; WITH_UPGRADE=1: newest)
+	@echo ">> $(LOCK): runtime, dev and build dependencies$(if $(filter-out 0,$(WITH_UPGRADE)), (upgraded to the newest allowed))"
+	@$(BUILD_REQUIRES) | $(UV_COMPILE) $(if $(filter-out 0,$(WITH_UPGRADE)),--upgrade) pyproject.toml - --extra dev -o $(LOCK)
 	@echo ">> $(LOCK_RUNTIME) (the image), $(LOCK_BUILD) (the wheel's build backend), $(UV_PIN): the same pins"
 	@$(UV_COMPILE) pyproject.toml -c $(LOCK) -o $(LOCK_RUNTIME)
 	@$(BUILD_REQUIRES) | $(UV_COMPILE) - -c $(LOCK) -o $(LOCK_BUILD)
 	@echo uv | $(UV_COMPILE) - -c $(LOCK) -o $(UV_PIN)
 
 # The training images' wheels (JAX, TensorFlow: not in Debian bookworm) for the image's Python (bookworm's 3.11) on
-# Linux x86_64 only, one lock per image (requirements/images/NAME.in -> .txt); hack/trainjob_dev/images.py installs
+# Linux x86_64 only, one lock per image (requirements/images/NAME.in -> .txt); hack/harness/images.py installs
 # them with --require-hashes. Changes only through this target.
 IMAGE_LOCKS := $(patsubst %.in,%.txt,$(wildcard requirements/images/*.in))
-lock-images: $(UV) ## refresh the training images' wheel locks (requirements/images/*.txt; UPGRADE=1: newest)
+lock-images: $(UV) ## refresh the training images' wheel locks (requirements/images/*.txt; WITH_UPGRADE=1: newest)
 	@for in in $(IMAGE_LOCKS:.txt=.in); do \
 		echo ">> $${in%.in}.txt"; \
 		py=$$(sed -n 's/^# python: //p' "$$in"); \
 		$(UV) pip compile --quiet --generate-hashes --python-version $${py:-3.11} --python-platform x86_64-manylinux_2_28 \
-			--custom-compile-command "make lock-images" $(if $(UPGRADE),--upgrade) "$$in" -o "$${in%.in}.txt" || exit 1; \
+			--custom-compile-command "make lock-images" $(if $(filter-out 0,$(WITH_UPGRADE)),--upgrade) "$$in" -o "$${in%.in}.txt" || exit 1; \
 	done
 
 deps-latest: $(UV) ## the newest dependencies pyproject allows, in .venv-latest: unit tests and lint, a report of what breaks
 	@$(PY) hack/deps_latest.py --venv $(LATEST_VENV) --lock $(LOCK) --uv $(UV)
 
+##@ Lint and generated files
 # Every target that runs a built tool (helm, the control plane, upstream's controller) depends on the target that
 # builds it, so a fresh machine with an empty tool cache works; tests/unit/project/test_makefile_graph.py checks the order.
-tools-helm: ## build helm into the tool cache (no-op when warm)
-	@$(MAKE) --no-print-directory tools WITH_HELM=1
-
-# The UI's browser test (tests/integration/test_ui.py) drives Debian's Chromium through its WebDriver; it skips, saying
-# why, when they are absent. Idempotent: nothing is installed when both are there.
-tools-browser: ## install Chromium and chromedriver for the UI browser test (Debian/Ubuntu; no-op when present)
-	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
-		echo ">> chromium and chromedriver present"; \
-	else \
-		echo ">> installing chromium and chromium-driver (apt-get)"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
-	fi
-
-lint: $(STAMP) ## ruff, mypy (strict: whole package, hack/trainjob_dev, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
-	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev
+lint: $(STAMP) typecheck crds-check chart-check ## ruff, mypy (strict: whole package, hack/trainjob_dev, hack/harness, tests/unit and its helpers), import-linter layering, CRD drift, chart drift (builds helm)
+	@echo ">> ruff"; $(VENV)/bin/ruff check src tests bench hack/trainjob_dev hack/harness
 	@echo ">> ruff format"; $(VENV)/bin/ruff format --check --quiet src tests bench hack || { echo "run: .venv/bin/ruff format src tests bench hack"; exit 1; }
-	@echo ">> mypy"; $(VENV)/bin/mypy
 	@echo ">> import-linter"; $(VENV)/bin/lint-imports --no-cache > $(VENV)/lint-imports.log || { cat $(VENV)/lint-imports.log; exit 1; }; tail -n 2 $(VENV)/lint-imports.log
-	@$(MAKE) --no-print-directory crds-check
-	@$(MAKE) --no-print-directory chart-check
 
-typecheck: $(STAMP)
-	@$(VENV)/bin/mypy
+typecheck: $(STAMP) ## mypy alone (strict; the files pyproject.toml lists)
+	@echo ">> mypy"; $(VENV)/bin/mypy
 
 crds: $(STAMP) ## regenerate crds/ from the API models (and the chart's copy)
 	@$(PY) hack/trainjob_dev/crdgen.py
 	@$(PY) hack/sync-chart-crds.py
+
+crds-check: $(STAMP) ## fail when crds/ differs from what the API models generate
+	@echo ">> CRDs in sync with the models"; $(PY) hack/trainjob_dev/crdgen.py --check
 
 chart-sync: $(STAMP) ## copy crds/ and runtimes/ into the chart, regenerate its values schema
 	@$(PY) hack/sync-chart-crds.py
@@ -107,56 +109,68 @@ chart-sync: $(STAMP) ## copy crds/ and runtimes/ into the chart, regenerate its 
 manifests: $(STAMP) tools-helm ## render manifests/ (kustomize) from the chart
 	@$(PY) hack/render-manifests.py
 
-chart-check: $(STAMP) tools-helm
+chart-check: $(STAMP) tools-helm ## fail when the chart or manifests/ differ from what crds/, runtimes/ and the chart render
 	@echo ">> chart and manifests in sync"; $(PY) hack/sync-chart-crds.py --check && $(PY) hack/render-manifests.py --check
-
-chart-test: $(STAMP) tools-helm ## helm lint, golden renderings, values schema (no cluster)
-	@$(PYTEST) tests/chart -q -m "not cluster"
-
-chart-cluster-test: $(STAMP) tools-helm ## helm install into the local cluster, RBAC under the chart's ServiceAccount
-	@$(PYTEST) tests/chart -q -m cluster
 
 chart-golden: $(STAMP) tools-helm ## rewrite the chart's golden renderings
 	@TRAINJOB_UPDATE_GOLDEN=1 $(PYTEST) tests/chart -q -k golden
 
-crds-check: $(STAMP)
-	@echo ">> CRDs in sync with the models"; $(PY) hack/trainjob_dev/crdgen.py --check
+##@ Test sessions (each defined once; `make test` runs them in lanes)
+test-fast: $(STAMP) tools-helm ## the quick loop: unit and chart tests without a cluster and without `slow` (seconds, not minutes)
+	@$(PYTEST) tests/unit tests/chart -q -m "not slow and not cluster"
 
-test-unit: $(STAMP) ## unit tests: the pure core, no cluster
-	@$(PYTEST) tests/unit -q
+test-unit: $(STAMP) ## session 1b: the unit tests (the pure core, the tooling; no cluster)
+	@$(PYTEST) tests/unit -q $(call junit,1b-unit)
+
+chart-test: $(STAMP) tools-helm ## helm lint, golden renderings, values schema (no cluster)
+	@$(PYTEST) tests/chart -q -m "not cluster"
+
+chart-cluster-test: $(STAMP) tools-helm ## helm install into a local control plane, RBAC under the chart's ServiceAccount
+	@$(PYTEST) tests/chart -q -m cluster
+
+test-integration: $(STAMP) tools tools-helm tools-browser ## session 1a: the chart and integration tests on a local control plane (builds the tools if needed)
+	@$(PYTEST) tests/chart tests/integration -q $(call junit,1a-chart-integration)
+
+test-chaos: $(STAMP) tools tools-upstream ## session 1c: fault injection on a local control plane, CI size (WITH_FULL_SIZE=1: full size, figures)
+	@$(if $(filter-out 0,$(WITH_FULL_SIZE)),mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT) && TRAINJOB_CHAOS_SIZE=full TRAINJOB_CHAOS_REPORT=$(abspath $(CHAOS_REPORT))) \
+		$(PYTEST) tests/chaos -q $(if $(filter-out 0,$(WITH_FULL_SIZE)),-s) $(call junit,1c-chaos)
+	@$(if $(filter-out 0,$(WITH_FULL_SIZE)),cat $(CHAOS_REPORT))
+
+test-e2e: $(STAMP) tools-kueue tools-upstream ## session 2: end to end with Kueue and the kubeflow SDK, and the harness self-test with Kueue
+	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q $(call junit,2-e2e)
+
+test-differential: $(STAMP) tools tools-upstream ## session 3: our operator vs upstream v2.3.0 on one local control plane (report: DIFFERENTIAL_REPORT)
+	@mkdir -p $(dir $(DIFFERENTIAL_REPORT))
+	@TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(DIFFERENTIAL_REPORT)) \
+		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential $(call junit,3-differential)
+
+test-multikueue: $(STAMP) tools-kueue tools-upstream ## session 5: MultiKueue on three local control planes (ours, upstream v2.3.0), preemption; WITH_SLOW=0 skips the lost worker
+	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m "multikueue$(if $(filter 0,$(WITH_SLOW)), and not slow)" \
+		$(call junit,5-multikueue)
 
 test-unit-py313: $(STAMP) ## the unit suite (not slow) on Python 3.13 (.venv-py313 from the same lock; skipped, saying why, without a 3.13: PY313=/path)
-	@UV=$(UV) hack/py313-unit.sh
+	@UV=$(UV) hack/py313-unit.sh $(call junit,1b-unit-py313)
 
 test-corpus: $(STAMP) ## upstream's own inputs (../shared/upstream-corpus) through render/validate, v2.4 delta documented
 	@$(PY) hack/upstream_corpus.py $(VENV)/bin/trainjob-operator
 
-test-integration: $(STAMP) tools tools-browser ## integration tests against the local kube-apiserver (builds the tools if needed)
-	@$(PYTEST) tests/integration -q -m cluster
+bench-smoke: $(STAMP) tools ## the cluster benchmark's smoke run (N=50, its own control plane), so the harness cannot rot
+	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 
-test-e2e: $(STAMP) ## end to end with Kueue and the kubeflow SDK (builds the tools with Kueue if needed)
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
-	@TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e -q -m e2e
-
-test-multikueue: $(STAMP) tools-upstream ## MultiKueue on three local control planes (a manager, a worker with ours, one with upstream v2.3.0), preemption, a lost worker
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
-	@TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m multikueue
-
-# `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
-# from the start, then lint, the tools and the sessions, in three lanes side by side (`make -j3`; TEST_LANES=1 runs
-# them one after another), each cluster in a directory and under a name of its own. Lane A: the chart and
-# integration tests, then session 4 on real nodes (`realnode_ci`, under the machine's real-node lock, once the
-# background build is over). Lane B: the unit tests (no cluster), e2e with Kueue, the differential test. Lane C: the
-# benchmark smoke run, the chaos tests, MultiKueue (session 5). The lanes mostly wait on their clusters, so three
-# fit on 2 cores, and they end at about the same time.
+# `make test` (docs/testing.md, "Where the time goes"): the real nodes' parts and images build in the background from
+# the start; then lint and the tools; then the sessions in three lanes side by side (`make -j3`; TEST_LANES=1 runs
+# them one after another), each cluster in a directory and under a name of its own. The lanes call the sessions
+# above, nothing else. Lane A: the unit tests, then every real-node test once the background build is over (under
+# the machine's real-node lock). Lane B: chart and integration, then e2e with Kueue. Lane C: the benchmark's smoke
+# run, the unit tests on Python 3.13, chaos, the differential test, MultiKueue. The lanes mostly wait on clusters,
+# so three fit on 2 cores.
 TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
 lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
-REALNODE_PREBUILD := $(PY) hack/trainjob_dev/realnode_prebuild.py
-IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo 1)
 
-test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, then every test session (4 with real nodes)
+##@ Start here
+test: $(STAMP) ## everything CI runs: lint, the tools, then every test session in three lanes (real nodes as root)
 	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes-debs)
 	@$(REALNODE_PREBUILD) start
 	@$(MAKE) --no-print-directory lint
@@ -168,49 +182,27 @@ test: $(STAMP) ## everything CI runs: lint, the tools, a benchmark smoke run, th
 	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
-# The lanes of `make test` (they expect the tools built and $(TEST_RESULTS) made; `make test` does both).
-test-lane-a: $(STAMP) tools-helm tools-browser
-	@echo ">> session 1a: chart and integration tests (lane A's control plane)"
-	@$(call lane_cluster,a) $(PYTEST) tests/chart tests/integration -q --junitxml=$(TEST_RESULTS)/1a-chart-integration.xml
+##@ Test sessions (each defined once; `make test` runs them in lanes)
+test-lane-a: ## lane A of `make test`: the unit tests, then every real-node test (expects the tools and TEST_RESULTS)
+	@$(MAKE) --no-print-directory test-unit WITH_JUNIT=1
 	@$(REALNODE_PREBUILD) wait
-	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes)
-	@echo ">> session 4: real nodes (realnode_ci: the chart, torch across nodes, MPI over SSH, progress from a pod, a failing rank)"
-	@flock -w 3600 $(REALNODE_LOCK) $(PYTEST) tests/realnode -q -m realnode_ci --junitxml=$(TEST_RESULTS)/4-realnode.xml
+	@$(MAKE) --no-print-directory test-realnodes WITH_JUNIT=1
 
-test-lane-c: $(STAMP) tools-upstream
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
-	@echo ">> benchmark smoke run (N=50), so the harness cannot rot (its own control plane)"
-	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
-	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
-	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
-	@echo ">> session 5: MultiKueue across a manager and two workers (ours and upstream v2.3.0; lane C's fleet)"
-	@$(call lane_cluster,c) TRAINJOB_OPERATOR_MULTIKUEUE=1 $(PYTEST) tests/e2e/test_multikueue.py -q -m "multikueue and not slow" \
-		--junitxml=$(TEST_RESULTS)/5-multikueue.xml
+test-lane-b: ## lane B of `make test`: chart and integration, then e2e with Kueue (lane B's control plane)
+	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-integration WITH_JUNIT=1
+	@$(call lane_cluster,b) $(call session,test-e2e)
 
-test-lane-b: $(STAMP) tools-upstream
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
-	@echo ">> session 1b: unit tests (no cluster)"
-	@$(PYTEST) tests/unit -q --junitxml=$(TEST_RESULTS)/1b-unit.xml
-	@UV=$(UV) hack/py313-unit.sh --junitxml=$(TEST_RESULTS)/1b-unit-py313.xml
-	@echo ">> session 2: end to end with Kueue and the kubeflow SDK (and the harness self-test with Kueue)"
-	@$(call lane_cluster,b) TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 $(PYTEST) tests/e2e tests/integration/test_cluster_harness.py -q \
-		--junitxml=$(TEST_RESULTS)/2-e2e.xml
-	@echo ">> session 3: differential test against upstream Kubeflow Trainer v2.3.0"
-	@$(call lane_cluster,b) TRAINJOB_OPERATOR_DIFFERENTIAL=1 TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt \
-		$(PYTEST) tests/e2e/test_differential.py -q -rxX -m differential --junitxml=$(TEST_RESULTS)/3-differential.xml
+test-lane-c: ## lane C of `make test`: the benchmark's smoke run, the unit tests on Python 3.13, chaos, the differential test, MultiKueue (lane C's)
+	@$(MAKE) --no-print-directory bench-smoke WITH_JUNIT=1
+	@$(MAKE) --no-print-directory test-unit-py313 WITH_JUNIT=1
+	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-chaos WITH_JUNIT=1
+	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-differential WITH_JUNIT=1 DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt
+	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-multikueue WITH_JUNIT=1 WITH_SLOW=0
 
-test-fast: $(STAMP) tools-helm ## the quick loop: unit and chart tests without a cluster and without `slow` (seconds, not minutes)
-	@$(PYTEST) tests/unit tests/chart -q -m "not slow and not cluster"
-
-test-realnodes: $(STAMP) tools tools-helm tools-nodes ## tests on 2 real nodes (containerd + kubelet, root): pods, DNS, the chart, failures, torch across nodes, MPI over SSH, SDK progress from a pod, JAX, XGBoost, TensorFlow, initializers
-	@$(PYTEST) tests/realnode -q -m realnode
-
-chaos: $(STAMP) tools ## make fuzz (2,000 cases per fuzz property), then full-size fault runs (kills, API server restart, hostile network, cert rotation, takeover); figures
-	@mkdir -p $(dir $(CHAOS_REPORT)) && rm -f $(CHAOS_REPORT)
+##@ Deep runs and benchmarks
+chaos: $(STAMP) ## make fuzz (2,000 cases per fuzz property), then the chaos session at full size (figures: CHAOS_REPORT)
 	@$(MAKE) --no-print-directory fuzz FUZZ_EXAMPLES=2000
-	@echo ">> chaos scenarios, full size (figures: $(CHAOS_REPORT), table in docs/reliability.md)"
-	@TRAINJOB_CHAOS_SIZE=full TRAINJOB_CHAOS_REPORT=$(abspath $(CHAOS_REPORT)) $(PYTEST) tests/chaos -q -s -m chaos
-	@cat $(CHAOS_REPORT)
+	@$(MAKE) --no-print-directory test-chaos WITH_FULL_SIZE=1
 
 # `make test` runs every property derandomized without an example database (tests/conftest.py); this is the wide
 # random campaign: a new seed each run (printed; FUZZ_SEED=N runs it again), failures kept in .hypothesis/fuzz.
@@ -224,34 +216,20 @@ fuzz: $(STAMP) ## random property campaign: every hypothesis test, a printed see
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
-	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
+bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
 	@$(PY) bench/cluster_bench.py
-
-bench-realnodes: $(STAMP) tools tools-nodes tools-upstream ## pod start latency on 2 real nodes (root): ours vs upstream v2.3.0, medians of 7, and the real torch run's wall time
-	@flock $(REALNODE_LOCK) $(PY) bench/realnode_bench.py
 
 bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5
 	@$(PY) bench/cli_bench.py --jobs 2000 --runs 5
 
 bench: bench-render bench-cli bench-cluster ## all benchmarks
 
-demo-offline: $(STAMP) ## render the example TrainJobs against the example runtimes, offline
+##@ Start here
+demo-offline: $(STAMP) ## render the example TrainJobs against the example runtimes, offline (no cluster)
 	@echo ">> validating examples/trainjobs.yaml against examples/runtimes.yaml"
 	@$(VENV)/bin/trainjob-operator validate -f examples/trainjobs.yaml -r examples/runtimes.yaml
 	@echo ">> objects the operator would apply:"
 	@$(VENV)/bin/trainjob-operator render -f examples/trainjobs.yaml -r examples/runtimes.yaml
-
-# As root the demo trains the examples on 2 real nodes: the Debian packages and the node parts first (no-op when
-# present; where either cannot be had, the demo says why in one line and runs on kwok's fake nodes).
-demo: $(STAMP) tools ## the operator on a local control plane: the example TrainJobs train on 2 real nodes (root; else kwok) to Complete
-	@if [ "$$(id -u)" = 0 ] && [ -z "$$TRAINJOB_DEMO_KWOK" ]; then \
-		$(MAKE) --no-print-directory tools-nodes || echo "demo: the real nodes' parts could not be installed or built (above)"; \
-	fi
-	@flock -w 3600 $(REALNODE_LOCK) $(PY) hack/demo.py
-
-demo-down: ## stop the demo's operator and cluster
-	@$(PY) hack/demo.py down
 
 clean: ## remove the virtualenv and caches (not the tool cache outside the repo)
 	rm -rf $(VENV) $(LATEST_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(BENCH))
 
-from trainjob_dev import cluster  # noqa: E402
+from harness import cluster  # noqa: E402
 
 TORCH_RUNTIME = json.loads((BENCH / "runtime.json").read_text())
 WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
@@ -216,10 +216,10 @@ def tree_commit(tree: Path) -> str:
 
 
 def upstream_contender() -> Contender | None:
-    """Upstream's controller, when hack/upstream has built it and knows how to start it."""
-    sys.path.insert(0, str(REPO / "hack" / "upstream"))
+    """Upstream's controller, when hack/harness has built it and knows how to start it."""
+    sys.path.insert(0, str(REPO / "hack"))
     try:
-        import upstream_run  # type: ignore[import-not-found]
+        from harness import upstream_run  # type: ignore[import-not-found]
     except ImportError:
         return None
     if not upstream_run.available():
@@ -597,7 +597,7 @@ def prepare(info: cluster.ClusterInfo) -> None:
     webhooks, when it runs, stay: they suspend queued TrainJobs)."""
     jobset = info.controllers.get("jobset")
     if jobset:
-        cluster._stop_controller("jobset", jobset)
+        cluster.stop_controller("jobset", jobset)
     for kind, name in info.webhook_configurations:
         if not name.startswith("kueue-"):
             info.kubectl("delete", kind, name, "--ignore-not-found", check=False)
@@ -930,7 +930,7 @@ def main() -> int:
     kueue_sizes = [] if args.smoke or args.steady_only else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
     runs = 1 if args.smoke else args.runs
     contenders = contenders_for(
-        args.smoke or args.ours_only, "smoke mode, or hack/upstream has not built it", args.baseline_tree
+        args.smoke or args.ours_only, "smoke mode, or hack/harness has not built it", args.baseline_tree
     )
     logs = bench_logs()
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -46,7 +46,7 @@ import kubeclient  # noqa: E402
 from real_runtimes import busybox_runtime, real_node_runtime, real_trainjob, shell_trainjob  # noqa: E402
 from test_torch import DDP  # noqa: E402
 
-from trainjob_dev import cluster, images, realnodes  # noqa: E402
+from harness import cluster, images, realnodes  # noqa: E402
 
 NAMESPACE = "bench-real"
 #: What a run may take before it counts as a failure of the harness, not a slow number.

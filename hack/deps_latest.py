@@ -1,6 +1,6 @@
 """`make deps-latest`: the newest dependencies pyproject.toml allows, in a separate virtualenv, with the unit suite
 and the linters run against them, and one report of what changed and what broke, so an upgrade is a decision taken
-by reading it (then `make lock UPGRADE=1`), never a surprise of a fresh machine.
+by reading it (then `make lock WITH_UPGRADE=1`), never a surprise of a fresh machine.
 
 The project's own `.venv` and the lock are not touched.
 """
@@ -103,7 +103,7 @@ def main() -> int:
     steps = [
         (Step("unit tests", [str(python), "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider",
                              f"--junitxml={junit}"]), junit),
-        (Step("ruff check", [str(bin_dir / "ruff"), "check", "src", "tests", "bench", "hack/trainjob_dev"]), None),
+        (Step("ruff check", [str(bin_dir / "ruff"), "check", "src", "tests", "bench", "hack/trainjob_dev", "hack/harness"]), None),
         (Step("ruff format", [str(bin_dir / "ruff"), "format", "--check", "src", "tests", "bench", "hack"]), None),
         (Step("mypy", [str(bin_dir / "mypy")]), None),
         (Step("import-linter", [str(bin_dir / "lint-imports"), "--no-cache"]), None),
@@ -122,9 +122,11 @@ def main() -> int:
             print(f"         {line}")
     broken = [r.name for r in results if not r.ok]
     if broken:
-        print(f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock UPGRADE=1`.")
+        print(
+            f"\nThe newest versions break: {', '.join(broken)}. Keep the lock, or fix and `make lock WITH_UPGRADE=1`."
+        )
         return 1
-    print("\nNothing breaks: `make lock UPGRADE=1` takes these versions.")
+    print("\nNothing breaks: `make lock WITH_UPGRADE=1` takes these versions.")
     return 0
 
 

@@ -47,12 +47,12 @@ class NoHelm(RuntimeError):
 
 
 def find_helm() -> str:
-    """$HELM, then the tools cache of hack/cluster/build.sh, then PATH."""
+    """$HELM, then the tools cache of hack/harness/tools/build.sh, then PATH."""
     if os.environ.get("HELM"):
         return os.environ["HELM"]
     try:
         bin_dir = subprocess.run(
-            ["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
+            ["bash", str(REPO / "hack" / "harness" / "tools" / "build.sh"), "--print-bin-dir"],
             capture_output=True,
             text=True,
             timeout=30,

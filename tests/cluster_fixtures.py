@@ -4,7 +4,7 @@ Loaded by tests/integration/conftest.py and tests/e2e/conftest.py (or as a
 plugin: ``-p tests.cluster_fixtures``). Fixtures:
 
 ``cluster`` (session)
-    A :class:`trainjob_dev.cluster.ClusterInfo` for a running
+    A :class:`harness.cluster.ClusterInfo` for a running
     cluster: ``.kubeconfig`` (Path), ``.kubectl(*args)``, ``.kubectl_json``,
     ``.env()``, ``.kueue``. The cluster is brought up once per session and torn
     down at the end, also when tests fail. While it is up, ``KUBECONFIG`` in
@@ -46,10 +46,10 @@ from typing import Any
 import pytest
 
 try:
-    from trainjob_dev import cluster as cluster_lib
+    from harness import cluster as cluster_lib
 except ImportError:  # loaded without pytest's `pythonpath` (pyproject.toml), which puts hack/ on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hack"))
-    from trainjob_dev import cluster as cluster_lib
+    from harness import cluster as cluster_lib
 
 REUSE_ENV = "TRAINJOB_OPERATOR_REUSE_CLUSTER"
 KUEUE_ENV = "TRAINJOB_OPERATOR_CLUSTER_KUEUE"

@@ -206,7 +206,7 @@ def kube(cluster: Any) -> Kube:
 def installed(kube: Kube) -> None:
     """Our CRDs and the operator namespace, once per session."""
     kube.run("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-    from trainjob_dev import cluster as cluster_lib
+    from harness import cluster as cluster_lib
 
     eventually(
         lambda: cluster_lib.crds_established(kube.cluster, "trainer.kubeflow.org", 3),
@@ -240,7 +240,7 @@ def operator(
         if kube.cluster.real:
             # Pods on real nodes report progress: the status server listens on the bridge address they reach (its
             # certificate names that address), not on loopback.
-            from trainjob_dev import realnodes
+            from harness import realnodes
 
             settings["status_server"] = {"host": realnodes.HOST_FOR_PODS, "port": status_port}
         process = OperatorProcess(kubeconfig, "operator-a", settings, status_port=status_port).start(tmp)

@@ -1,3 +1,2 @@
-"""Developer tooling of trainjob-operator, outside the wheel: the local control plane (`cluster`) and the CRD
-generator (`crdgen`). Tests, benchmarks and hack/ scripts import it with `hack/` on `sys.path` (pytest's
-`pythonpath`, or `sys.path.insert`); both modules also run as scripts."""
+"""The product's own build tool outside the wheel: the CRD generator (`crdgen`, `make crds`). Tests import it with
+`hack/` on `sys.path` (pytest's `pythonpath`); it also runs as a script. The development harness is `hack/harness`."""

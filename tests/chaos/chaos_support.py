@@ -486,7 +486,7 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 def kwokctl(cluster: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    from trainjob_dev import cluster as cluster_lib
+    from harness import cluster as cluster_lib
 
     return subprocess.run(
         [str(Path(cluster.bin_dir) / "kwokctl"), "--name", cluster.name, *args],
@@ -503,7 +503,7 @@ class Watchdog:
     not supervise it). Revived processes are written to kwok's pid files, so `cluster down` stops them."""
 
     def __init__(self, cluster: Any) -> None:
-        from trainjob_dev import cluster as cluster_lib
+        from harness import cluster as cluster_lib
 
         self.root = cluster_lib.state_dir() / "kwok" / "clusters" / cluster.name
         self.revived: list[str] = []

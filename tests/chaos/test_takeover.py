@@ -1,6 +1,6 @@
 """Takeover from upstream Kubeflow Trainer v2.3.0 and rollback, on one local control plane.
 
-Upstream's controller (built by `make tools-upstream`, started by hack/upstream/upstream_run.py) runs TrainJobs
+Upstream's controller (built by `make tools-upstream`, started by hack/harness/upstream_run.py) runs TrainJobs
 into mixed states (running, suspended, Complete, Failed, MPI with SSH Secrets); it stops, our CRDs and operator
 take over: no JobSet re-created or mutated, no Secret regenerated, terminal statuses kept, suspended ones resume.
 Then the reverse: ours stops, upstream's CRDs and controller come back and keep working on the same objects.
@@ -25,8 +25,8 @@ from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.plugins.jobset import rebuildable
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "hack" / "upstream"))
-import upstream_run  # noqa: E402
+sys.path.insert(0, str(REPO / "hack"))
+from harness import upstream_run  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.chaos, pytest.mark.timeout(size(600, 3600))]
 

@@ -712,7 +712,7 @@ def _kustomize(kubectl: str, path: Path) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def kubectl_bin(render_manifests: ModuleType) -> str:
     bin_dir = subprocess.run(
-        ["bash", str(REPO / "hack" / "cluster" / "build.sh"), "--print-bin-dir"],
+        ["bash", str(REPO / "hack" / "harness" / "tools" / "build.sh"), "--print-bin-dir"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,5 +1,5 @@
 """Differential test: our operator and upstream's Kubeflow Trainer v2.3.0 controller (built from its Go module by
-hack/upstream/build.sh) run in turn against the same control plane, each with its own admission webhooks, fed the
+hack/harness/tools/build-upstream.sh) run in turn against the same control plane, each with its own admission webhooks, fed the
 same runtimes and TrainJobs (tests/e2e/differential_corpus.py). Compared: the admission answers (exact messages)
 for TrainJobs that must be rejected; for the others everything created for a TrainJob — JobSets, Secrets (shape),
 ConfigMaps, PodGroups, the set of owned objects — and the statuses written. Differences must be zero except the
@@ -31,8 +31,8 @@ from cluster_fixtures import wait_for
 from flux_digest import curve_cert_digest, flux_configmap_digest
 from operator_fixtures import OPERATOR_NAMESPACE, Kube, OperatorProcess, condition
 
-sys.path.insert(0, str(REPO / "hack" / "upstream"))
-import upstream_run  # hack/upstream/upstream_run.py: starts upstream's controller
+sys.path.insert(0, str(REPO / "hack"))
+from harness import upstream_run  # hack/harness/upstream_run.py: starts upstream's controller
 
 ENABLE_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL"
 pytestmark = [
@@ -46,7 +46,7 @@ pytestmark = [
 ]
 
 REPORT_ENV = "TRAINJOB_OPERATOR_DIFFERENTIAL_REPORT"
-UPSTREAM_BUILD = REPO / "hack" / "upstream" / "build.sh"
+UPSTREAM_BUILD = REPO / "hack" / "harness" / "tools" / "build-upstream.sh"
 SETTLE_TIMEOUT = 150.0
 
 # Deliberate differences: (regex on "<case>: <object path>", the docs/compatibility.md entry that explains it).
@@ -313,7 +313,7 @@ def corpus(request: pytest.FixtureRequest) -> list[Case]:
     if any("test_differential.py" not in item.nodeid for item in request.session.items):
         pytest.skip("differential test: run it in its own pytest session (it starts and stops both controllers)")
     if not (upstream_bin_dir() / "trainer-controller-manager").exists():
-        pytest.skip("upstream controller not built: run `make tools-upstream` (hack/upstream/build.sh)")
+        pytest.skip("upstream controller not built: run `make tools-upstream` (hack/harness/tools/build-upstream.sh)")
     return cases()
 
 

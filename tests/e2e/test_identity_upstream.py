@@ -19,8 +19,8 @@ from cluster_fixtures import garbage_collector_held, wait_for
 from operator_fixtures import Kube, condition
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "hack" / "upstream"))
-import upstream_run  # noqa: E402
+sys.path.insert(0, str(REPO / "hack"))
+from harness import upstream_run  # noqa: E402
 
 pytestmark = [
     pytest.mark.cluster,

@@ -2,7 +2,7 @@
 controller-manager, scheduler, kwok GPU nodes, the JobSet controller) with the operator as it runs in production.
 
 Pods are faked by kwok: they run for 2 s and succeed unless a runtime patch gives them the annotations
-`trainjob-operator.test/run-for` / `trainjob-operator.test/exit-code` (see hack/cluster/stages)."""
+`trainjob-operator.test/run-for` / `trainjob-operator.test/exit-code` (see hack/harness/tools/stages)."""
 
 from __future__ import annotations
 

@@ -26,8 +26,8 @@ from e2e_support import (
     trainjob,
 )
 
+from harness.cluster import TOPOLOGY_LEVELS
 from operator_fixtures import Kube, OperatorProcess, eventually
-from trainjob_dev.cluster import TOPOLOGY_LEVELS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.kueue, pytest.mark.timeout(240)]
 

@@ -1,4 +1,4 @@
-"""Kueue's MultiKueue across local control planes (hack/trainjob_dev/multikueue.py): TrainJobs submitted to the
+"""Kueue's MultiKueue across local control planes (hack/harness/multikueue.py): TrainJobs submitted to the
 manager with kubectl and with the unmodified kubeflow SDK are dispatched by Kueue to worker1, run there under our
 operator (kwok pods), and their status comes back to the manager, where our operator creates nothing and writes no
 status (Kueue owns it: `spec.managedBy: kueue.x-k8s.io/multikueue`); worker2 runs upstream v2.3.0's controller
@@ -22,12 +22,12 @@ import pytest
 import yaml
 from e2e_support import COMPLETE, QUEUE_LABEL, RUN_FOR, RUNTIMES_DIR, kwok_patch, trainjob
 
+from harness import cluster as cluster_lib
+from harness import multikueue
 from operator_fixtures import OPERATOR_NAMESPACE, REPO, Kube, OperatorProcess, condition, eventually
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import multikueue
 
-sys.path.insert(0, str(REPO / "hack" / "upstream"))
-import upstream_run
+sys.path.insert(0, str(REPO / "hack"))
+from harness import upstream_run
 
 pytestmark = [
     pytest.mark.e2e,

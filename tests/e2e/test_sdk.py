@@ -39,7 +39,7 @@ from kubeflow.trainer.options.kubernetes import (
     TrainingRuntimeSpecPatch,
 )
 
-from trainjob_dev.cluster import POD_LOG
+from harness.cluster import POD_LOG
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster, pytest.mark.timeout(240)]
 

@@ -1,4 +1,4 @@
-"""Self-test of the local control plane (hack/cluster, trainjob_dev.cluster).
+"""Self-test of the local control plane (hack/harness/tools, harness.cluster).
 
 Everything here goes through the real kube-apiserver, kube-controller-manager
 (job controller), kube-scheduler, kwok and the JobSet controller; nothing is

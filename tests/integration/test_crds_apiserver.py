@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cluster_fixtures import wait_for
-from trainjob_dev import cluster as cluster_lib
+from harness import cluster as cluster_lib
 from trainjob_dev import crdgen
 from trainjob_operator.api import constants as c
 

@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from cluster_fixtures import wait_for
+from harness import cluster as cluster_lib
 from operator_fixtures import REPO, Kube, OperatorProcess, free_port
-from trainjob_dev import cluster as cluster_lib
 from trainjob_operator.runtime import startup
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]

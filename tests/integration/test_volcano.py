@@ -1,5 +1,5 @@
 """Volcano gang scheduling on the real API server, with the PodGroup CRD generated from Volcano's own Go types
-(volcano.sh/apis, hack/cluster/volcano): the operator's full PodGroup — queue, priority class and network
+(volcano.sh/apis, hack/harness/tools/volcano): the operator's full PodGroup — queue, priority class and network
 topology — is accepted as a Volcano install would accept it."""
 
 from __future__ import annotations

@@ -15,14 +15,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("TRAINJOB_OPERATOR_REAL_NODES", "2")
 
+from browser import browser  # noqa: F401  (headless Chromium for the UI tests)
 from cluster_fixtures import (  # noqa: F401  (fixtures are used by name)
     cluster,
     kubeconfig,
     namespace,
 )
+from harness import cluster as cluster_lib
+from harness import realnodes
 from operator_fixtures import installed, kube, operator, ui  # noqa: F401  (the operator under test, the web UI)
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import realnodes
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

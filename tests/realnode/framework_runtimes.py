@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from real_runtimes import _on_real_nodes, _shipped, finished
 
+from harness import realexamples, realnodes
 from operator_fixtures import Kube, condition
-from trainjob_dev import realexamples, realnodes
 
 FRAMEWORK_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "frameworks.yaml"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
+from harness import cluster as cluster_lib
+from harness import plumbing, realnodes
 from operator_fixtures import Kube, condition, eventually
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import realnodes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str,
 
 def _ctr(cluster: cluster_lib.ClusterInfo, socket: str, *args: str) -> str:
     ctr = [str(Path(cluster.real["bins"]) / "ctr"), "--address", socket, "--namespace", "k8s.io"]
-    return cluster_lib._run([*ctr, *args]).stdout
+    return plumbing.run([*ctr, *args]).stdout
 
 
 def _containers_on(cluster: cluster_lib.ClusterInfo, socket: str, namespace: str) -> list[str]:
@@ -171,7 +171,7 @@ def busybox_runtime(name: str, *, backoff_limit: int | None = 0, grace: int = 3,
     """The torch-shaped runtime with the busybox image, one pod per real node; the pods' termination grace is
     `grace` seconds (a `sleep` as PID 1 ignores SIGTERM, so the kubelet's SIGKILL ends it), `jobset` adds to the
     JobSet spec (failurePolicy, ttlSecondsAfterFinished)."""
-    from trainjob_dev import images
+    from harness import images
 
     runtime = real_node_runtime(images.ref("busybox"), name, backoff_limit=backoff_limit)
     template = runtime["spec"]["template"]["spec"]

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from harness import cluster as cluster_lib
+from harness import images, realnodes
 from operator_fixtures import Kube, eventually
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -18,9 +18,9 @@ import pytest
 from real_runtimes import busybox_runtime, shell_trainjob
 from test_chart_install import WEBHOOK_CONFIGURATIONS, _helm
 
+from harness import cluster as cluster_lib
+from harness import images, realnodes
 from operator_fixtures import Kube, condition, eventually
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

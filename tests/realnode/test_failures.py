@@ -9,8 +9,8 @@ import time
 import pytest
 from real_runtimes import pods_running, real_node_runtime, running_containers, shell_trainjob
 
+from harness import images
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
-from trainjob_dev import images
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

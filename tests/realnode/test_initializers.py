@@ -16,8 +16,8 @@ import pytest
 import yaml
 from framework_runtimes import run_to_end
 
+from harness import realexamples, realnodes
 from operator_fixtures import Kube, OperatorProcess
-from trainjob_dev import realexamples, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

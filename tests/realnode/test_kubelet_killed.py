@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from real_runtimes import busybox_runtime, containers, pods_of, pods_running, running_containers, shell_trainjob
 
+from harness import realnodes
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
-from trainjob_dev import realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cluster_fixtures import wait_for
-from trainjob_dev import cluster as cluster_lib
-from trainjob_dev import images, realnodes
+from harness import cluster as cluster_lib
+from harness import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from real_runtimes import finished, real_node_runtime, real_trainjob
 
+from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, UIServer, condition, eventually
-from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -14,8 +14,8 @@ import time
 import pytest
 from real_runtimes import finished, real_node_runtime, real_trainjob
 
+from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition
-from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from real_runtimes import finished, real_node_runtime, real_trainjob
 
+from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
-from trainjob_dev import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

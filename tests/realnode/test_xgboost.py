@@ -11,8 +11,8 @@ import re
 import pytest
 from framework_runtimes import framework_reports, run_framework_example
 
+from harness import images
 from operator_fixtures import Kube, OperatorProcess
-from trainjob_dev import images
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

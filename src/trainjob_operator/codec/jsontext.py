@@ -62,7 +62,7 @@ def _has_float(data: bytes) -> bool:
 
 def _spelled_alike(data: bytes, value: Any) -> bool:
     """Whether orjson's `data` is what the standard library writes for `value`. They write the same tokens in the
-    same order and escape every ASCII character alike (tests/unit/test_jsontext.py tries each one) but DEL; they
+    same order and escape every ASCII character alike (tests/unit/codec/test_jsontext.py tries each one) but DEL; they
     spell differently only non-ASCII text and DEL (orjson writes them raw: a byte >= 0x7f), floats (1e-05 / 1e-5)
     and NaN and the infinities (NaN / null). Text without such bytes, number tokens with a fraction or an exponent,
     or `null` is spelled alike (a `null` only costs the exact check: the standard library's compact encoder is its C
@@ -80,7 +80,7 @@ def compact(value: Any) -> bytes:
     if _orjson is not None:
         try:
             # orjson's bytes keep the 4 KiB buffer they were written into: a copy of the exact size is what a cache
-            # of thousands of objects can keep (tests/unit/test_jsontext.py measures it).
+            # of thousands of objects can keep (tests/unit/codec/test_jsontext.py measures it).
             return memoryview(_orjson.dumps(value)).tobytes()
         except TypeError:
             pass

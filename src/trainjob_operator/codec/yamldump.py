@@ -2,7 +2,7 @@
 `dump_document`), libyaml's emitter's text, mostly written directly.
 
 `dump_all` writes what `yaml.dump_all(objects, Dumper=CSafeDumper, sort_keys=False, explicit_start=True)` writes
-with multi-line strings as literal blocks, byte for byte (tests/unit/test_jsontext.py compares both). `_Writer` writes
+with multi-line strings as literal blocks, byte for byte (tests/unit/codec/test_jsontext.py compares both). `_Writer` writes
 the usual case itself: block mappings and sequences, and the scalars libyaml would write plain; each other scalar
 (quoted, folded at 80 columns, literal blocks) is written by libyaml once at the same column and indent and its text
 remembered, so a stream of similar objects costs a few libyaml calls. What `_Writer` does not write (floats, shared

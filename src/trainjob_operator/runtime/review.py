@@ -3,7 +3,7 @@
 The webhooks (`controller/webhooks.py`) and `trainjob-operator validate`/`render` (`offline/`) both call
 `review_trainjob` and `review_runtime` and say what they return: the webhook as one AdmissionReview denial
 (`Review.message`, Kubernetes' aggregate), the CLI as one line per error, so the same object gets the same words
-from both (tests/unit/test_review.py runs both on one table). Where the runtime comes from differs (the watch cache
+from both (tests/unit/runtime/test_review.py runs both on one table). Where the runtime comes from differs (the watch cache
 and the API; the -r files), the rules that name it do not: `runtime_key`.
 """
 

@@ -1,9 +1,9 @@
 """The harness runs the Kueue a run names (`TRAINJOB_OPERATOR_KUEUE_VERSION`) or refuses to start, saying which one
-the tool cache has (hack/trainjob_dev/cluster.py)."""
+the tool cache has (hack/harness/cluster.py)."""
 
 import pytest
 
-from trainjob_dev import cluster
+from harness import cluster
 
 VERSIONS = "kwok v0.8.0\njobset v0.12.0\ntrainer v2.3.0\nkueue v0.19.2\n"
 
@@ -14,13 +14,13 @@ PROBLEMS = {
         VERSIONS,
         "v0.20.7",
         "TRAINJOB_OPERATOR_KUEUE_VERSION=v0.20.7 but the tool cache has Kueue v0.19.2; the Kueue built is the one "
-        "hack/cluster/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)",
+        "hack/harness/tools/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)",
     ),
     "a tool cache without Kueue is refused": (
         "kwok v0.8.0\n",
         "v0.19.2",
         "TRAINJOB_OPERATOR_KUEUE_VERSION=v0.19.2 but the tool cache has Kueue (none); the Kueue built is the one "
-        "hack/cluster/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)",
+        "hack/harness/tools/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)",
     ),
 }
 

@@ -1,4 +1,4 @@
-"""hack/trainjob_dev/cluster.py: every kwokctl cluster's component ports come from the kernel's ephemeral range."""
+"""hack/harness/cluster.py: every kwokctl cluster's component ports come from the kernel's ephemeral range."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainjob_dev import cluster
+from harness import cluster
 
 
 def test_each_component_port_is_chosen_by_the_harness_not_by_kwokctl(

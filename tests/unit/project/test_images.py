@@ -1,4 +1,4 @@
-"""Image keys of the real nodes' images (hack/trainjob_dev/images.py): a changed recipe or input is a new
+"""Image keys of the real nodes' images (hack/harness/images.py): a changed recipe or input is a new
 reference, an unchanged one the same."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainjob_dev import images
+from harness import images
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg-query (Debian)")
 

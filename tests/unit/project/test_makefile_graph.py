@@ -30,33 +30,33 @@ class Need:
     built_by: re.Pattern[str]
 
 
-CONTROL_PLANE = re.compile(r"hack/cluster/build\.sh")
+CONTROL_PLANE = re.compile(r"hack/harness/tools/build\.sh")
 NEEDS = (
     Need(
         "helm",
         re.compile(
             r"render-manifests\.py(?! --help)|pytest tests/chart|pytest tests/unit tests/chart|pytest tests/realnode"
         ),
-        re.compile(r"hack/cluster/build\.sh.*--with-helm"),
+        re.compile(r"hack/harness/tools/build\.sh.*--with-helm"),
     ),
     Need(
         "the control plane",
         re.compile(
-            r"pytest .*tests/(integration|e2e|realnode)|cluster_bench\.py|hack/demo\.py(?! down)"
-            r"|trainjob_dev/cluster\.py up"
+            r"pytest .*tests/(integration|e2e|realnode)|cluster_bench\.py|hack/harness/demo\.py(?! down)"
+            r"|harness/cluster\.py up"
         ),
         CONTROL_PLANE,
     ),
-    Need("Kueue", re.compile(r"CLUSTER_KUEUE=1 .*pytest"), re.compile(r"hack/cluster/build\.sh.*--with-kueue")),
+    Need("Kueue", re.compile(r"CLUSTER_KUEUE=1 .*pytest"), re.compile(r"hack/harness/tools/build\.sh.*--with-kueue")),
     Need(
         "upstream's controller",
         re.compile(r"DIFFERENTIAL=1 .*pytest|cluster_bench\.py(?! --(ours-only|smoke))"),
-        re.compile(r"hack/upstream/build\.sh"),
+        re.compile(r"hack/harness/tools/build-upstream\.sh"),
     ),
     Need(
         "the real nodes' parts",
         re.compile(r"pytest .*tests/realnode|cluster\.py up .*--real-nodes"),
-        re.compile(r"hack/cluster/build-nodes\.sh"),
+        re.compile(r"hack/harness/tools/build-nodes\.sh"),
     ),
     Need(
         "Chromium (the UI's browser test)",
@@ -112,18 +112,21 @@ def test_every_target_builds_the_tools_it_uses_first(target: str) -> None:
             [
                 "ruff check src",
                 ".venv/bin/python hack/render-manifests.py --check",
-                "bash hack/cluster/build.sh --with-helm",
+                "bash hack/harness/tools/build.sh --with-helm",
             ],
             ["needs helm before anything built it: .venv/bin/python hack/render-manifests.py --check"],
         ),
         (
             "helm built first is fine",
-            ["bash hack/cluster/build.sh  --with-helm", ".venv/bin/python hack/render-manifests.py --check"],
+            ["bash hack/harness/tools/build.sh  --with-helm", ".venv/bin/python hack/render-manifests.py --check"],
             [],
         ),
         (
             "an e2e session with Kueue needs a build with Kueue, not just any build",
-            ["bash hack/cluster/build.sh", "TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest tests/e2e -q"],
+            [
+                "bash hack/harness/tools/build.sh",
+                "TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest tests/e2e -q",
+            ],
             [
                 "needs Kueue before anything built it: TRAINJOB_OPERATOR_CLUSTER_KUEUE=1 .venv/bin/python -m pytest "
                 "tests/e2e -q"
@@ -132,7 +135,7 @@ def test_every_target_builds_the_tools_it_uses_first(target: str) -> None:
         (
             "the differential session needs upstream's controller",
             [
-                "bash hack/cluster/build.sh --with-kueue",
+                "bash hack/harness/tools/build.sh --with-kueue",
                 "TRAINJOB_OPERATOR_DIFFERENTIAL=1 .venv/bin/python -m pytest x",
             ],
             [

@@ -1,4 +1,4 @@
-"""The MultiKueue harness's objects (hack/trainjob_dev/multikueue.py), whole, as Kueue's docs ask for them: what the
+"""The MultiKueue harness's objects (hack/harness/multikueue.py), whole, as Kueue's docs ask for them: what the
 manager gets for each worker and which ClusterQueue requires the MultiKueue check."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trainjob_dev import cluster, multikueue
+from harness import cluster, multikueue
 
 
 class FakeWorker(cluster.ClusterInfo):

@@ -1,4 +1,4 @@
-"""The runtimes on the real nodes (hack/trainjob_dev/realexamples.py) and the initializer images' program
+"""The runtimes on the real nodes (hack/harness/realexamples.py) and the initializer images' program
 (images.INITIALIZE): what `make demo` and tests/realnode change in a runtime, and what an initializer copies."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainjob_dev import images, realexamples, realnodes
+from harness import images, realexamples, realnodes
 
 REPO = Path(__file__).resolve().parents[3]
 

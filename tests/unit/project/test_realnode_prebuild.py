@@ -1,4 +1,4 @@
-"""`make test`'s background build of the real nodes' parts and images (hack/trainjob_dev/realnode_prebuild.py): `wait`
+"""`make test`'s background build of the real nodes' parts and images (hack/harness/realnode_prebuild.py): `wait`
 says what happened, in one line, from the state the background build left."""
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainjob_dev import realnode_prebuild
+from harness import realnode_prebuild
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ def test_wait(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_the_build_is_the_session_images_then_the_control_plane_then_node_parts_then_the_operator_image() -> None:
     steps = realnode_prebuild.build_command("/venv/bin/python").split(" && ")
     assert [step.split()[0:2] for step in steps] == [
-        ["/venv/bin/python", "hack/trainjob_dev/images.py"],
-        ["bash", "hack/cluster/build.sh"],
+        ["/venv/bin/python", "hack/harness/images.py"],
+        ["bash", "hack/harness/tools/build.sh"],
         ["make", "--no-print-directory"],
         ["/venv/bin/python", "-c"],
     ]

@@ -1,4 +1,4 @@
-"""The real nodes' plan and teardown decisions (hack/trainjob_dev/realnodes.py), without a machine to run them."""
+"""The real nodes' plan and teardown decisions (hack/harness/realnodes.py), without a machine to run them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from trainjob_dev import cluster, realnodes
+from harness import cluster, realnodes
 
 
 def test_plan_gives_each_node_its_own_bridge_subnet_and_directories() -> None:

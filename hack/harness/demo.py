@@ -5,7 +5,7 @@ TrainJobs and follows them to Complete; then prints the commands to look around.
 
 Where this machine can run containers (`realnodes.check_machine`: root, the Debian tools, overlayfs) the control
 plane gets 2 real nodes (kubelet, containerd), the images the examples need are built here (first run) and loaded,
-the runtimes are rewritten for the real nodes (`trainjob_dev.realexamples`) and every example TrainJob trains for
+the runtimes are rewritten for the real nodes (`harness.realexamples`) and every example TrainJob trains for
 real: the demo prints each pod's node, container and the key line of its log, and exits 1 unless every pod ran in
 containerd on a real node, wrote a log and its TrainJob is Complete. Elsewhere it says why in one line and runs the
 examples on kwok's fake nodes, as before.
@@ -24,13 +24,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "hack"))
 
 import yaml  # noqa: E402
 
-from trainjob_dev import cluster, images, realexamples, realnodes  # noqa: E402
+from harness import cluster, images, realexamples, realnodes  # noqa: E402
 
 EXAMPLES = [
     REPO / "examples" / "trainjobs.yaml",
@@ -173,17 +173,28 @@ def build_images(info: cluster.ClusterInfo, names: list[str]) -> dict[str, str]:
     return refs
 
 
-def apply_for_real(info: cluster.ClusterInfo) -> None:
-    """The runtimes rewritten for the real nodes, the initializers' local source and shared volume."""
-    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+def used_runtimes() -> list[dict[str, Any]]:
+    """The runtimes the example TrainJobs name."""
     used = {
         (doc["spec"]["runtimeRef"].get("kind", "ClusterTrainingRuntime"), doc["spec"]["runtimeRef"]["name"])
         for doc in example_docs()
         if doc["kind"] == "TrainJob"
     }
-    refs = build_images(
-        info, realexamples.images_needed([r for r in runtimes if (r["kind"], r["metadata"]["name"]) in used])
-    )
+    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+    return [r for r in runtimes if (r["kind"], r["metadata"]["name"]) in used]
+
+
+def images_needed() -> list[str]:
+    """Every image the demo loads: the nodes' own (pause, busybox), then its examples', the biggest downloads first
+    (`make demo` builds them in the background while the control plane compiles)."""
+    examples = images.downloads_first(realexamples.images_needed(used_runtimes()))
+    return [*examples, *(n for n in ("pause", "busybox") if n not in examples)]
+
+
+def apply_for_real(info: cluster.ClusterInfo) -> None:
+    """The runtimes rewritten for the real nodes, the initializers' local source and shared volume."""
+    runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
+    refs = build_images(info, realexamples.images_needed(used_runtimes()))
     shared = cluster.state_dir() / "demo-initializer"
     shared.mkdir(mode=0o777, parents=True, exist_ok=True)
     shared.chmod(0o777)
@@ -274,7 +285,7 @@ def main() -> int:
     real = why_not is None
     if why_not is not None:
         say(f"kwok fake nodes only (pods never run): {why_not}")
-    say("building or reusing the local control plane (first run builds from Go modules; see docs/development.md)")
+    say("building or reusing the local control plane (first run builds from Go modules; see docs/harness.md)")
     info = cluster.status()
     if info is not None and info.real_nodes != (REAL_NODES if real else 0):
         say("the running cluster has other nodes than this demo needs: restarting it")
@@ -301,9 +312,7 @@ def main() -> int:
     for path in EXAMPLES:
         kubectl(info, "delete", "-f", str(path), "--ignore-not-found", "--wait=true", "--timeout=120s")
     if real:
-        say(
-            "the runtimes on the real nodes: images built here, pinned to the real nodes (trainjob_dev/realexamples.py)"
-        )
+        say("the runtimes on the real nodes: images built here, pinned to the real nodes (harness/realexamples.py)")
         apply_for_real(info)
     else:
         for path in runtime_files():

@@ -1,8 +1,8 @@
-"""Start upstream's Kubeflow Trainer v2.3.0 controller (built by hack/upstream/build.sh) against the local control
-plane (hack/trainjob_dev/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
+"""Start upstream's Kubeflow Trainer v2.3.0 controller (built by hack/harness/tools/build-upstream.sh) against the local control
+plane (hack/harness/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
 and the cluster benchmark (bench/cluster_bench.py). Standard library + PyYAML only.
 
-    import upstream_run                      # with hack/upstream on sys.path
+    import upstream_run                      # with hack/harness on sys.path
     if upstream_run.available():
         proc = upstream_run.start(info, metrics_port=8443, logs=Path("/tmp/logs"))
         wait until upstream_run.ready(info, proc)
@@ -41,7 +41,10 @@ WEBHOOK_CONFIGURATIONS = (
 
 def bin_dir() -> Path:
     out = subprocess.run(
-        ["bash", str(HERE / "build.sh"), "--print-bin-dir"], capture_output=True, text=True, check=True
+        ["bash", str(HERE / "tools" / "build-upstream.sh"), "--print-bin-dir"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return Path(out.stdout.strip())
 
@@ -71,7 +74,7 @@ def _certs_dir() -> Path:
 
     if hack_dir not in sys.path:
         sys.path.insert(0, hack_dir)
-    from trainjob_dev import cluster as cluster_lib
+    from harness import cluster as cluster_lib
 
     return cluster_lib.state_dir() / "certs"
 

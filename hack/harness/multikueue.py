@@ -10,8 +10,8 @@ Each member lives in its own state directory and kwok cluster name, derived from
 `TRAINJOB_CLUSTER_NAME` (``<dir>/manager``, ``<name>-manager``, ``<dir>/worker1``, ...), so a fleet runs beside the
 single-cluster harness and beside other fleets. Usable as::
 
-    .venv/bin/python hack/trainjob_dev/multikueue.py up [--workers 2]
-    .venv/bin/python hack/trainjob_dev/multikueue.py down [--workers 2]
+    .venv/bin/python hack/harness/multikueue.py up [--workers 2]
+    .venv/bin/python hack/harness/multikueue.py down [--workers 2]
 
 or from Python (tests/e2e/test_multikueue.py)::
 
@@ -40,7 +40,7 @@ from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trainjob_dev import cluster
+from harness import cluster
 
 MANAGER = "manager"
 DEFAULT_WORKERS = ("worker1",)
@@ -112,8 +112,8 @@ def _restart_kueue(info: cluster.ClusterInfo, settings: dict[str, Any]) -> None:
     for key, value in settings.items():
         config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
     old = info.controllers["kueue"]
-    cluster._stop_controller("kueue", old)
-    cluster._start_controller(info, "kueue", Path(old["binary"]), config, int(old["health_port"]))
+    cluster.stop_controller("kueue", old)
+    cluster.start_controller(info, "kueue", Path(old["binary"]), config, int(old["health_port"]))
 
 
 def up(
@@ -251,7 +251,7 @@ def _condition_true(obj: dict[str, Any], type_: str) -> bool:
 def connect(fleet: Fleet, timeout: float = 120) -> None:
     """The MultiKueue wiring on the manager; returns once every MultiKueueCluster and the AdmissionCheck are
     Active (Kueue connected to each worker's API server and watches it)."""
-    cluster._apply(fleet.manager, multikueue_objects(fleet.workers))
+    cluster.apply_objects(fleet.manager, multikueue_objects(fleet.workers))
 
     def active() -> bool:
         clusters = fleet.manager.kubectl_json("get", "multikueueclusters")["items"]
@@ -262,7 +262,7 @@ def connect(fleet: Fleet, timeout: float = 120) -> None:
             and _condition_true(check, "Active")
         )
 
-    cluster._wait_for("the MultiKueueClusters and the AdmissionCheck Active", active, timeout, interval=1.0)
+    cluster.wait_for("the MultiKueueClusters and the AdmissionCheck Active", active, timeout, interval=1.0)
 
 
 def queues(
@@ -282,9 +282,9 @@ def queues(
     for info in fleet.members().values():
         info.kubectl("create", "namespace", namespace, check=False)
     for role, info in with_queues.items():
-        cluster._apply(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
+        cluster.apply_objects(info, queue_objects(namespace, gpus, manager=role == MANAGER, queue=queue))
     for info in with_queues.values():
-        cluster._wait_for(f"ClusterQueue cq-{namespace} Active on {info.name}", _cq_active(info, namespace), timeout)
+        cluster.wait_for(f"ClusterQueue cq-{namespace} Active on {info.name}", _cq_active(info, namespace), timeout)
 
 
 def _cq_active(info: cluster.ClusterInfo, namespace: str) -> Callable[[], bool]:

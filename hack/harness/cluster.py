@@ -4,20 +4,20 @@ A real kube-apiserver, etcd, kube-controller-manager and kube-scheduler run as
 local processes under ``kwokctl --runtime binary``; kwok fakes the kubelets of
 a few GPU nodes; the upstream JobSet controller (and optionally Kueue) runs as
 a local process with its admission webhooks served on 127.0.0.1 under a
-throw-away CA. All binaries come from ``hack/cluster/build.sh`` (``make
+throw-away CA. All binaries come from ``hack/harness/tools/build.sh`` (``make
 tools``), which builds them from pinned Go modules into a cache outside the
 repository.
 
 Standard library and the operator's own certificate code (``trainjob_operator.certs``, for the throw-away webhook
 CA). Developer tooling: not part of the wheel. Usable three ways::
 
-    .venv/bin/python hack/trainjob_dev/cluster.py up [--kueue] [--trainer-crds]
-    .venv/bin/python hack/trainjob_dev/cluster.py down
-    .venv/bin/python hack/trainjob_dev/cluster.py status
+    .venv/bin/python hack/harness/cluster.py up [--kueue] [--trainer-crds]
+    .venv/bin/python hack/harness/cluster.py down
+    .venv/bin/python hack/harness/cluster.py status
 
 or ``make cluster-up`` / ``make cluster-down``, or from Python::
 
-    from trainjob_dev import cluster
+    from harness import cluster
     info = cluster.up(kueue=False)
     ...                      # KUBECONFIG=str(info.kubeconfig)
     cluster.down()
@@ -30,20 +30,18 @@ Pods on the fake nodes go Pending -> Running at once and, if owned by a Job,
 Running -> Succeeded after 2 s. Pod-template annotations change that:
 ``trainjob-operator.test/run-for: "5s"`` (run time) and
 ``trainjob-operator.test/exit-code: "3"`` (fail with that exit code). See
-``hack/cluster/stages/job-pods.yaml``.
+``hack/harness/tools/stages/job-pods.yaml``.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import dataclasses
 import datetime as dt
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -53,11 +51,27 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# `X as X`: re-exported (tests, benchmarks and the demo know the cluster by these names); `_x`: this module's own use.
+from harness.plumbing import DEFAULT_GPUS_PER_NODE as DEFAULT_GPUS_PER_NODE
+from harness.plumbing import DEFAULT_NODES as DEFAULT_NODES
+from harness.plumbing import ClusterError as ClusterError
+from harness.plumbing import ClusterInfo as ClusterInfo
+from harness.plumbing import free_port as _free_port
+from harness.plumbing import load_state as load_state
+from harness.plumbing import log as _log
+from harness.plumbing import pid_alive as _pid_alive
+from harness.plumbing import pid_is as _pid_is
+from harness.plumbing import repo_root as repo_root
+from harness.plumbing import run as _run
+from harness.plumbing import save_state as _save_state
+from harness.plumbing import state_dir as state_dir
+from harness.plumbing import state_file
+from harness.plumbing import tail as _tail
 from trainjob_operator import certs
 
 DEFAULT_NAME = "trainjob-operator"
-DEFAULT_NODES = 4
-DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_NODE_CPU = "32"
 DEFAULT_NODE_MEMORY = "256Gi"
 
@@ -89,34 +103,8 @@ CONTROLLER_TIMEOUT_S = 90.0
 DELETE_TIMEOUT_S = 60.0
 
 
-class ClusterError(RuntimeError):
-    """The local cluster could not be brought up or inspected."""
-
-
 # --------------------------------------------------------------------------
 # paths
-
-
-def repo_root() -> Path:
-    """The checkout holding hack/cluster/build.sh."""
-    candidates: list[Path] = []
-    env = os.environ.get("TRAINJOB_OPERATOR_REPO")
-    if env:
-        candidates.append(Path(env))
-    here = Path(__file__).resolve()
-    candidates.extend(here.parents)
-    cwd = Path.cwd().resolve()
-    candidates.append(cwd)
-    candidates.extend(cwd.parents)
-    for c in candidates:
-        if (c / "hack" / "cluster" / "build.sh").is_file():
-            return c
-    raise ClusterError("cannot find the repository (hack/cluster/build.sh); set TRAINJOB_OPERATOR_REPO")
-
-
-def state_dir() -> Path:
-    env = os.environ.get("TRAINJOB_CLUSTER_DIR")
-    return Path(env).resolve() if env else repo_root() / ".cluster"
 
 
 def kubeconfig_path() -> Path:
@@ -129,62 +117,12 @@ def cluster_name() -> str:
 
 
 # --------------------------------------------------------------------------
-# small helpers
-
-_T0 = time.monotonic()
-
-
-def _log(msg: str) -> None:
-    print(f"cluster: [{time.monotonic() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def _run(
-    args: Sequence[str],
-    *,
-    env: dict[str, str] | None = None,
-    input: str | None = None,
-    check: bool = True,
-    timeout: float = 120.0,
-    capture: bool = True,
-) -> subprocess.CompletedProcess[str]:
-    try:
-        proc = subprocess.run(
-            list(args),
-            env=env,
-            input=input,
-            text=True,
-            capture_output=capture,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ClusterError(f"timed out after {timeout:.0f}s: {' '.join(args)}") from exc
-    if check and proc.returncode != 0:
-        raise ClusterError(
-            f"command failed ({proc.returncode}): {' '.join(args)}\n{proc.stdout or ''}{proc.stderr or ''}"
-        )
-    return proc
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(path: Path, n: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
-# --------------------------------------------------------------------------
 # tools
 
 
 def build_tools(*, kueue: bool = False, quiet: bool = False) -> Path:
-    """Run hack/cluster/build.sh (a no-op when the cache is warm); return the bin dir."""
-    script = repo_root() / "hack" / "cluster" / "build.sh"
+    """Run hack/harness/tools/build.sh (a no-op when the cache is warm); return the bin dir."""
+    script = repo_root() / "hack" / "harness" / "tools" / "build.sh"
     args = ["bash", str(script)] + (["--with-kueue"] if kueue else [])
     out = None if not quiet else subprocess.DEVNULL
     # Progress goes to the terminal; the build can take a long time when cold.
@@ -195,86 +133,13 @@ def build_tools(*, kueue: bool = False, quiet: bool = False) -> Path:
 
 
 def tools_bin_dir() -> Path:
-    script = repo_root() / "hack" / "cluster" / "build.sh"
+    script = repo_root() / "hack" / "harness" / "tools" / "build.sh"
     out = _run(["bash", str(script), "--print-bin-dir"]).stdout.strip()
     return Path(out)
 
 
 # --------------------------------------------------------------------------
 # state
-
-
-@dataclasses.dataclass
-class ClusterInfo:
-    """What tests need to know about a running cluster."""
-
-    name: str
-    kubeconfig: Path
-    bin_dir: Path
-    kueue: bool = False
-    trainer_crds: bool = False
-    nodes: int = DEFAULT_NODES
-    gpus_per_node: int = DEFAULT_GPUS_PER_NODE
-    #: kwok nodes labelled with the block/rack/host topology of TOPOLOGY_LEVELS.
-    topology: bool = False
-    controllers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    webhook_configurations: list[list[str]] = dataclasses.field(default_factory=list)
-    #: Real nodes (containerd + kubelet, `realnodes.py`) beside the kwok ones; what `down` must undo is in `real`.
-    real_nodes: int = 0
-    real: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def kubectl_path(self) -> Path:
-        return self.bin_dir / "kubectl"
-
-    def kubectl(
-        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
-    ) -> subprocess.CompletedProcess[str]:
-        """Run the pinned kubectl against this cluster."""
-        return _run(
-            [str(self.kubectl_path), "--kubeconfig", str(self.kubeconfig), *args],
-            input=input,
-            check=check,
-            timeout=timeout,
-        )
-
-    def kubectl_json(self, *args: str) -> Any:
-        return json.loads(self.kubectl(*args, "-o", "json").stdout)
-
-    def env(self) -> dict[str, str]:
-        """os.environ plus KUBECONFIG pointing at this cluster."""
-        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-
-    def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["kubeconfig"] = str(self.kubeconfig)
-        d["bin_dir"] = str(self.bin_dir)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ClusterInfo:
-        d = dict(d)
-        d["kubeconfig"] = Path(d["kubeconfig"])
-        d["bin_dir"] = Path(d["bin_dir"])
-        fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in fields})
-
-
-def _state_file() -> Path:
-    return state_dir() / "state.json"
-
-
-def _save_state(info: ClusterInfo) -> None:
-    tmp = _state_file().with_suffix(".tmp")
-    tmp.write_text(json.dumps(info.to_json(), indent=2) + "\n")
-    tmp.replace(_state_file())
-
-
-def load_state() -> ClusterInfo | None:
-    try:
-        return ClusterInfo.from_json(json.loads(_state_file().read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
 
 
 def _kwok_env(bin_dir: Path) -> dict[str, str]:
@@ -322,7 +187,7 @@ def _to_objects(info: ClusterInfo, path: Path) -> list[dict[str, Any]]:
     return objs
 
 
-def _apply(info: ClusterInfo, objs: Iterable[dict[str, Any]]) -> None:
+def apply_objects(info: ClusterInfo, objs: Iterable[dict[str, Any]]) -> None:
     items = list(objs)
     if not items:
         return
@@ -378,25 +243,7 @@ def _split_manifest(
 # controllers
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _pid_is(pid: int, binary: str) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-    except OSError:
-        return False
-    return cmd == binary
-
-
-def _start_controller(
+def start_controller(
     info: ClusterInfo,
     name: str,
     binary: Path,
@@ -451,7 +298,7 @@ def _start_controller(
     _log(f"{name} ready (pid {proc.pid}, log {log_path})")
 
 
-def _stop_controller(name: str, c: dict[str, Any]) -> None:
+def stop_controller(name: str, c: dict[str, Any]) -> None:
     pid, binary = int(c.get("pid", 0)), str(c.get("binary", ""))
     if pid <= 0 or not _pid_alive(pid) or not _pid_is(pid, binary):
         return
@@ -465,7 +312,7 @@ def _stop_controller(name: str, c: dict[str, Any]) -> None:
     _log(f"stopped {name} (pid {pid})")
 
 
-def _wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
+def wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float = 0.25) -> Any:
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
     while True:
@@ -497,7 +344,7 @@ KWOKCTL_PORT_OPTIONS = (
 
 def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
     share = bin_dir / "share"
-    hack = repo_root() / "hack" / "cluster"
+    hack = repo_root() / "hack" / "harness" / "tools"
     cfg = {
         "kind": "KwokctlConfiguration",
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -518,7 +365,7 @@ def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
         },
     }
     if real_nodes:
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         # Pods reach the API server as https://10.0.0.1 (the kubernetes Service) and its advertised address.
         cfg["options"]["kubeApiserverCertSANs"] = list(realnodes.API_SERVER_SANS)  # type: ignore[index]
@@ -631,7 +478,7 @@ def _up(
         _start_kueue(info, cert_dir, ca_b64)
     _wait_ready(info)
     if real_nodes:
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         realnodes.up(info, real_nodes, build=build)
         _save_state(info)
@@ -671,7 +518,7 @@ def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
         return None
     return (
         f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
-        "hack/cluster/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+        "hack/harness/tools/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
     )
 
 
@@ -744,7 +591,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
     create_log.write_text((proc.stdout or "") + (proc.stderr or ""))
     if proc.returncode != 0 or not info.kubeconfig.exists():
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
-    _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
+    wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
 
 
@@ -755,7 +602,7 @@ def _real_node_args(info: ClusterInfo) -> list[str]:
     API server advertises an address pods can reach."""
     if not info.real_nodes:
         return []
-    from trainjob_dev import realnodes
+    from harness import realnodes
 
     return [
         "--extra-args",
@@ -827,15 +674,15 @@ def _install_crds(info: ClusterInfo) -> None:
     crds = sorted((share / "crds").glob("*.yaml"))
     if info.trainer_crds:
         crds += sorted((share / "trainer").glob("*.yaml"))
-    _apply(info, [o for p in crds for o in _to_objects(info, p)])
+    apply_objects(info, [o for p in crds for o in _to_objects(info, p)])
 
 
 def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Stage 6: JobSet's manifests, its controller as a local process, then its webhooks pointed at it."""
     port, health = _free_port(), _free_port()
     before, hooks = _split_manifest(_to_objects(info, info.bin_dir / "share" / "jobset.yaml"), port, ca_b64)
-    _apply(info, before)
-    _start_controller(
+    apply_objects(info, before)
+    start_controller(
         info,
         "jobset",
         info.bin_dir / "jobset",
@@ -851,15 +698,15 @@ def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
         },
         health,
     )
-    _apply(info, hooks)
+    apply_objects(info, hooks)
     info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in hooks]
     _save_state(info)
 
 
 def _wait_ready(info: ClusterInfo) -> None:
     """Last stage: every node Ready and JobSet's webhook answering a server-side dry run."""
-    _wait_for("nodes Ready", lambda: _nodes_ready(info) >= info.nodes, 60)
-    _wait_for("JobSet webhook to answer", lambda: _jobset_dry_run(info), 60)
+    wait_for("nodes Ready", lambda: _nodes_ready(info) >= info.nodes, 60)
+    wait_for("JobSet webhook to answer", lambda: _jobset_dry_run(info), 60)
     _save_state(info)
 
 
@@ -873,9 +720,9 @@ def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     port, health = _free_port(), _free_port()
     before, hooks = _split_manifest(_to_objects(info, share / "kueue.yaml"), port, ca_b64)
     # CRDs first (conversion webhooks already point at 127.0.0.1).
-    _apply(info, [o for o in before if o["kind"] == "CustomResourceDefinition"])
-    _apply(info, [o for o in before if o["kind"] != "CustomResourceDefinition"])
-    _start_controller(
+    apply_objects(info, [o for o in before if o["kind"] == "CustomResourceDefinition"])
+    apply_objects(info, [o for o in before if o["kind"] != "CustomResourceDefinition"])
+    start_controller(
         info,
         "kueue",
         info.bin_dir / "kueue",
@@ -894,7 +741,7 @@ def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
         },
         health,
     )
-    _apply(info, hooks)
+    apply_objects(info, hooks)
     info.webhook_configurations += [[o["kind"], o["metadata"]["name"]] for o in hooks]
     _save_state(info)
 
@@ -945,7 +792,7 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
             return
     if info is not None and info.real:
         # Real nodes first: their pods, mounts, bridges and iptables rules outlive the API server otherwise.
-        from trainjob_dev import realnodes
+        from harness import realnodes
 
         realnodes.down(info.real)
         info.real = {}
@@ -965,7 +812,7 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
                     timeout=15,
                 )
         for cname, c in info.controllers.items():
-            _stop_controller(cname, c)
+            stop_controller(cname, c)
         # The recorded tools may be gone (cache key changed and old dir removed).
         if (info.bin_dir / "kwokctl").exists() or bin_dir is None:
             bin_dir = info.bin_dir
@@ -983,7 +830,7 @@ def down(*, quiet: bool = False, bin_dir: Path | None = None) -> None:
                 check=False,
                 timeout=DELETE_TIMEOUT_S,
             )
-    _state_file().unlink(missing_ok=True)
+    state_file().unlink(missing_ok=True)
     kubeconfig_path().unlink(missing_ok=True)
     if not quiet:
         _log("cluster down")
@@ -1069,8 +916,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as the package's module, so realnodes.py (which imports this one) shares its state.
+    # Run as the package's module, so the modules that import it (multikueue, demo) share its state.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from trainjob_dev import cluster as _cluster
+    from harness import cluster as _cluster
 
     sys.exit(_cluster.main())

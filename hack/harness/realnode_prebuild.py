@@ -1,12 +1,12 @@
 """Build the real nodes' parts and images in the background while `make test`'s earlier sessions run.
 
-Cold, the node parts take about 10 minutes and the images about 15 (docs/development.md, "Real nodes"); session 4
+Cold, the node parts take about 10 minutes and the images about 15 (docs/harness.md, "Real nodes"); session 4
 (tests/realnode) needs both. `make test` calls `start` before lint and `wait` before session 4, so the build
 overlaps lint and sessions 1-3, which spend most of their time waiting on clusters. The build runs at nice 10 in a
 session of its own and writes everything to `<dir>/build.log`; its exit status goes to `<dir>/rc`.
 
-    python hack/trainjob_dev/realnode_prebuild.py start   # returns at once
-    python hack/trainjob_dev/realnode_prebuild.py wait    # returns when the build is over; exit 1, with the
+    python hack/harness/realnode_prebuild.py start   # returns at once
+    python hack/harness/realnode_prebuild.py wait    # returns when the build is over; exit 1, with the
                                                           # log's last lines, when it failed
 
 Where the machine cannot run real nodes (not root, no overlay filesystem, the Debian tools missing) `start` builds
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainjob_dev import cluster, realnodes
+from harness import cluster, realnodes
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "trainjob-operator-realnode-prebuild"
@@ -35,16 +35,29 @@ POLL_S = 2.0
 TAIL_LINES = 40
 
 
-#: The images session 4's `realnode_ci` tests run (the pause image, busybox for the failing rank, python for the
-#: chart's probes, torch, the SDK's progress call on bookworm and on trixie's Python 3.13, MPI). JAX, XGBoost and
-#: TensorFlow (5-9 min each cold) are built by `make test-realnodes` and `make demo` when they need them, not by
-#: `make test`.
-SESSION_IMAGES = ("pause", "busybox", "python", "torch", "sdk", "sdk-trixie", "mpi")
+#: The images session 4 (every test in tests/realnode) runs, the ones that wait longest on the network first (PyPI
+#: wheels, then the biggest Debian closures), so the two build streams overlap downloads with the CPU-bound steps.
+SESSION_IMAGES = (
+    "tensorflow",
+    "torch",
+    "jax",
+    "mpi",
+    "sdk",
+    "sdk-trixie",
+    "xgboost",
+    "python",
+    "busybox",
+    "pause",
+    "dataset-initializer",
+    "model-initializer",
+)
+#: Image builds side by side: each mostly waits on downloads (Debian packages, wheels), so two fit on 2 cores.
+IMAGE_JOBS = 2
 
 
-def build_command(python: str) -> str:
-    """The background build: the images session 4 needs, the control plane's binaries, the node parts, then the
-    operator image.
+def build_command(python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> str:
+    """The background build: the images (session 4's by default), then, unless `images_only` (the demo, whose
+    foreground builds the rest), the control plane's binaries, the node parts and the operator image.
 
     Images first: they are mostly downloads and file copies, which leave the CPU to the control plane's compile in
     the foreground. The control plane before kubelet and kube-proxy: they share its module and most of its packages,
@@ -52,16 +65,17 @@ def build_command(python: str) -> str:
     finished work). `build.sh` takes the tool cache's lock, so when the foreground's build holds it this step waits
     and then finds the core built."""
     py = shlex.quote(python)
-    steps = [
-        f"{py} hack/trainjob_dev/images.py {' '.join(SESSION_IMAGES)}",
-        "bash hack/cluster/build.sh",
-        "make --no-print-directory tools-nodes",
-        f"{py} -c 'from pathlib import Path; from trainjob_dev import images; images.build_operator(Path.cwd())'",
-    ]
+    steps = [f"{py} hack/harness/images.py --jobs {IMAGE_JOBS} {' '.join(images)}"]
+    if not images_only:
+        steps += [
+            "bash hack/harness/tools/build.sh",
+            "make --no-print-directory tools-nodes",
+            f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
+        ]
     return " && ".join(steps)
 
 
-def start(state: Path, python: str) -> int:
+def start(state: Path, python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> int:
     state.mkdir(parents=True, exist_ok=True)
     for name in ("rc", "skipped"):
         (state / name).unlink(missing_ok=True)
@@ -73,7 +87,7 @@ def start(state: Path, python: str) -> int:
         return 0
     log = state / "build.log"
     rc = shlex.quote(str(state / "rc"))
-    script = f"( {build_command(python)} ); echo $? > {rc}.tmp && mv {rc}.tmp {rc}"
+    script = f"( {build_command(python, images, images_only)} ); echo $? > {rc}.tmp && mv {rc}.tmp {rc}"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             ["nice", "-n", "10", "bash", "-c", script],
@@ -86,7 +100,8 @@ def start(state: Path, python: str) -> int:
         )
     (state / "pid").write_text(f"{proc.pid}\n")
     (state / "started").write_text(f"{time.time()}\n")
-    print(f">> real-node parts and images building in the background (pid {proc.pid}, log {log})")
+    what = "images" if images_only else "real-node parts and images"
+    print(f">> {what} building in the background (pid {proc.pid}, log {log})")
     return 0
 
 
@@ -122,7 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["start", "wait"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state and log directory")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="wait: seconds before giving up")
+    parser.add_argument("--demo", action="store_true", help="start: only the images `make demo`'s examples need")
     args = parser.parse_args(argv)
+    if args.action == "start" and args.demo:
+        from harness import demo
+
+        return start(args.dir, sys.executable, tuple(demo.images_needed()), images_only=True)
     if args.action == "start":
         return start(args.dir, sys.executable)
     return wait(args.dir, args.timeout)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the local control-plane toolset from the Go modules pinned in
-# hack/cluster (the optional Kueue and helm among them) into a cache outside
+# hack/harness/tools (the optional Kueue and helm among them) into a cache outside
 # the repository:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>
@@ -18,7 +18,7 @@ set -euo pipefail
 BUILD_VERSION=1   # bump when the way binaries are built changes
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source=hack/harness/tools/lib.sh
 . "$HERE/lib.sh"
 
 want_kueue=0

@@ -1,8 +1,8 @@
-# Shared helpers for hack/cluster scripts (sourced, not executed).
+# Shared helpers for hack/harness/tools scripts (sourced, not executed).
 # shellcheck shell=bash
 
 CLUSTER_HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd "$CLUSTER_HACK_DIR/../.." && pwd)
+REPO_ROOT=$(cd "$CLUSTER_HACK_DIR/../../.." && pwd)
 
 # Cache key: go.mod + go.sum of every pinned module, the build script's
 # BUILD_VERSION line and the Go version in use.
@@ -76,7 +76,7 @@ go_build() {
   echo "tools: [$(ts)] built $desc"
 }
 
-# The build tags of every Go binary built from the control plane's module (hack/cluster/go.mod: the core, kubelet
+# The build tags of every Go binary built from the control plane's module (hack/harness/tools/go.mod: the core, kubelet
 # and kube-proxy, Kueue, helm, upstream's Trainer controller). The Go build cache keys a package by its sources, its
 # dependencies' versions and the flags: one module and one set of tags and flags mean each shared package is
 # compiled once, so cold, Kueue and upstream's controller compile only their own packages.

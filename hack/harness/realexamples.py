@@ -20,7 +20,7 @@ import copy
 import json
 from typing import Any
 
-from trainjob_dev import realnodes
+from harness import realnodes
 
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
 #: framework label -> the image built here (images.RECIPES) that stands in for the runtime's registry image.

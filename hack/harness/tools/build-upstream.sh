@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
 # Build the upstream Kubeflow Trainer controller (v2.3.0, pinned by
-# hack/cluster/go.mod, the control plane's module: the packages it shares with
+# hack/harness/tools/go.mod, the control plane's module: the packages it shares with
 # the core come from the Go cache) for the differential test, into the tool
-# cache of hack/cluster/build.sh:
+# cache of hack/harness/tools/build.sh:
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/trainer-controller-manager
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/bin/<key>/share/trainer/   (upstream CRDs, webhook
 #                                                                          configurations, runtimes)
 #
-# <key> hashes hack/cluster/go.mod + go.sum, this script's BUILD_VERSION and
-# the Go version (the same recipe as hack/cluster/lib.sh's tools_key), so a
+# <key> hashes hack/harness/tools/go.mod + go.sum, this script's BUILD_VERSION and
+# the Go version (the same recipe as hack/harness/tools/lib.sh's tools_key), so a
 # warm cache makes this a no-op.
 #
-# Usage: build.sh [--print-bin-dir]
+# Usage: build-upstream.sh [--print-bin-dir]
 #   TRAINJOB_UPSTREAM_BIN=<dir> uses binaries from <dir> instead of the cache.
 set -euo pipefail
 
 BUILD_VERSION=1   # bump when the way the binary is built changes
 
 UPSTREAM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=hack/cluster/lib.sh
-. "$UPSTREAM_DIR/../cluster/lib.sh"
+# shellcheck source=hack/harness/tools/lib.sh
+. "$UPSTREAM_DIR/lib.sh"
 MODULE_DIR=$CLUSTER_HACK_DIR   # the Go module that pins the controller (its `tool` block)
 
 upstream_key() {
   {
     cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum"
-    grep -m1 '^BUILD_VERSION=' "$UPSTREAM_DIR/build.sh"
+    grep -m1 '^BUILD_VERSION=' "$UPSTREAM_DIR/build-upstream.sh"
     GOTOOLCHAIN=local go env GOVERSION
   } | sha256sum | cut -c1-16
 }
@@ -43,7 +43,7 @@ case "${1:-}" in
   --print-bin-dir) upstream_bin_dir; exit 0 ;;
   -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   "") ;;
-  *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
+  *) echo "build-upstream.sh: unknown argument $1" >&2; exit 2 ;;
 esac
 
 BIN=$(upstream_bin_dir)

@@ -15,7 +15,7 @@ pod-log directory and certificate directory under ``<state dir>/real/nN``. Nodes
 ``trainjob.dev/real-node=true`` and tainted ``trainjob.dev/real-node=true:NoSchedule``: only pods that tolerate the
 taint land on them, so scale tests (kwok) never do. kwok manages only its annotated fake nodes.
 
-Configuration for this machine (cgroup v1, no CAP_SYS_RESOURCE, see docs/development.md "Real nodes"):
+Configuration for this machine (cgroup v1, no CAP_SYS_RESOURCE, see docs/harness.md "Real nodes"):
 containerd's ``restrict_oom_score_adj = true``; kubelet ``cgroupDriver: cgroupfs``, ``failCgroupV1: false``,
 ``cgroupsPerQOS: false``, ``enforceNodeAllocatable: []``, ``failSwapOn: false``,
 ``localStorageCapacityIsolation: false``.
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainjob_dev import cluster, images
+from harness import images, plumbing
 
 REAL_NODE_LABEL = "trainjob.dev/real-node"
 REAL_NODE_TAINT = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
@@ -282,15 +282,15 @@ def forward_rules(chain: str, bridge_glob: str) -> list[list[str]]:
 
 
 def nodes_dir() -> Path:
-    """The node parts' directory in the tool cache (hack/cluster/build-nodes.sh, `make tools-nodes`)."""
-    script = cluster.repo_root() / "hack" / "cluster" / "build-nodes.sh"
-    return Path(cluster._run(["bash", str(script), "--print-dir"]).stdout.strip())
+    """The node parts' directory in the tool cache (hack/harness/tools/build-nodes.sh, `make tools-nodes`)."""
+    script = plumbing.repo_root() / "hack" / "harness" / "tools" / "build-nodes.sh"
+    return Path(plumbing.run(["bash", str(script), "--print-dir"]).stdout.strip())
 
 
 def build_nodes() -> Path:
-    script = cluster.repo_root() / "hack" / "cluster" / "build-nodes.sh"
+    script = plumbing.repo_root() / "hack" / "harness" / "tools" / "build-nodes.sh"
     if subprocess.run(["nice", "-n", "10", "bash", str(script)]).returncode != 0:
-        raise cluster.ClusterError(f"{script} failed; run `make tools-nodes-debs tools-nodes`")
+        raise plumbing.ClusterError(f"{script} failed; run `make tools-nodes-debs tools-nodes`")
     return nodes_dir()
 
 
@@ -305,7 +305,7 @@ def check_machine() -> None:
     if "overlay" not in Path("/proc/filesystems").read_text():
         problems.append("the kernel has no overlay filesystem (containerd's overlayfs snapshotter)")
     if problems:
-        raise cluster.ClusterError("real nodes cannot run here: " + "; ".join(problems))
+        raise plumbing.ClusterError("real nodes cannot run here: " + "; ".join(problems))
 
 
 def _sysctl(path: str, value: str) -> str | None:
@@ -341,7 +341,7 @@ def _start(name: str, args: list[str], log: Path, real: dict[str, Any], env: dic
 def _alive(real: dict[str, Any], name: str) -> bool:
     for p in real.get("processes", []):
         if p["name"] == name:
-            return cluster._pid_alive(int(p["pid"])) and cluster._pid_is(int(p["pid"]), p["binary"])
+            return plumbing.pid_alive(int(p["pid"])) and plumbing.pid_is(int(p["pid"]), p["binary"])
     return False
 
 
@@ -358,18 +358,18 @@ def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: fl
     def ok() -> bool:
         if not _alive(real, name):
             pid = next(int(p["pid"]) for p in real["processes"] if p["name"] == name)
-            if cluster._pid_alive(pid) and time.monotonic() - started < EXEC_GRACE_S:
+            if plumbing.pid_alive(pid) and time.monotonic() - started < EXEC_GRACE_S:
                 return False
             log = next(Path(p["log"]) for p in real["processes"] if p["name"] == name)
-            raise cluster.ClusterError(f"{name} exited; log {log}:\n{cluster._tail(log)}")
+            raise plumbing.ClusterError(f"{name} exited; log {log}:\n{plumbing.tail(log)}")
         return bool(fn())
 
     deadline = time.monotonic() + timeout
     while not ok():
         if time.monotonic() > deadline:
             log = next(Path(p["log"]) for p in real["processes"] if p["name"] == name)
-            raise cluster.ClusterError(
-                f"timed out after {timeout:.0f}s waiting for {what}; log {log}:\n{cluster._tail(log)}"
+            raise plumbing.ClusterError(
+                f"timed out after {timeout:.0f}s waiting for {what}; log {log}:\n{plumbing.tail(log)}"
             )
         time.sleep(0.25)
 
@@ -398,7 +398,7 @@ def foreign_holder(ip_addr_lines: str, nodes: list[RealNode]) -> str | None:
     return None
 
 
-def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
+def up(info: plumbing.ClusterInfo, count: int, *, build: bool = True) -> None:
     """Bring `count` real nodes into the running cluster `info` (kwok already restricted to its fake nodes).
     Everything started is recorded in ``info.real`` (saved to the state file) before it starts, so `down` undoes a
     partial start too."""
@@ -408,10 +408,10 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
     missing = [b for b in NODE_PARTS if not (parts / "bin" / b).exists()]
     missing += [f"cni/{p}" for p in CNI_PLUGINS if not (parts / "cni" / p).exists()]
     if missing:
-        raise cluster.ClusterError(f"node parts missing in {parts}: {missing}; run `make tools-nodes`")
+        raise plumbing.ClusterError(f"node parts missing in {parts}: {missing}; run `make tools-nodes`")
     bins, cni_bin = parts / "bin", parts / "cni"
     image_refs = images.ensure(["pause", "busybox"])
-    base = cluster.state_dir() / "real"
+    base = plumbing.state_dir() / "real"
     nodes = plan(info.name, count, base)
     p = prefix(info.name)
     real: dict[str, Any] = {
@@ -426,40 +426,40 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
     }
     too_long = [str(n.socket) for n in nodes if len(str(n.socket)) > SOCKET_PATH_MAX]
     if too_long:
-        raise cluster.ClusterError(
+        raise plumbing.ClusterError(
             f"containerd's socket path {too_long[0]!r} is longer than a unix socket allows ({SOCKET_PATH_MAX}): "
             "set TRAINJOB_CLUSTER_DIR to a shorter directory"
         )
     # What a run killed hard may have left (same cluster name, so the same bridges, chain and directories).
     down({**real, "processes": []})
-    holder = foreign_holder(cluster._run(["ip", "-o", "-4", "addr", "show"]).stdout, nodes)
+    holder = foreign_holder(plumbing.run(["ip", "-o", "-4", "addr", "show"]).stdout, nodes)
     if holder is not None:
-        raise cluster.ClusterError(
+        raise plumbing.ClusterError(
             f"the real nodes' addresses are taken: {holder} belongs to the real nodes of another cluster on this "
             "machine (one real-node cluster per machine): stop it first (`make demo-down`, `make cluster-down`, "
-            "or `hack/trainjob_dev/cluster.py down` with its TRAINJOB_CLUSTER_DIR)"
+            "or `hack/harness/cluster.py down` with its TRAINJOB_CLUSTER_DIR)"
         )
     info.real = real
-    cluster._save_state(info)
+    plumbing.save_state(info)
 
     # Network: bridges with the nodes' addresses, forwarding only between them.
     real["sysctl"]["net/ipv4/ip_forward"] = _sysctl("net/ipv4/ip_forward", "1")
     # Bridged pod traffic through iptables (kube-proxy's Service rules for pods on the same bridge).
     real["sysctl"]["net/bridge/bridge-nf-call-iptables"] = _sysctl("net/bridge/bridge-nf-call-iptables", "1")
-    cluster._save_state(info)
+    plumbing.save_state(info)
     for n in nodes:
-        cluster._run(["ip", "link", "add", n.bridge, "type", "bridge"])
-        cluster._run(["ip", "addr", "add", f"{n.ip}/24", "dev", n.bridge])
-        cluster._run(["ip", "link", "set", n.bridge, "up"])
+        plumbing.run(["ip", "link", "add", n.bridge, "type", "bridge"])
+        plumbing.run(["ip", "addr", "add", f"{n.ip}/24", "dev", n.bridge])
+        plumbing.run(["ip", "link", "set", n.bridge, "up"])
     chain = real["chain"]
-    cluster._run(["iptables", "-w", "-N", chain])
+    plumbing.run(["iptables", "-w", "-N", chain])
     for rule in forward_rules(chain, f"{p}-n+"):
-        cluster._run(["iptables", "-w", *rule])
-    cluster._run(["iptables", "-w", "-I", "FORWARD", "1", "-j", chain])
+        plumbing.run(["iptables", "-w", *rule])
+    plumbing.run(["iptables", "-w", "-I", "FORWARD", "1", "-j", chain])
 
     admin_kc = info.kubeconfig
     context = info.kubectl("config", "current-context").stdout.strip()
-    logs = cluster.state_dir() / "logs"
+    logs = plumbing.state_dir() / "logs"
 
     # The API server for pods: the advertised address (nodes[0].ip) forwarded to where kwokctl binds it.
     server = info.kubectl("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}").stdout
@@ -475,15 +475,15 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         logs / "real-apiserver-forward.log",
         real,
     )
-    cluster._save_state(info)
+    plumbing.save_state(info)
 
     # CoreDNS on the first bridge address.
     dns = dns_ip(nodes)
     base.mkdir(parents=True, exist_ok=True)
-    ready = cluster._free_port()
+    ready = plumbing.free_port()
     (base / "Corefile").write_text(corefile(dns, admin_kc, context, ready))
     _start("coredns", [str(bins / "coredns"), "-conf", str(base / "Corefile")], logs / "real-coredns.log", real)
-    cluster._save_state(info)
+    plumbing.save_state(info)
     _wait_alive(real, "coredns", "CoreDNS ready", lambda: _http_ok(f"http://127.0.0.1:{ready}/ready"), 60)
 
     # containerd per node, images imported.
@@ -500,7 +500,7 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
             real,
             env={"PATH": f"{bins}:{os.environ.get('PATH', '')}"},
         )
-        cluster._save_state(info)
+        plumbing.save_state(info)
     for n in nodes:
         _wait_alive(
             real,
@@ -527,7 +527,7 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
                 KUBELET_SOCKET_TIMEOUT_S,
             )
         previous_started = time.time()
-        port, healthz = cluster._free_port(), cluster._free_port()
+        port, healthz = plumbing.free_port(), plumbing.free_port()
         cfg = n.base / "kubelet.json"
         cfg.write_text(json.dumps(kubelet_config(n, port=port, healthz_port=healthz, dns=dns), indent=2) + "\n")
         _start(
@@ -547,28 +547,28 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
             real,
             env={"PATH": f"{bins}:{os.environ.get('PATH', '')}"},
         )
-        cluster._save_state(info)
+        plumbing.save_state(info)
 
     # One kube-proxy: both nodes share this network namespace, so one set of iptables rules serves both.
     kp_cfg = base / "kube-proxy.json"
     kp_cfg.write_text(
         json.dumps(
             kube_proxy_config(
-                nodes, kubeconfig=admin_kc, healthz_port=cluster._free_port(), metrics_port=cluster._free_port()
+                nodes, kubeconfig=admin_kc, healthz_port=plumbing.free_port(), metrics_port=plumbing.free_port()
             ),
             indent=2,
         )
         + "\n"
     )
     _start("kube-proxy", [str(bins / "kube-proxy"), f"--config={kp_cfg}"], logs / "real-kube-proxy.log", real)
-    cluster._save_state(info)
+    plumbing.save_state(info)
 
     def all_ready() -> bool:
         for n in nodes:
             pid = next(int(p["pid"]) for p in real["processes"] if p["name"] == f"kubelet-{n.index}")
-            if not cluster._pid_alive(pid):
-                raise cluster.ClusterError(
-                    f"kubelet of {n.name} exited:\n{cluster._tail(logs / f'real-kubelet-{n.index}.log')}"
+            if not plumbing.pid_alive(pid):
+                raise plumbing.ClusterError(
+                    f"kubelet of {n.name} exited:\n{plumbing.tail(logs / f'real-kubelet-{n.index}.log')}"
                 )
         ready = 0
         for node in info.kubectl_json("get", "nodes", "-l", f"{REAL_NODE_LABEL}=true").get("items", []):
@@ -577,38 +577,38 @@ def up(info: cluster.ClusterInfo, count: int, *, build: bool = True) -> None:
         return ready >= count
 
     _wait_alive(real, "kubelet-0", f"{count} real nodes Ready", all_ready, NODE_READY_TIMEOUT_S)
-    cluster._log(f"{count} real nodes Ready in {time.monotonic() - t0:.1f}s")
+    plumbing.log(f"{count} real nodes Ready in {time.monotonic() - t0:.1f}s")
 
 
 def _record(real: dict[str, Any], name: str) -> dict[str, Any]:
     for p in real.get("processes", []):
         if p["name"] == name:
             return dict(p)
-    raise cluster.ClusterError(f"no process {name!r} was started for these real nodes")
+    raise plumbing.ClusterError(f"no process {name!r} was started for these real nodes")
 
 
-def kill_kubelet(info: cluster.ClusterInfo, index: int) -> None:
+def kill_kubelet(info: plumbing.ClusterInfo, index: int) -> None:
     """SIGKILL the kubelet of real node `index`, as a crashed node would lose it: its containerd and the containers
     it runs stay, nothing is told. Returns once the process is gone."""
     p = _record(info.real, f"kubelet-{index}")
     pid, binary = int(p["pid"]), str(p["binary"])
-    if cluster._pid_alive(pid) and cluster._pid_is(pid, binary):
+    if plumbing.pid_alive(pid) and plumbing.pid_is(pid, binary):
         os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while cluster._pid_alive(pid) and cluster._pid_is(pid, binary):
+    while plumbing.pid_alive(pid) and plumbing.pid_is(pid, binary):
         if time.monotonic() > deadline:
-            raise cluster.ClusterError(f"kubelet-{index} (pid {pid}) still alive 10s after SIGKILL")
+            raise plumbing.ClusterError(f"kubelet-{index} (pid {pid}) still alive 10s after SIGKILL")
         time.sleep(0.05)
 
 
-def restart_kubelet(info: cluster.ClusterInfo, index: int) -> None:
+def restart_kubelet(info: plumbing.ClusterInfo, index: int) -> None:
     """Start the kubelet of real node `index` again with the arguments `up` gave it (after `kill_kubelet`) and wait
     for its node to be Ready."""
     p = _record(info.real, f"kubelet-{index}")
     if _alive(info.real, p["name"]):
-        raise cluster.ClusterError(f"{p['name']} is still running (pid {p['pid']})")
+        raise plumbing.ClusterError(f"{p['name']} is still running (pid {p['pid']})")
     _start(p["name"], list(p["args"]), Path(p["log"]), info.real, env=dict(p.get("env") or {}))
-    cluster._save_state(info)
+    plumbing.save_state(info)
     node = f"real-node-{index}"
 
     def ready() -> bool:
@@ -620,19 +620,19 @@ def restart_kubelet(info: cluster.ClusterInfo, index: int) -> None:
     _wait_alive(info.real, p["name"], f"{node} Ready again", ready, NODE_READY_TIMEOUT_S)
 
 
-def load_image(info: cluster.ClusterInfo, name: str) -> str:
+def load_image(info: plumbing.ClusterInfo, name: str) -> str:
     """Build image `name` if needed and import it into every real node's containerd (no-op where it is); return
     its reference. Big images (torch) are loaded by the tests that use them, not at start-up."""
     return load_image_archive(info, str(images.build(name)["ref"]), images.archive(name))
 
 
-def load_image_archive(info: cluster.ClusterInfo, image_ref: str, archive: Path) -> str:
+def load_image_archive(info: plumbing.ClusterInfo, image_ref: str, archive: Path) -> str:
     """Import the OCI archive of `image_ref` into every real node's containerd where it is not yet."""
     bins = Path(info.real["bins"])
     for socket in info.real["sockets"]:
         ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io", "images"]
-        if image_ref not in cluster._run([*ctr, "ls", "-q"]).stdout.split():
-            cluster._run([*ctr, "import", str(archive)], timeout=1200)
+        if image_ref not in plumbing.run([*ctr, "ls", "-q"]).stdout.split():
+            plumbing.run([*ctr, "import", str(archive)], timeout=1200)
     return image_ref
 
 
@@ -649,7 +649,7 @@ def _http_ok(url: str) -> bool:
 def _ctr(
     bins: Path, node: RealNode, *args: str, check: bool = True, timeout: float = 30.0
 ) -> subprocess.CompletedProcess[str]:
-    return cluster._run(
+    return plumbing.run(
         [str(bins / "ctr"), "--address", str(node.socket), "--namespace", "k8s.io", *args], check=check, timeout=timeout
     )
 
@@ -660,11 +660,11 @@ def _ctr(
 
 def _stop(p: dict[str, Any], grace: float = 10.0) -> None:
     pid, binary = int(p["pid"]), str(p["binary"])
-    if not cluster._pid_alive(pid) or not cluster._pid_is(pid, binary):
+    if not plumbing.pid_alive(pid) or not plumbing.pid_is(pid, binary):
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while cluster._pid_alive(pid) and cluster._pid_is(pid, binary):
+    while plumbing.pid_alive(pid) and plumbing.pid_is(pid, binary):
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.1)
@@ -675,11 +675,11 @@ def _kill_containers(bins: Path, socket: str) -> None:
     ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io"]
     if not Path(socket).exists():
         return
-    listing = cluster._run([*ctr, "tasks", "ls", "-q"], check=False, timeout=15).stdout.split()
+    listing = plumbing.run([*ctr, "tasks", "ls", "-q"], check=False, timeout=15).stdout.split()
     for task in listing:
-        cluster._run([*ctr, "tasks", "kill", "--signal", "SIGKILL", task], check=False, timeout=15)
+        plumbing.run([*ctr, "tasks", "kill", "--signal", "SIGKILL", task], check=False, timeout=15)
     for task in listing:
-        cluster._run([*ctr, "tasks", "delete", "--force", task], check=False, timeout=30)
+        plumbing.run([*ctr, "tasks", "delete", "--force", task], check=False, timeout=30)
 
 
 def _mounts_under(base: Path) -> list[str]:
@@ -716,9 +716,9 @@ def chain_cleanup(table: str, rules: str, prefixes: tuple[str, ...]) -> list[lis
 
 def _remove_node_chains() -> None:
     for table in ("filter", "nat", "mangle"):
-        listing = cluster._run(["iptables", "-w", "-t", table, "-S"], check=False).stdout
+        listing = plumbing.run(["iptables", "-w", "-t", table, "-S"], check=False).stdout
         for command in chain_cleanup(table, listing, NODE_CHAIN_PREFIXES):
-            cluster._run(["iptables", "-w", *command], check=False)
+            plumbing.run(["iptables", "-w", *command], check=False)
 
 
 def down(real: dict[str, Any]) -> None:
@@ -736,7 +736,7 @@ def down(real: dict[str, Any]) -> None:
     if "kube-proxy" in procs:
         _stop(procs["kube-proxy"])
         if (bins / "kube-proxy").exists():
-            cluster._run([str(bins / "kube-proxy"), "--cleanup"], check=False, timeout=60)
+            plumbing.run([str(bins / "kube-proxy"), "--cleanup"], check=False, timeout=60)
     for name, p in procs.items():
         if name.startswith("containerd-") or name in ("coredns", "apiserver-forward"):
             _stop(p)
@@ -753,19 +753,19 @@ def down(real: dict[str, Any]) -> None:
     base = Path(real.get("base", ""))
     if base.is_absolute() and base.name == "real":
         for m in _mounts_under(base):
-            if cluster._run(["umount", m], check=False).returncode != 0:
-                cluster._run(["umount", "-l", m], check=False)
+            if plumbing.run(["umount", m], check=False).returncode != 0:
+                plumbing.run(["umount", "-l", m], check=False)
     chain = real.get("chain")
     if chain:
-        while cluster._run(["iptables", "-w", "-D", "FORWARD", "-j", chain], check=False).returncode == 0:
+        while plumbing.run(["iptables", "-w", "-D", "FORWARD", "-j", chain], check=False).returncode == 0:
             pass
-        cluster._run(["iptables", "-w", "-F", chain], check=False)
-        cluster._run(["iptables", "-w", "-X", chain], check=False)
+        plumbing.run(["iptables", "-w", "-F", chain], check=False)
+        plumbing.run(["iptables", "-w", "-X", chain], check=False)
     _remove_node_chains()
     for bridge in real.get("bridges", []):
-        cluster._run(["ip", "link", "del", bridge], check=False)
+        plumbing.run(["ip", "link", "del", bridge], check=False)
     for path, old in (real.get("sysctl") or {}).items():
         if old is not None:
             _sysctl(path, old)
     if base.is_absolute() and base.name == "real" and base.exists() and not _mounts_under(base):
-        cluster._run(["rm", "-rf", "--one-file-system", str(base)], check=False, timeout=120)
+        plumbing.run(["rm", "-rf", "--one-file-system", str(base)], check=False, timeout=120)

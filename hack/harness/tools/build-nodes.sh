@@ -4,7 +4,7 @@
 #
 #   ${XDG_CACHE_HOME:-~/.cache}/trainjob-operator/nodes/<key>/{bin,cni}
 #
-# | part                                   | module (hack/cluster/...)                              |
+# | part                                   | module (hack/harness/tools/...)                              |
 # | kubelet, kube-proxy                    | go.mod: k8s.io/kubernetes, as the control plane       |
 # | containerd, containerd-shim-runc-v2, ctr | containerd/go.mod: github.com/containerd/containerd/v2 |
 # | runc (cgo, seccomp via libseccomp-dev) | runc/go.mod: github.com/opencontainers/runc            |
@@ -22,7 +22,7 @@ set -euo pipefail
 NODES_BUILD_VERSION=2   # bump when the way node parts are built changes
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source=hack/harness/tools/lib.sh
 . "$HERE/lib.sh"
 
 print_only=0
