@@ -86,7 +86,7 @@ def matches(secret: str, offered: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AccessVerdict:
     """What the guard does with one request: go on (`code` 0), answer `code` with `message`, or (`code` 303)
     redirect to `location` setting the session cookie (the token exchanged)."""
 
@@ -96,7 +96,7 @@ class Verdict:
     set_cookie: bool = False
 
 
-PASS: Final = Verdict(0)
+PASS: Final = AccessVerdict(0)
 
 
 def decide(
@@ -109,21 +109,21 @@ def decide(
     token: str,
     session: str,
     allowed_hosts: Collection[str],
-) -> Verdict:
+) -> AccessVerdict:
     """The UI's gate for one request, in order: read-only (405); the `Host` one of ours (403: DNS rebinding);
     nothing from another site (403: `Sec-Fetch-Site` cross-site or same-site, an `Origin` not ours); then the
     user's: the session cookie, an `Authorization: Bearer <token>`, or the token in the query (then the cookie is
     set; on `/` by a redirect that drops the token from the address bar). Anything else: 401."""
     if method not in ("GET", "HEAD"):
-        return Verdict(405, "read-only")
+        return AccessVerdict(405, "read-only")
     if allowed_hosts and host not in allowed_hosts:
-        return Verdict(403, f"unexpected Host {host[:100]!r}")
+        return AccessVerdict(403, f"unexpected Host {host[:100]!r}")
     site = headers.get("Sec-Fetch-Site")
     if site is not None and site not in ("same-origin", "none"):
-        return Verdict(403, f"a {site[:20]} request: the UI answers its own page only")
+        return AccessVerdict(403, f"a {site[:20]} request: the UI answers its own page only")
     origin = headers.get("Origin")
     if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
-        return Verdict(403, f"a request from {origin[:100]!r}: the UI answers its own page only")
+        return AccessVerdict(403, f"a request from {origin[:100]!r}: the UI answers its own page only")
     if matches(session, cookie):
         return PASS
     authorization = headers.get("Authorization", "")
@@ -131,8 +131,8 @@ def decide(
     if scheme.lower() == "bearer" and matches(token, offered.strip()):
         return PASS
     if matches(token, query_token):
-        return Verdict(303, location="/", set_cookie=True) if path == "/" else Verdict(0, set_cookie=True)
-    return Verdict(
+        return AccessVerdict(303, location="/", set_cookie=True) if path == "/" else AccessVerdict(0, set_cookie=True)
+    return AccessVerdict(
         401,
         "open the URL `trainjob-operator ui` printed (with its ?token=), or send Authorization: Bearer <token>",
     )

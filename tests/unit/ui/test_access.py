@@ -88,12 +88,12 @@ GATES = [
     ),
     pytest.param(
         Gate(path="/", cookie=None, query_token=TOKEN),
-        access.Verdict(303, location="/", set_cookie=True),
+        access.AccessVerdict(303, location="/", set_cookie=True),
         id="the printed URL: the token exchanged for the cookie, the address bar cleaned",
     ),
     pytest.param(
         Gate(path="/api/trainjobs", cookie=None, query_token=TOKEN),
-        access.Verdict(0, set_cookie=True),
+        access.AccessVerdict(0, set_cookie=True),
         id="the token on another path: answered, and the cookie set",
     ),
     pytest.param(
@@ -125,7 +125,7 @@ GATES = [
 
 
 @pytest.mark.parametrize(("gate", "want"), GATES)
-def test_the_gate_of_each_request(gate: Gate, want: access.Verdict | int) -> None:
+def test_the_gate_of_each_request(gate: Gate, want: access.AccessVerdict | int) -> None:
     got = access.decide(
         gate.method, gate.path, gate.host, gate.headers, gate.query_token, gate.cookie, TOKEN, SESSION, HOSTS
     )
