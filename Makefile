@@ -39,10 +39,14 @@ $(UV): $(UV_PIN)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(UV_PIN)
 	@touch $(UV)
 
+# Bytecode is compiled at install, as pip does: uv does not by default, and where PYTHONDONTWRITEBYTECODE is set
+# (this workplace's shells, CI) no import ever writes it, so every process compiled pydantic & co. from source again
+# (the CLI's start-up x1.6, a test process's imports x2.8; docs/performance.md, "Start-up").
 $(STAMP): pyproject.toml $(LOCK) $(UV)
 	@echo ">> installing $(LOCK) into $(VENV), then trainjob-operator (editable)"
-	@$(UV) pip sync --quiet --python $(PY) --require-hashes $(LOCK)
+	@$(UV) pip sync --quiet --python $(PY) --require-hashes --compile-bytecode $(LOCK)
 	@$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
+	@$(PY) -m compileall -q src > /dev/null
 	@touch $(STAMP)
 
 install: $(STAMP) ## create .venv from the lock (requirements/lock.txt) and install the package, editable

@@ -1,13 +1,15 @@
 """The shell's key source: fresh ECDSA P-521 key pairs for the MPI SSH Secret (upstream's choice, despite the
 `id_rsa` file names). The pure core never draws entropy; it gets this through `Observed.keys`."""
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
 from .runtime.observed import SSHKeyPair
 
 
 def generate_ssh_key() -> SSHKeyPair:
+    # imported when a key is drawn: only a build that creates an MPI key Secret needs cryptography (the offline CLI's
+    # start-up does not)
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = ec.generate_private_key(ec.SECP521R1())
     private_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
