@@ -181,6 +181,8 @@ test-lane-c: $(STAMP) tools-upstream
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
 	@echo ">> benchmark smoke run (N=50), so the harness cannot rot (its own control plane)"
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
+	@echo ">> start-up guard: the CLI's start-up against a fixed yardstick in the same run (fails when it doubles)"
+	@$(PY) bench/cli_bench.py --guard --runs 5
 	@echo ">> session 1c: chaos tests, CI size (lane C's control plane)"
 	@$(call lane_cluster,c) $(PYTEST) tests/chaos -q --junitxml=$(TEST_RESULTS)/1c-chaos.xml
 	@echo ">> session 5: MultiKueue across a manager and two workers (ours and upstream v2.3.0; lane C's fleet)"
@@ -230,8 +232,9 @@ bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a lo
 bench-realnodes: $(STAMP) tools tools-nodes tools-upstream ## pod start latency on 2 real nodes (root): ours vs upstream v2.3.0, medians of 7, and the real torch run's wall time
 	@flock $(REALNODE_LOCK) $(PY) bench/realnode_bench.py
 
-bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5
-	@$(PY) bench/cli_bench.py --jobs 2000 --runs 5
+BENCH_CLI_BASELINE ?= ce4043d
+bench-cli: $(STAMP) ## the offline CLI as a user waits for it (whole process; --help, render, validate of 2,000 TrainJobs) beside BENCH_CLI_BASELINE, medians of 7
+	@$(PY) bench/cli_bench.py --jobs 2000 --runs 7 --baseline-rev $(BENCH_CLI_BASELINE)
 
 bench: bench-render bench-cli bench-cluster ## all benchmarks
 
