@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kubeclient import connect, watch
 
 from trainjob_operator.api import constants as c
-from trainjob_operator.k8s.client import MERGE, ApiError, Client
+from trainjob_operator.k8s.client import MERGE, ApiError, Client, Resource, RESTMapper
 
 PROBE_NAMESPACE = "bench-probe"
 LEASE = "coordination.k8s.io/v1"
@@ -537,8 +537,10 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
     def mark(key: str, at: float) -> None:
         times.setdefault(key, at)
 
+    mapper = RESTMapper().with_kinds([("Job", Resource("batch/v1", "jobs"))])
+
     async def follow(api_version: str, kind: str, ready_event: asyncio.Event) -> None:
-        async for _, obj, at in watch(client, api_version, kind, args.namespace, ready_event):
+        async for _, obj, at in watch(client, api_version, kind, args.namespace, ready_event, mapper):
             name = obj["metadata"]["name"]
             if kind == c.JOBSET_KIND:
                 mark("jobset", at)
@@ -566,7 +568,10 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
         asyncio.create_task(follow("v1", "Pod", ready[2])),
     ]
     for event in ready:
-        await event.wait()
+        await asyncio.wait([asyncio.create_task(event.wait()), *watchers], return_when=asyncio.FIRST_COMPLETED)
+        for task in watchers:
+            if task.done():
+                task.result()  # a watch that failed before it listed: its error, not a hang
     bodies = huge_pods(args.namespace, args.runtime, args.n) if args.mode == "huge-ceiling" else []
     start = time.monotonic()
     if args.mode == "huge-ceiling":
