@@ -473,6 +473,7 @@ async def kueue_waves(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+STARTED = frozenset({"Running", "Succeeded", "Failed"})
 HUGE = "huge"
 """The one TrainJob of the `huge` modes (and its JobSet's name)."""
 
@@ -525,7 +526,8 @@ def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
 async def huge(args: argparse.Namespace) -> dict[str, Any]:
     """One TrainJob of `--n` nodes (mode `huge`), or its trainer pods created directly (`huge-ceiling`, `--concurrency`
     workers): seconds from the start to its JobSet, its first and last Job, its first and last pod, and every pod
-    Running (kwok's nodes run them), as this client's watches see them."""
+    started (Running, or already past it: kwok's nodes run them, and complete a Job's pods soon after), as this
+    client's watches see them."""
     client = connect(args.kubeconfig)
     times: dict[str, float] = {}
     jobs: set[str] = set()
@@ -555,7 +557,8 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
                     mark("first_pod", at)
                     if len(pods) == args.n:
                         times["last_pod"] = at
-                if (obj.get("status") or {}).get("phase") == "Running" and name not in running:
+                # started: kwok completes a Job's pods soon after they run, and one event may skip Running
+                if (obj.get("status") or {}).get("phase") in STARTED and name not in running:
                     running.add(name)
                     if len(running) == args.n:
                         times["all_running"] = at
