@@ -44,7 +44,7 @@ $(UV): $(UV_PIN)
 # (the CLI's start-up x1.6, a test process's imports x2.8; docs/performance.md, "Start-up").
 $(STAMP): pyproject.toml $(LOCK) $(UV)
 	@echo ">> installing $(LOCK) into $(VENV), then trainjob-operator (editable)"
-	@$(UV) pip sync --quiet --python $(PY) --require-hashes --compile-bytecode $(LOCK)
+	@$(UV) pip sync --quiet --python $(PY) --compile-bytecode --require-hashes $(LOCK)
 	@$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@$(PY) -m compileall -q src > /dev/null
 	@touch $(STAMP)
