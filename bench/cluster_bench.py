@@ -938,7 +938,7 @@ def huge_section(contenders: list[Contender], sizes: list[int], runs: int, logs:
                 say(
                     f"huge {name} numNodes={nodes}: JobSet {_fmt(result.get('jobset_s'))}s, last pod "
                     f"{_fmt(result.get('last_pod_s'))}s, all Running {_fmt(result.get('all_running_s'))}s "
-                    f"({result.get('running')}/{nodes}; load {result['load']})"
+                    f"({result.get('running')}/{nodes}), operator CPU {_fmt(result.get('cpu_s'))}s (load {result['load']})"
                 )
         scenario["medians"] = {
             name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in scenario["runs"].items()
