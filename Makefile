@@ -225,9 +225,10 @@ fuzz: $(STAMP) ## random property campaign: every hypothesis test, a printed see
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
+BENCH_HUGE_NODES ?= 1000
+bench-cluster: $(STAMP) tools tools-upstream ## the operator vs upstream on a local control plane (huge TrainJobs of BENCH_HUGE_NODES, burst, status, Kueue admission), medians of 3
 	@$(MAKE) --no-print-directory tools WITH_KUEUE=1
-	@$(PY) bench/cluster_bench.py
+	@$(PY) bench/cluster_bench.py --huge-nodes $(BENCH_HUGE_NODES)
 
 bench-realnodes: $(STAMP) tools tools-nodes tools-upstream ## pod start latency on 2 real nodes (root): ours vs upstream v2.3.0, medians of 7, and the real torch run's wall time
 	@flock $(REALNODE_LOCK) $(PY) bench/realnode_bench.py
