@@ -53,10 +53,14 @@ $(UV): $(UV_PIN)
 	@$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(UV_PIN)
 	@touch $(UV)
 
+# Bytecode is compiled at install, as pip does: uv does not by default, and where PYTHONDONTWRITEBYTECODE is set
+# (this workplace's shells, CI) no import ever writes it, so every process compiled pydantic & co. from source again
+# (the CLI's start-up x1.6, a test process's imports x2.8; docs/performance.md, "Start-up").
 $(STAMP): pyproject.toml $(LOCK) $(UV)
 	@echo ">> installing $(LOCK) into $(VENV), then trainjob-operator (editable)"
-	@$(UV) pip sync --quiet --python $(PY) --require-hashes $(LOCK)
+	@$(UV) pip sync --quiet --python $(PY) --compile-bytecode --require-hashes $(LOCK)
 	@$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
+	@$(PY) -m compileall -q src > /dev/null
 	@touch $(STAMP)
 
 install: $(STAMP) ## create .venv from the lock (requirements/lock.txt) and install the package, editable
@@ -157,12 +161,15 @@ test-corpus: $(STAMP) ## upstream's own inputs (../shared/upstream-corpus) throu
 bench-smoke: $(STAMP) tools ## the cluster benchmark's smoke run (N=50, its own control plane), so the harness cannot rot
 	@$(PY) bench/cluster_bench.py --smoke --out $(BENCH_SMOKE_OUT)
 
+bench-cli-guard: $(STAMP) ## the CLI's start-up against a fixed yardstick measured in the same run: fails when it doubles
+	@$(PY) bench/cli_bench.py --guard --runs 5
+
 # `make test` (docs/testing.md, "Where the time goes"): the real nodes' parts and images build in the background from
 # the start; then lint and the tools; then the sessions in three lanes side by side (`make -j3`; TEST_LANES=1 runs
 # them one after another), each cluster in a directory and under a name of its own. The lanes call the sessions
 # above, nothing else. Lane A: the unit tests, then every real-node test once the background build is over (under
 # the machine's real-node lock). Lane B: chart and integration, then e2e with Kueue. Lane C: the benchmark's smoke
-# run, the unit tests on Python 3.13, chaos, the differential test, MultiKueue. The lanes mostly wait on clusters,
+# run and the CLI's start-up guard, the unit tests on Python 3.13, chaos, the differential test, MultiKueue. The lanes mostly wait on clusters,
 # so three fit on 2 cores.
 TEST_LANES ?= 3
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
@@ -192,8 +199,9 @@ test-lane-b: ## lane B of `make test`: chart and integration, then e2e with Kueu
 	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-integration WITH_JUNIT=1
 	@$(call lane_cluster,b) $(call session,test-e2e)
 
-test-lane-c: ## lane C of `make test`: the benchmark's smoke run, the unit tests on Python 3.13, chaos, the differential test, MultiKueue (lane C's)
+test-lane-c: ## lane C of `make test`: the benchmark's smoke run, the CLI's start-up guard, the unit tests on Python 3.13, chaos, the differential test, MultiKueue (lane C's)
 	@$(MAKE) --no-print-directory bench-smoke WITH_JUNIT=1
+	@$(MAKE) --no-print-directory bench-cli-guard
 	@$(MAKE) --no-print-directory test-unit-py313 WITH_JUNIT=1
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-chaos WITH_JUNIT=1
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-differential WITH_JUNIT=1 DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt
@@ -216,11 +224,13 @@ fuzz: $(STAMP) ## random property campaign: every hypothesis test, a printed see
 bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJobs, median of 5)
 	@$(PY) bench/render.py --jobs 2000 --runs 5
 
-bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (burst, status, Kueue admission), medians of 3
-	@$(PY) bench/cluster_bench.py
+BENCH_HUGE_NODES ?= 1000
+bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (huge TrainJobs of BENCH_HUGE_NODES, burst, status, Kueue admission), medians of 3
+	@$(PY) bench/cluster_bench.py --huge-nodes $(BENCH_HUGE_NODES)
 
-bench-cli: $(STAMP) ## the offline CLI end to end (render -o json|yaml, validate) on 2,000 TrainJobs, median of 5
-	@$(PY) bench/cli_bench.py --jobs 2000 --runs 5
+BENCH_CLI_BASELINE ?= ce4043d
+bench-cli: $(STAMP) ## the offline CLI as a user waits for it (whole process; --help, render, validate of 2,000 TrainJobs) beside BENCH_CLI_BASELINE, medians of 7
+	@$(PY) bench/cli_bench.py --jobs 2000 --runs 7 --baseline-rev $(BENCH_CLI_BASELINE)
 
 bench: bench-render bench-cli bench-cluster ## all benchmarks
 

@@ -765,6 +765,8 @@ def markdown(report: dict[str, Any]) -> str:
                 len(contenders) - 1,
             ),
         ]
+    if report.get("huge"):
+        lines += huge_markdown(report["huge"])
     return "\n".join(lines) + "\n"
 
 
@@ -886,6 +888,79 @@ def burst_section(
             write(report, args.out, report["stamp"], args.smoke)  # a partial report survives an interrupted run
 
 
+HUGE_ROWS = (
+    ("jobset_s", "created→JobSet (s)"),
+    ("first_job_s", "created→first Job (s)"),
+    ("first_pod_s", "created→first pod (s)"),
+    ("last_pod_s", "created→last pod (s)"),
+    ("all_running_s", "created→all pods Running (s)"),
+    ("cpu_s", "operator CPU (s)"),
+)
+HUGE_PODS_PER_NODE = 100
+"""kwok nodes allow 110 pods each; the huge section makes one node per 100 pods, and two more."""
+
+
+def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int, logs: Path) -> dict[str, Any]:
+    """One TrainJob of `nodes` nodes, created→all its pods Running on kwok nodes, with the JobSet controller and
+    the kube-controller-manager's Job controller at work; `contender` None: the ceiling, the same trainer pods created
+    directly by a client (64 at once), no TrainJob, JobSet or Job."""
+    ns = namespace(info, f"huge-{contender.name if contender else 'ceiling'}")
+    process = contender.start(info, DEFAULTS, logs) if contender is not None else None
+    try:
+        cpu_before = process.cpu_seconds() if process is not None else 0.0
+        out = loadgen(info, "huge" if contender is not None else "huge-ceiling", ns, nodes, 64, ("--timeout", "1800"))
+        if process is not None:
+            out["cpu_s"] = process.cpu_seconds() - cpu_before
+        out["load"] = load_average()
+        return out
+    finally:
+        if process is not None:
+            process.stop()
+        drop_namespace(info, ns)
+
+
+def huge_section(contenders: list[Contender], sizes: list[int], runs: int, logs: Path) -> dict[str, Any]:
+    """Huge TrainJobs (issue 37, item 1): per size, ours, upstream (when built) and the ceiling alternate, `runs`
+    times each, on a control plane of their own whose JobSet controller runs (the other sections stop it)."""
+    say(f"huge TrainJobs: numNodes {sizes}, {runs} run(s) each, on a control plane with the JobSet controller running")
+    info = cluster.up(nodes=max(sizes) // HUGE_PODS_PER_NODE + 2)
+    info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
+    wait(lambda: cluster.crds_established(info, "trainer.kubeflow.org", 3), "our CRDs established", 60)
+    info.kubectl("apply", "-f", "-", input=json.dumps(TORCH_RUNTIME))
+    section: dict[str, Any] = {"sizes": sizes, "load_before": load_average(), "scenarios": []}
+    for nodes in sizes:
+        scenario: dict[str, Any] = {"n": nodes, "runs": {}}
+        for _ in range(runs):
+            for contender in [*contenders, None]:
+                name = contender.name if contender is not None else "ceiling"
+                result = huge_run(info, contender, nodes, logs)
+                scenario["runs"].setdefault(name, []).append(result)
+                say(
+                    f"huge {name} numNodes={nodes}: JobSet {_fmt(result.get('jobset_s'))}s, last pod "
+                    f"{_fmt(result.get('last_pod_s'))}s, all Running {_fmt(result.get('all_running_s'))}s "
+                    f"({result.get('running')}/{nodes}), operator CPU {_fmt(result.get('cpu_s'))}s (load {result['load']})"
+                )
+        scenario["medians"] = {
+            name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in scenario["runs"].items()
+        }
+        section["scenarios"].append(scenario)
+    section["load_after"] = load_average()
+    return section
+
+
+def huge_markdown(section: dict[str, Any]) -> list[str]:
+    lines = [
+        "",
+        "## Huge TrainJobs: created→all pods Running on kwok nodes (medians)",
+        "",
+        f"Load average before/after: {section['load_before']} / {section['load_after']}",
+    ]
+    for scenario in section["scenarios"]:
+        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in scenario["medians"]]
+        lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, scenario["medians"], columns)]
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI); no Kueue section")
@@ -921,6 +996,13 @@ def main() -> int:
     )
     parser.add_argument("--kueue-only", action="store_true", help="run only the Kueue admission section")
     parser.add_argument(
+        "--huge-nodes",
+        default="",
+        help="huge TrainJobs section: numNodes of one TrainJob, comma-separated (issue 37 asks 1000,5000,10000; "
+        "empty: skip the section)",
+    )
+    parser.add_argument("--huge-only", action="store_true", help="run only the huge TrainJobs section")
+    parser.add_argument(
         "--steady-only",
         action="store_true",
         help="only the steady state: per contender, one unmeasured burst of the largest size, then --runs restarts",
@@ -947,7 +1029,15 @@ def main() -> int:
             "commit": tree_commit(args.baseline_tree),
             "ours_commit": tree_commit(REPO),
         }
+    huge_sizes = [] if args.smoke else [int(s) for s in args.huge_nodes.split(",") if s.strip()]
     try:
+        if huge_sizes:
+            report["huge"] = huge_section(contenders, huge_sizes, runs, logs)
+            write(report, args.out, stamp, args.smoke)
+            if args.huge_only:
+                text = write(report, args.out, stamp, args.smoke)
+                print(text)
+                return 0
         if not args.kueue_only:
             say("starting a dedicated control plane in " + os.environ["TRAINJOB_CLUSTER_DIR"])
             info = cluster.up()

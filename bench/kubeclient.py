@@ -19,10 +19,16 @@ def connect(kubeconfig: str) -> Client:
 
 
 async def watch(
-    client: Client, api_version: str, kind: str, namespace: str, ready: asyncio.Event | None = None
+    client: Client,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    ready: asyncio.Event | None = None,
+    mapper: RESTMapper | None = None,
 ) -> AsyncIterator[tuple[str, dict[str, Any], float]]:
-    """(type, object, monotonic arrival time) for every event, from the current state on."""
-    path = RESTMapper().resource_of(api_version, kind).path(namespace)
+    """(type, object, monotonic arrival time) for every event, from the current state on (`mapper`: for a kind the
+    operator's client does not know)."""
+    path = (mapper or RESTMapper()).resource_of(api_version, kind).path(namespace)
     listing = await client.request("GET", path)
     version = listing["metadata"]["resourceVersion"]
     for item in listing.get("items", []):

@@ -8,6 +8,8 @@ takes them and watches for the operator's answers. Prints one JSON document with
                         the operator's writes for each: the runtime snapshot ConfigMap and the JobSet's apply,
                         with C workers)
   loadgen.py complete   --kubeconfig K --namespace NS                 (mark every JobSet Completed, time Complete)
+  loadgen.py huge       --kubeconfig K --namespace NS --n NODES    (one TrainJob of NODES nodes: its JobSet,
+                        Jobs and pods, until every pod is Running; huge-ceiling creates the same pods directly)
   loadgen.py kueue      --kubeconfig K --namespace NS --n N --wave W [--operator-pid P]
                         (Kueue admission: N queued TrainJobs behind a ClusterQueue with no quota, then the quota
                         raised W TrainJobs at a time; times each TrainJob's unsuspend by Kueue to its JobSet's)
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kubeclient import connect, watch
 
 from trainjob_operator.api import constants as c
-from trainjob_operator.k8s.client import MERGE, ApiError, Client
+from trainjob_operator.k8s.client import MERGE, ApiError, Client, Resource, RESTMapper
 
 PROBE_NAMESPACE = "bench-probe"
 LEASE = "coordination.k8s.io/v1"
@@ -471,9 +473,145 @@ async def kueue_waves(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+STARTED = frozenset({"Running", "Succeeded", "Failed"})
+HUGE = "huge"
+"""The one TrainJob of the `huge` modes (and its JobSet's name)."""
+
+
+def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
+    """The trainer pods a TrainJob of `nodes` nodes gets, as the operator's pipeline renders its JobSet's trainer
+    template (labels, env, ports, hostname and subdomain of each rank), for the ceiling to create directly."""
+    from trainjob_operator.api.runtime import ClusterTrainingRuntime
+    from trainjob_operator.api.trainjob import TrainJob
+    from trainjob_operator.runtime.info import RuntimeSource
+    from trainjob_operator.runtime.pipeline import Framework
+
+    runtime_path = Path(__file__).resolve().parent / "runtime.json"
+    source = RuntimeSource.of(ClusterTrainingRuntime.model_validate(json.loads(runtime_path.read_text())))
+    raw = trainjob(namespace, HUGE, runtime)
+    raw["spec"]["trainer"]["numNodes"] = nodes
+    raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+    objects = Framework.from_registry().desired_objects(TrainJob.model_validate(raw), source)
+    jobset = next(obj for obj in objects if obj["kind"] == c.JOBSET_KIND)
+    replicated = jobset["spec"]["replicatedJobs"][0]
+    template = replicated["template"]["spec"]["template"]
+    pods = []
+    for rank in range(nodes):
+        meta = dict(template.get("metadata") or {})
+        labels = {
+            **(meta.get("labels") or {}),
+            "bench-huge": HUGE,
+            "batch.kubernetes.io/job-completion-index": str(rank),
+        }
+        spec = json.loads(json.dumps(template["spec"]))
+        spec["hostname"] = f"{HUGE}-{replicated['name']}-0-{rank}"
+        spec["subdomain"] = HUGE
+        spec.pop("restartPolicy", None)
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{spec['hostname']}-x",
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": {"batch.kubernetes.io/job-completion-index": str(rank)},  # PET_NODE_RANK's source
+                },
+                "spec": {**spec, "restartPolicy": "Never"},
+            }
+        )
+    return pods
+
+
+async def huge(args: argparse.Namespace) -> dict[str, Any]:
+    """One TrainJob of `--n` nodes (mode `huge`), or its trainer pods created directly (`huge-ceiling`, `--concurrency`
+    workers): seconds from the start to its JobSet, its first and last Job, its first and last pod, and every pod
+    started (Running, or already past it: kwok's nodes run them, and complete a Job's pods soon after), as this
+    client's watches see them."""
+    client = connect(args.kubeconfig)
+    times: dict[str, float] = {}
+    jobs: set[str] = set()
+    pods: set[str] = set()
+    running: set[str] = set()
+    done = asyncio.Event()
+    ready = [asyncio.Event() for _ in range(3)]
+
+    def mark(key: str, at: float) -> None:
+        times.setdefault(key, at)
+
+    mapper = RESTMapper().with_kinds([("Job", Resource("batch/v1", "jobs"))])
+
+    async def follow(api_version: str, kind: str, ready_event: asyncio.Event) -> None:
+        async for _, obj, at in watch(client, api_version, kind, args.namespace, ready_event, mapper):
+            name = obj["metadata"]["name"]
+            if kind == c.JOBSET_KIND:
+                mark("jobset", at)
+            elif kind == "Job":
+                if name not in jobs:
+                    jobs.add(name)
+                    mark("first_job", at)
+                    times["last_job"] = at
+            else:
+                if name not in pods:
+                    pods.add(name)
+                    mark("first_pod", at)
+                    if len(pods) == args.n:
+                        times["last_pod"] = at
+                # started: kwok completes a Job's pods soon after they run, and one event may skip Running
+                if (obj.get("status") or {}).get("phase") in STARTED and name not in running:
+                    running.add(name)
+                    if len(running) == args.n:
+                        times["all_running"] = at
+                        done.set()
+                        return
+
+    watchers = [
+        asyncio.create_task(follow(c.JOBSET_API_VERSION, c.JOBSET_KIND, ready[0])),
+        asyncio.create_task(follow("batch/v1", "Job", ready[1])),
+        asyncio.create_task(follow("v1", "Pod", ready[2])),
+    ]
+    for event in ready:
+        await asyncio.wait([asyncio.create_task(event.wait()), *watchers], return_when=asyncio.FIRST_COMPLETED)
+        for task in watchers:
+            if task.done():
+                task.result()  # a watch that failed before it listed: its error, not a hang
+    bodies = huge_pods(args.namespace, args.runtime, args.n) if args.mode == "huge-ceiling" else []
+    start = time.monotonic()
+    if args.mode == "huge-ceiling":
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        for body in bodies:
+            queue.put_nowait(body)
+
+        async def worker() -> None:
+            while not queue.empty():
+                await client.create(queue.get_nowait())
+
+        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    else:
+        raw = trainjob(args.namespace, HUGE, args.runtime)
+        raw["spec"]["trainer"]["numNodes"] = args.n
+        await client.create(raw)
+    created = time.monotonic() - start
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done.wait(), timeout=args.timeout)
+    for task in watchers:
+        task.cancel()
+    await client.close()
+    return {
+        "n": args.n,
+        "create_seconds": created,
+        "jobs": len(jobs),
+        "pods": len(pods),
+        "running": len(running),
+        **{f"{key}_s": at - start for key, at in times.items()},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue"))
+    parser.add_argument(
+        "mode", choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue", "huge", "huge-ceiling")
+    )
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--n", type=int, default=100)
@@ -489,6 +627,8 @@ def main() -> int:
         "jobsets": jobsets,
         "complete": complete,
         "kueue": kueue_waves,
+        "huge": huge,
+        "huge-ceiling": huge,
     }
     result = asyncio.run(modes[args.mode](args))
     print(json.dumps(result))

@@ -3,14 +3,15 @@
 TrainJob uid, which anyone who can read the TrainJob knows; docs/compatibility.md). The pure core never draws
 entropy; it gets this through `Observed.keys`."""
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
 from .runtime.observed import SSHKeyPair
 
 
 def generate_ssh_key() -> SSHKeyPair:
+    # imported when a key is drawn: only a build that creates an MPI key Secret needs cryptography (the offline CLI's
+    # start-up does not)
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = ec.generate_private_key(ec.SECP521R1())
     private_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
@@ -26,6 +27,8 @@ class FreshKeys:
         return generate_ssh_key()
 
     def curve_secret(self) -> bytes:
+        from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey  # as above: only Flux builds
+
         return X25519PrivateKey.generate().private_bytes_raw()
 
 

@@ -341,7 +341,8 @@ class Reconciler:
             except ApiError as err:
                 raise Failure(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
             observed = self._observed(job, read)
-            children = plan.children(self.framework, job, runtime, observed)  # raises Blocked for a stranger
+            if any(obj is not None for obj in read.values()):  # reads that found nothing change no write
+                children = plan.children(self.framework, job, runtime, observed)  # raises Blocked for a stranger
             for ref, obj in read.items():
                 if obj is not None:
                     self.store.known.add(uid, ref)

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any, Final
 
 from ..api import constants as c
@@ -84,15 +85,25 @@ _DESCRIPTION: Final = re.compile(r"^ *description: .*\n", re.MULTILINE)
 matched): pruning does not read them, and they are a third of the text to parse."""
 
 
+_SAME_SCHEMA: Final = MappingProxyType({c.CLUSTER_TRAINING_RUNTIME_KIND: c.TRAINING_RUNTIME_KIND})
+"""Kinds whose CRD is generated from the same model as another kind's, so their schemas are equal: parsing the YAML
+of a runtime CRD is a sixth of a `validate` process's start-up, and it is done once for both
+(tests/unit/shipped/test_crds.py compares each kind's schema with its own file)."""
+
+
 @cache
 def crd_schema(kind: str) -> Schema | None:
     """The `openAPIV3Schema` of our CRD for `kind`, from the CRDs shipped as package data (`trainjob_operator/crds`,
     the repository's `crds/`); None for another kind (no pruning)."""
+    if kind in _SAME_SCHEMA:
+        return crd_schema(_SAME_SCHEMA[kind])
     plural = c.PLURALS.get(kind)
     if plural is None:
         return None
     text = resources.files("trainjob_operator").joinpath("crds", f"{c.GROUP}_{plural}.yaml").read_text(encoding="utf-8")
-    schema: Schema = yamltext.load(_DESCRIPTION.sub("", text))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: Schema = yamltext.load_shipped(_DESCRIPTION.sub("", text))["spec"]["versions"][0]["schema"][
+        "openAPIV3Schema"
+    ]
     return schema
 
 

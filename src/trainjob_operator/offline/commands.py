@@ -10,7 +10,6 @@ from ..runtime.errors import describe, printable
 from ..runtime.pipeline import Framework
 from . import forked
 from .check import check
-from .convert import check_converted, convert_files
 from .inputs import PROG, STDIN, UsageError, expand_paths, forget_stdin, load_documents, read_inputs
 from .outcome import dump, outcome, report, write_objects
 from .workers import in_workers
@@ -24,6 +23,8 @@ def fail(message: str, code: int) -> NoReturn:
 def _convert(args: argparse.Namespace, framework: Framework) -> int:
     """`convert`: the objects on stdout, what became of each on stderr; with -r, the TrainJobs checked as `validate`
     would, the output written all the same (exit 1 when invalid, for the user to fix)."""
+    from .convert import check_converted, convert_files  # imported lazily: only `convert` reads older shapes
+
     trainjob_files = expand_paths(args.filename, args.recursive)
     runtime_files = expand_paths(args.runtimes, args.recursive)
     if (trainjob_files + runtime_files).count(STDIN) > 1:

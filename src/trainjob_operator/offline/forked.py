@@ -19,6 +19,8 @@ R = TypeVar("R")
 
 MAX_WORKERS = 8
 """More processes than this only add start-up and merging for the batch sizes a CLI sees."""
+PER_WORKER = 100
+"""TrainJobs a forked worker gets at the least: fewer are done sooner than a process is forked and its work merged."""
 
 
 def usable_cpus() -> int:

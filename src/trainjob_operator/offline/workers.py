@@ -8,11 +8,9 @@ from ..codec import yamltext
 from ..runtime.pipeline import Framework
 from . import forked
 from .check import Checked, check_runtimes, check_trainjobs, crd_schema
+from .forked import PER_WORKER
 from .inputs import Document, UsageError, documents, read_inputs, read_text, refuse_legacy
 from .outcome import Outcome, outcome
-
-PER_WORKER = 100
-"""TrainJobs a forked worker gets at the least: fewer are done sooner than a process is forked and its work merged."""
 
 Unit = tuple[str, yamltext.Chunk | str]
 """Part of a TrainJob file: its path and a run of its documents, or its whole text."""

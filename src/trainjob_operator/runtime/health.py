@@ -403,10 +403,13 @@ def assess(
             reason = c.REASON_CRASH_LOOP if any(f.reason == c.REASON_CRASH_LOOP for f in now) else c.REASON_POD_FAILED
             return Health(c.STATE_RESTARTING, reason, _status_message(now[0].describe()), warnings)
     running = [p for p in newest if (p.get("status") or {}).get("phase") == "Running"]
+    by_slot: dict[tuple[str, str], list[dict[str, Any]]] = {}  # in `current`'s order: one pass, not one per pod
+    for pod in current:
+        by_slot.setdefault(_slot(pod), []).append(pod)
     for pod in newest:
         if (pod.get("status") or {}).get("phase") in ("Running", "Succeeded"):
             continue
-        earlier = [f for q in current if _slot(q) == _slot(pod) and q is not pod for f in pod_failures(q)]
+        earlier = [f for q in by_slot.get(_slot(pod), ()) if q is not pod for f in pod_failures(q)]
         if earlier:  # a failed pod's replacement has not started yet
             return Health(c.STATE_RESTARTING, c.REASON_POD_FAILED, _status_message(earlier[-1].describe()), warnings)
     done = bool(newest) and all((p.get("status") or {}).get("phase") == "Succeeded" for p in newest)

@@ -128,6 +128,9 @@ def test_the_venv_is_made_from_the_lock() -> None:
     assert stamp_rule and "$(LOCK)" in stamp_rule.group(1).split()
     assert re.search(r"pip install .*--require-hashes .*-r \$\(UV_PIN\)", makefile)
     assert re.search(r"\$\(UV\) pip sync .*--require-hashes \$\(LOCK\)", makefile)
+    # uv compiles no bytecode unless asked, and under PYTHONDONTWRITEBYTECODE no import writes it: every process
+    # would compile its dependencies from source again (issue 37: the CLI's start-up x1.6)
+    assert re.search(r"\$\(UV\) pip sync .*--compile-bytecode", makefile)
 
 
 @pytest.mark.parametrize(

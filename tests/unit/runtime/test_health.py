@@ -410,3 +410,27 @@ def test_the_status_message_is_printable_and_within_its_bound_whatever_the_pod_s
         for warning in health.assess(JOB.obj(), TrainJobStatus(), jobset(), [given]).warnings:
             message = health.warning_event(JOB.obj(), warning, "t")["message"]
             assert "\x1b" not in message and len(message) <= health.MESSAGE_LIMIT, "an Event's note: 1 KiB at most"
+
+
+@pytest.mark.parametrize("size", [10, 1_000])
+def test_the_health_of_a_huge_trainjob_reads_each_pod_a_bounded_number_of_times(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: a reconcile of a TrainJob of thousands of nodes reads its pods in time linear in their number (each
+    pending pod's slot was compared with every pod: 6.5 s of CPU per reconcile at 5,000 pods, the operator's whole
+    CPU while such a TrainJob's pods started)."""
+    calls = 0
+    slot = health._slot
+
+    def counted(pod: dict[str, Any]) -> tuple[str, str]:
+        nonlocal calls
+        calls += 1
+        return slot(pod)
+
+    monkeypatch.setattr(health, "_slot", counted)
+    some = [PodBuilder.make(index=i).raw() for i in range(size)]
+    for i, pod in enumerate(some):
+        pod["status"]["phase"] = "Running" if i % 2 else "Pending"
+    got = health.apply_health(JOB.obj(), TrainJobStatus(), jobset(), some)
+    assert got.state == c.STATE_RUNNING
+    assert calls <= 6 * size, f"{calls} slot lookups for {size} pods"

@@ -4,8 +4,6 @@ once as the ZeroMQ certificate file `flux keygen` writes."""
 
 from typing import Final
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
 Z85_ALPHABET: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 
@@ -22,6 +20,8 @@ def z85(data: bytes) -> str:
 
 def curve_keys(secret: bytes) -> tuple[str, str]:
     """(public, secret) Z85 keys of the X25519 pair whose secret key is `secret` (32 bytes)."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey  # only a Flux build needs it
+
     public = X25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
     return z85(public), z85(secret)
 
