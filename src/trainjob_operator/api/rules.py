@@ -98,6 +98,12 @@ ENV_INJECTION_NOT_NODE: Final = CelRule(
     f"!self.exists(c, c == '{c.NODE}')",
     "containerNames must not include the main node container because PET_* envs are always injected into it",
 )
+#: Beyond upstream (KEP-2903, proposed in T#3654: the KEP leaves `maxNodes >= minNodes` to a webhook; a CEL rule
+#: says it where the object is written, with the webhook's words).
+ELASTIC_MIN_LE_MAX: Final = CelRule(
+    "!has(self.minNodes) || !has(self.maxNodes) || self.minNodes <= self.maxNodes",
+    "maxNodes must be greater than or equal to minNodes",
+)
 MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")
 FLUX_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")
 #: v2.4 (#4394): JobSet names pods `<trainjob>-<replicatedJob>-<jobIndex>-<podIndex>` and the TrainJob name may

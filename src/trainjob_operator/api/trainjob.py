@@ -334,6 +334,36 @@ class RestartCounts(ApiModel):
     TrainJob's startTime."""
 
 
+class ElasticStatus(ApiModel):
+    """Beyond upstream: the size of an elastic PyTorch TrainJob (runtime `mlPolicy.torch.elasticPolicy`;
+    docs/elastic.md)."""
+
+    current_nodes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Trainer pods running now."""
+    desired_nodes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """The size the JobSet is set to (its trainer job's parallelism)."""
+    min_nodes: int = Field(default=1, ge=1, json_schema_extra={"format": "int32"})
+    """The policy's bounds, as the JobSet was built with them."""
+    max_nodes: int = Field(default=1, ge=1, json_schema_extra={"format": "int32"})
+    """The policy's bounds, as the JobSet was built with them."""
+    resizes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Resizes the operator made; each is one re-rendezvous of torchrun's agents (not counted in `restarts`,
+    which counts failures)."""
+    scaling: Literal["Enabled", "Unavailable"] = "Enabled"
+    """Unavailable: JobSet refused to resize (its ElasticJobSet feature gate is off); the TrainJob runs at the size
+    it has (`message` says why)."""
+    message: str | None = Field(default=None, max_length=1024)
+    """Why the size is what it is (the last resize, or why scaling is unavailable)."""
+    last_resize_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the operator last resized the JobSet."""
+    last_shrink_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When it last shrank the JobSet for want of capacity: growing back is tried again a while after."""
+    below_min_nodes_since: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """Since when fewer than minNodes trainer pods run (after the TrainJob had reached minNodes)."""
+    jobset_uid: str | None = Field(default=None, max_length=64)
+    """The JobSet these counts are of (a rebuilt JobSet starts afresh)."""
+
+
 class TrainJobStatus(ApiModel):
     """What the operator observed of the TrainJob."""
 
@@ -374,6 +404,8 @@ class TrainJobStatus(ApiModel):
     every JobSet the TrainJob had) plus pod restarts (a container restarted, a failed pod replaced)."""
     restart_counts: RestartCounts | None = None
     """Beyond upstream: `restarts` by kind."""
+    elastic: ElasticStatus | None = None
+    """Beyond upstream: the current and desired size of an elastic PyTorch TrainJob, and its resizes."""
 
 
 class TrainJob(ApiModel):

@@ -72,6 +72,11 @@ def ml_policy_cel(raw: dict[str, Any], sources: Sequence[str] = rules.ML_POLICIE
                     rules.ENV_INJECTION_NOT_NODE.message,
                 )
             )
+    elastic = _get(policy, "torch", "elasticPolicy")
+    if isinstance(elastic, dict):
+        low, high = elastic.get("minNodes"), elastic.get("maxNodes")
+        if isinstance(low, int) and isinstance(high, int) and low > high:
+            errors.append(invalid_rule("spec.mlPolicy.torch.elasticPolicy", rules.ELASTIC_MIN_LE_MAX.message))
     for source, rule in (("mpi", rules.MPI_NUM_PROC_PER_NODE), ("flux", rules.FLUX_NUM_PROC_PER_NODE)):
         value = _get(policy, source, "numProcPerNode")
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
@@ -182,6 +187,7 @@ TWINS: Final[Mapping[CelRule, Callable[..., list[FieldError]] | None]] = {
     rules.RESIZE_WHILE_SUSPENDED: trainjob_transition,
     rules.ONE_ML_POLICY: ml_policy_cel,
     rules.ENV_INJECTION_NOT_NODE: ml_policy_cel,
+    rules.ELASTIC_MIN_LE_MAX: ml_policy_cel,
     rules.MPI_NUM_PROC_PER_NODE: ml_policy_cel,
     rules.FLUX_NUM_PROC_PER_NODE: ml_policy_cel,
     rules.REPLICATED_JOB_NAME_MAX_20: replicated_job_name_errors,

@@ -193,6 +193,12 @@ CASES = [
     pytest.param(Case(runtime({"torch": {}, "mpi": {}})), id="two ML policies"),
     pytest.param(Case(runtime({"jax": {}, "xgboost": {}, "flux": {}})), id="three ML policies"),
     pytest.param(Case(runtime({"mpi": {"numProcPerNode": 0}})), id="zero MPI processes per node"),
+    pytest.param(
+        Case(runtime({"torch": {"elasticPolicy": {"minNodes": 3, "maxNodes": 2}}})), id="elastic max below min"
+    ),
+    pytest.param(
+        Case(runtime({"torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 2}}})), id="elastic min equal to max"
+    ),
     pytest.param(Case(runtime({"flux": {"numProcPerNode": 0}})), id="zero Flux processes per node"),
     pytest.param(
         Case(
