@@ -25,6 +25,7 @@ from .rules import (
     TRAINER_STATUS_TIME,
     x_validations,
 )
+from .runtime import TorchElasticPolicy
 
 MAX_COMMAND_ITEM = 1048576
 CommandItem = Annotated[str, StringConstraints(max_length=MAX_COMMAND_ITEM)]
@@ -90,11 +91,15 @@ class Trainer(ApiModel):
     )
     """Environment variables of the trainer container, merged over the runtime's."""
     num_nodes: int | None = Field(default=None, ge=0)
-    """Number of training nodes (default: the runtime's mlPolicy.numNodes). May change only while the TrainJob is suspended."""
+    """Number of training nodes (default: the runtime's mlPolicy.numNodes). May change only while the TrainJob is
+    suspended, or, with an elasticPolicy here, at any time within its bounds (the operator resizes the job)."""
     resources_per_node: ResourceRequirements | None = None
     """Compute resources (CPU, memory, GPUs) of each training node. May change only while the TrainJob is suspended."""
     num_proc_per_node: int | None = Field(default=None, json_schema_extra=x_validations(NUM_PROC_PER_NODE))
     """Processes per training node (torch: processes per node of torchrun; MPI: slots per node). Unset: the runtime decides."""
+    elastic_policy: TorchElasticPolicy | None = None
+    """Upstream's proposal (KEP-2903): elastic PyTorch for this TrainJob, field by field over the runtime's
+    `mlPolicy.torch.elasticPolicy` (a torch runtime only). With it, numNodes may change while the TrainJob runs."""
 
 
 class ContainerPatch(ApiModel):

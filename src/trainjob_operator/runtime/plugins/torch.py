@@ -33,11 +33,18 @@ def envinjection_missing(job_name: str, container: str) -> str:
     return f'envInjection target podSet "{job_name}" container "{container}" not found in runtime template'
 
 
-def elastic_policy(info: RuntimeInfo) -> TorchElasticPolicy | None:
-    """The runtime's elastic policy, when the runtime is torch's."""
+def elastic_policy(info: RuntimeInfo, job: TrainJob) -> TorchElasticPolicy | None:
+    """The elastic policy of a torch TrainJob: the TrainJob's `trainer.elasticPolicy` field by field over the
+    runtime's `mlPolicy.torch.elasticPolicy` (KEP-2903: the job narrows the runtime's default)."""
     if info.ml_policy is None or info.ml_policy.torch is None:
         return None
-    return info.ml_policy.torch.elastic_policy
+    runtime = info.ml_policy.torch.elastic_policy
+    own = job.spec.trainer.elastic_policy if job.spec.trainer is not None else None
+    if own is None:
+        return runtime
+    if runtime is None:
+        return own
+    return runtime.model_copy(update=own.model_dump(exclude_none=True, by_alias=False))
 
 
 def elastic_bounds(policy: TorchElasticPolicy, num_nodes: int) -> tuple[int, int]:
@@ -91,7 +98,7 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
             EnvVar(name=c.TORCH_ENV_NUM_PROC_PER_NODE, value=str(num_proc)),
             completion_index_env(c.TORCH_ENV_NODE_RANK),
         ]
-        policy = elastic_policy(info)
+        policy = elastic_policy(info, job)
         if policy is not None:
             low, high = elastic_bounds(policy, num_nodes)
             kueue = c.KUEUE_QUEUE_NAME_LABEL in (job.metadata.labels or {})
@@ -150,7 +157,7 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
                     errors.append(
                         invalid("spec.runtimeRef", target.to_wire(), envinjection_missing(target.job_name, name))
                     )
-        policy = info.ml_policy.torch.elastic_policy
+        policy = elastic_policy(info, new)
         if policy is not None:
             errors += _validate_elastic(info, new, policy)
         trainer = new.spec.trainer
@@ -171,7 +178,7 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
         return Validation(tuple(errors))
 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
-        if info.trainer_owner != self.name or elastic_policy(info) is None:
+        if info.trainer_owner != self.name or elastic_policy(info, job) is None:
             return []
         name = rendezvous_host(job)
         return [

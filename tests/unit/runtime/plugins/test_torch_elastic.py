@@ -12,7 +12,7 @@ from trainjob_operator.api import constants as c
 from trainjob_operator.runtime.info import RuntimeSource
 from trainjob_operator.runtime.observed import Observed, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
-from trainjob_operator.runtime.validation import admit_trainjob, check_runtime
+from trainjob_operator.runtime.validation import admit_trainjob, check_runtime, check_trainjob
 
 FRAMEWORK = Framework.from_registry()
 KEYS = FixedKeys(SSHKeyPair(private_pem=b"P", public_openssh=b"ecdsa AAAA\n"))
@@ -177,3 +177,71 @@ def test_elastic_policy_exists_only_under_torch_so_never_with_mpi() -> None:
     assert validation.errors == () or all("elasticPolicy" not in str(e) for e in validation.errors)
     assert obj is not None and obj.spec.ml_policy is not None and obj.spec.ml_policy.mpi is not None
     assert "elasticPolicy" not in obj.spec.ml_policy.mpi.to_wire()  # pruned, as the API server prunes it
+
+
+def test_the_trainjobs_elastic_policy_narrows_the_runtimes_field_by_field() -> None:
+    job = TrainJobBuilder.make().trainer(numNodes=2, elasticPolicy={"maxNodes": 4})
+    jobset = jobset_of(render(job, runtime(minNodes=2, maxNodes=8, maxRestarts=7)))
+    env = env_of(container_of(jobset, c.NODE))
+    assert (env["PET_NNODES"], env["PET_MAX_RESTARTS"]) == ("2:4", "7")
+
+
+def test_a_trainjobs_elastic_policy_alone_makes_a_torch_trainjob_elastic() -> None:
+    job = TrainJobBuilder.make().trainer(numNodes=2, elasticPolicy={"minNodes": 1, "maxNodes": 3})
+    objects = render(job, RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}))
+    assert env_of(container_of(jobset_of(objects), c.NODE))["PET_NNODES"] == "1:3"
+    assert [s["metadata"]["name"] for s in by_kind(objects, "Service")] == ["test-job-node-0-0"]
+
+
+def test_a_trainjobs_elastic_policy_with_another_framework_is_refused() -> None:
+    source = RuntimeSource.of(RuntimeBuilder.make().ml_policy(num_nodes=2, jax={}).obj())
+    job = TrainJobBuilder.make().trainer(numNodes=2, elasticPolicy={"maxNodes": 3})
+    validation = admit_trainjob(FRAMEWORK, None, job.obj(), lambda kind, ns, name: source)
+    assert [str(e) for e in validation.errors] == [
+        'spec.trainer.elasticPolicy: Invalid value: {"maxNodes":3}: must be used with a torch runtime '
+        "(mlPolicy.torch): elastic training needs torchrun"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        pytest.param(
+            {"elasticPolicy": {"maxNodes": 4}},
+            {"numNodes": 3, "elasticPolicy": {"maxNodes": 4}},
+            [],
+            id="an elastic trainer's numNodes may change while it runs",
+        ),
+        pytest.param(
+            {},
+            {"numNodes": 3},
+            ["spec.trainer: Invalid value: field is immutable"],
+            id="any other running trainer's numNodes is immutable, as upstream",
+        ),
+        pytest.param(
+            {"elasticPolicy": {}},
+            {"numNodes": 3, "elasticPolicy": {}, "image": "other"},
+            ["spec.trainer: Invalid value: field is immutable"],
+            id="only numNodes",
+        ),
+    ],
+)
+def test_the_crd_lets_only_an_elastic_trainer_resize_while_running(
+    old: dict[str, Any], new: dict[str, Any], want: list[str]
+) -> None:
+    before = TrainJobBuilder.make().trainer(**{"numNodes": 2, **old}).raw()
+    after = TrainJobBuilder.make().trainer(**{"numNodes": 2, **new}).raw()
+    _, validation = check_trainjob(after, before)
+    assert [str(e) for e in validation.errors] == want
+
+
+def test_a_running_elastic_trainjobs_new_numnodes_is_admitted_within_the_bounds_only() -> None:
+    source = RuntimeSource.of(runtime(minNodes=1, maxNodes=3).obj())
+    old = TrainJobBuilder.make().trainer(numNodes=2).obj()
+    for nodes, want in (
+        (3, []),
+        (4, ["spec.trainer.numNodes: Invalid value: 4: must be between elasticPolicy minNodes (1) and maxNodes (3)"]),
+    ):
+        new = TrainJobBuilder.make().trainer(numNodes=nodes).obj()
+        validation = admit_trainjob(FRAMEWORK, old, new, lambda kind, ns, name: source)
+        assert [str(e) for e in validation.errors] == want
