@@ -161,7 +161,7 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         )
         node = victim["spec"]["nodeName"]
         index = int(node.rsplit("-", 1)[1])
-        jobset_uid = kube.get("jobset", "elastic", namespace)["metadata"]["uid"]
+        jobset_uid = (kube.get("jobset", "elastic", namespace) or {})["metadata"]["uid"]
 
         realnodes.kill_kubelet(kube.cluster, index)
         killed_tasks = kill_pod_containers(kube, index, namespace)
@@ -178,7 +178,7 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
 
             eventually(shrunk, "the operator shrinking the JobSet to 1", timeout=240)
             shrank = time.monotonic()
-            rjob = kube.get("jobset", "elastic", namespace)["spec"]["replicatedJobs"][0]
+            rjob = (kube.get("jobset", "elastic", namespace) or {})["spec"]["replicatedJobs"][0]
             assert rjob["template"]["spec"]["parallelism"] == 1
         finally:
             realnodes.restart_kubelet(kube.cluster, index)
@@ -198,7 +198,7 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         assert condition(job, "Complete"), (job.get("status"), logs)
 
         # The same JobSet all along: no JobSet restart, no rebuild.
-        jobset = kube.get("jobset", "elastic", namespace)
+        jobset = kube.get("jobset", "elastic", namespace) or {}
         assert jobset["metadata"]["uid"] == jobset_uid
         assert int((jobset.get("status") or {}).get("restarts") or 0) == 0
         # Every step done exactly once, in order, none lost to the shrink or the growth.
