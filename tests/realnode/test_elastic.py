@@ -30,7 +30,7 @@ os.environ.setdefault("TRAINJOB_JOBSET_FEATURE_GATES", "ElasticJobSet=true")
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
-TOTAL_STEPS = 400
+TOTAL_STEPS = 1000
 """Steps of the run: at one a second until the test has seen the job grow back, then fast (the `fast` file)."""
 
 TRAIN = """
