@@ -60,7 +60,7 @@ while step < TOTAL:
     step += 1
     if rank == 0:
         state["step"] = step
-        state["done"].append([step, int(t.item())])
+        state["done"].append([step, int(t.item()), round(time.time(), 2)])
         with open(CKPT + ".tmp", "w") as f:
             json.dump(state, f)
         os.replace(CKPT + ".tmp", CKPT)  # the checkpoint: every step, atomically
@@ -203,8 +203,11 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         assert int((jobset.get("status") or {}).get("restarts") or 0) == 0
         # Every step done exactly once, in order, none lost to the shrink or the growth.
         state = json.loads((ckpt / "state.json").read_text())
-        assert [s for s, _ in state["done"]] == list(range(1, TOTAL_STEPS + 1))
-        worlds = [w for _, w in state["done"]]
+        assert [s for s, _, _ in state["done"]] == list(range(1, TOTAL_STEPS + 1))
+        worlds = [w for _, w, _ in state["done"]]
+        # The survivor's idle time: the longest pause between two steps (the re-rendezvous after the loss).
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in zip(stamps, stamps[1:], strict=False))
         assert worlds[0] == 2 and worlds[-1] == 2 and 1 in worlds, worlds
         history = starts(ckpt)
         assert [s["world"] for s in history][:1] == ["2"], history
@@ -226,7 +229,8 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
             f"elastic torch 1..2: world 2 training {trained - created:.1f}s after create; node killed "
             f"({killed_tasks} tasks) at step {at_kill}; survivor alone (world 1) after {alone - killed:.1f}s; "
             f"JobSet shrunk to 1 after {shrank - killed:.1f}s; kubelet back after {back - killed:.1f}s; world 2 again "
-            f"{regrown - back:.1f}s after that; Complete {done - regrown:.1f}s later; starts: "
+            f"{regrown - back:.1f}s after that; Complete {done - regrown:.1f}s later; longest pause between steps "
+            f"{idle:.1f}s (node-seconds idle: {idle:.1f} on the one survivor); starts: "
             + "; ".join(f"world={s['world']} step={s['step']} restart={s['restart']}" for s in history)
         )
     finally:
