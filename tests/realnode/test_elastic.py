@@ -12,6 +12,7 @@ cluster starts); the TrainJob shows the operator's `status.elastic` and one Even
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -207,7 +208,7 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         worlds = [w for _, w, _ in state["done"]]
         # The survivor's idle time: the longest pause between two steps (the re-rendezvous after the loss).
         stamps = [t for _, _, t in state["done"]]
-        idle = max(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
         assert worlds[0] == 2 and worlds[-1] == 2 and 1 in worlds, worlds
         history = starts(ckpt)
         assert [s["world"] for s in history][:1] == ["2"], history
