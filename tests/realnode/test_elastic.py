@@ -236,3 +236,68 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         )
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
+
+
+AWAY_S = 90
+"""How long the fixed-size contrast keeps the node away (about what the elastic run's shrink takes)."""
+
+
+def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_node_returns(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """The contrast: the same script and the same loss on a fixed-size TrainJob (no elasticPolicy: torchrun's static
+    rendezvous over exactly 2 nodes). The survivor's torchrun fails with its lost peer, its container restarts and
+    waits for a node 1 that cannot be placed: nothing trains until the node is back. Reported: the survivor's
+    longest pause, in node-seconds, beside the elastic run's."""
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    try:
+        runtime = elastic_runtime(image, "torch-fixed", ckpt)
+        runtime["spec"]["mlPolicy"]["torch"] = {}
+        kube.create(runtime, namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",  # the runtime's anti-affinity names this JobSet
+                "torch-fixed",
+                numNodes=2,
+                numProcPerNode=1,
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
+        victim = next(
+            p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-1")
+        )
+        index = int(victim["spec"]["nodeName"].rsplit("-", 1)[1])
+        realnodes.kill_kubelet(kube.cluster, index)
+        kill_pod_containers(kube, index, namespace)
+        killed, at_kill = time.monotonic(), steps(ckpt)
+        try:
+            deadline = killed + AWAY_S
+            eventually(lambda: time.monotonic() >= deadline, f"the node away for {AWAY_S}s", timeout=AWAY_S + 10)
+            trained_meanwhile = steps(ckpt) - at_kill
+        finally:
+            realnodes.restart_kubelet(kube.cluster, index)
+        back = time.monotonic()
+        eventually(lambda: steps(ckpt) > at_kill + 2, "training again", timeout=300)
+        again = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=600)
+        state = json.loads((ckpt / "state.json").read_text())
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
+        assert condition(job, "Complete"), job.get("status")
+        assert trained_meanwhile <= 1, "a fixed-size job trains nothing while a node is away"
+        assert {w for _, w, _ in state["done"]} == {2}
+        print(
+            f"fixed-size torch 2: node away {back - killed:.1f}s, {trained_meanwhile} steps meanwhile; training again "
+            f"{again - back:.1f}s after it was back; longest pause between steps {idle:.1f}s (node-seconds idle: "
+            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}"
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
