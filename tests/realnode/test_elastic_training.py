@@ -166,9 +166,13 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
 
         realnodes.kill_kubelet(kube.cluster, index)
         killed_tasks = kill_pod_containers(kube, index, namespace)
-        killed, at_kill = time.monotonic(), steps(ckpt)
+        killed, at_kill, starts_at_kill = time.monotonic(), steps(ckpt), len(starts(ckpt))
         try:
-            eventually(lambda: any(s["world"] == "1" for s in starts(ckpt)), "the survivor training alone", timeout=180)
+            eventually(
+                lambda: any(s["world"] == "1" for s in starts(ckpt)[starts_at_kill:]),
+                "the survivor training alone",
+                timeout=180,
+            )
             alone = time.monotonic()
             eventually(lambda: steps(ckpt) >= at_kill + 5, "steps on the survivor", timeout=120)
 
@@ -211,9 +215,9 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         idle = max(b - a for a, b in itertools.pairwise(stamps))
         assert worlds[0] == 2 and worlds[-1] == 2 and 1 in worlds, worlds
         history = starts(ckpt)
-        assert [s["world"] for s in history][:1] == ["2"], history
+        # (The first round may close with one node if the second joins more than last_call_timeout later.)
         resumed = [int(s["step"]) for s in history]
-        assert resumed == sorted(resumed) and resumed[1] >= at_kill - 1, (resumed, at_kill)
+        assert resumed == sorted(resumed) and resumed[starts_at_kill] >= at_kill - 1, (resumed, at_kill)
         # The operator's view and its Events.
         elastic = job["status"]["elastic"]
         # At least one shrink and one growth (a growth tried while the node was still away shrinks again).
