@@ -155,7 +155,8 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         )
         created = time.monotonic()
         eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
-        eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
+        two = steps(ckpt)
+        eventually(lambda: steps(ckpt) >= two + 5, "5 steps at world size 2", timeout=120)
         trained = time.monotonic()
         victim = next(
             p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-1")
@@ -213,7 +214,9 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         # The survivor's idle time: the longest pause between two steps (the re-rendezvous after the loss).
         stamps = [t for _, _, t in state["done"]]
         idle = max(b - a for a, b in itertools.pairwise(stamps))
-        assert worlds[0] == 2 and worlds[-1] == 2 and 1 in worlds, worlds
+        assert worlds[-1] == 2 and worlds[at_kill:].count(1) > 0 and worlds[two:at_kill] == [2] * (at_kill - two), (
+            worlds
+        )
         history = starts(ckpt)
         # (The first round may close with one node if the second joins more than last_call_timeout later.)
         resumed = [int(s["step"]) for s in history]
