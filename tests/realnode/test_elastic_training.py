@@ -133,6 +133,7 @@ def kill_pod_containers(kube: Kube, index: int, namespace: str) -> int:
     return len(tasks)
 
 
+@pytest.mark.timeout(1500)
 def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
@@ -249,6 +250,7 @@ AWAY_S = 90
 """How long the fixed-size contrast keeps the node away (about what the elastic run's shrink takes)."""
 
 
+@pytest.mark.timeout(1500)
 def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_node_returns(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
