@@ -65,6 +65,42 @@ def as_merge_patch(operations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _step(value: Any, part: str) -> Any:
+    if isinstance(value, list):
+        return value[int(part)] if part.isdigit() and int(part) < len(value) else None
+    return value.get(part) if isinstance(value, dict) else None
+
+
+def through_list(obj: Any, operations: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an operation's path goes through a list of `obj` (an index: `/spec/replicatedJobs/1/...`)."""
+    for operation in operations:
+        value = obj
+        for part in operation["path"].lstrip("/").split("/")[:-1]:
+            value = _step(value, part)
+            if isinstance(value, list):
+                return True
+    return False
+
+
+def applied_json_patch(obj: Any, operations: Sequence[Mapping[str, Any]]) -> Any:
+    """`operations` (replace/add of existing parents) applied to a copy of `obj`, list indexes included."""
+    out = copy.deepcopy(obj)
+    for operation in operations:
+        if operation["op"] == "test":
+            continue
+        *parents, leaf = operation["path"].lstrip("/").split("/")
+        target = out
+        for part in parents:
+            target = _step(target, part)
+        if isinstance(target, list):
+            target[int(leaf)] = copy.deepcopy(operation.get("value"))
+        elif operation["op"] == "remove":
+            target.pop(leaf, None)
+        else:
+            target[leaf] = copy.deepcopy(operation.get("value"))
+    return out
+
+
 def as_sent(obj: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A stored object without what the fake API added (uid, resourceVersion): what the caller sent."""
     if obj is None:
@@ -281,10 +317,13 @@ class FakeClient:
             for test in (op for op in body if isinstance(op, Mapping) and op.get("op") == "test"):
                 value: Any = existing
                 for part in test["path"].lstrip("/").split("/"):
-                    value = value.get(part) if isinstance(value, dict) else None
+                    value = _step(value, part)
                 if value != test.get("value"):
                     raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request")
-        result = merged(existing, change)
+        if content_type == JSON_PATCH and isinstance(body, Sequence) and through_list(existing, body):
+            result = applied_json_patch(existing, body)
+        else:
+            result = merged(existing, change)
         result["metadata"]["resourceVersion"] = self._next(existing)
         self.objects[key] = result
         return copy.deepcopy(result)

@@ -677,6 +677,20 @@ def _install_crds(info: ClusterInfo) -> None:
     apply_objects(info, [o for p in crds for o in _to_objects(info, p)])
 
 
+JOBSET_GATES_ENV = "TRAINJOB_JOBSET_FEATURE_GATES"
+"""`Name=true,Other=false`: feature gates of the JobSet controller (e.g. ElasticJobSet, off by default in v0.12)."""
+
+
+def jobset_feature_gates(text: str | None) -> dict[str, bool]:
+    """The JobSet Configuration's `featureGates` from `Name=true,Other=false` (empty: none)."""
+    gates: dict[str, bool] = {}
+    for item in (text or "").split(","):
+        name, _, value = item.strip().partition("=")
+        if name:
+            gates[name] = value.strip().lower() in ("", "true", "1")
+    return gates
+
+
 def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Stage 6: JobSet's manifests, its controller as a local process, then its webhooks pointed at it."""
     port, health = _free_port(), _free_port()
@@ -695,6 +709,7 @@ def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
             "clientConnection": {"qps": 500, "burst": 1000},
+            **({"featureGates": gates} if (gates := jobset_feature_gates(os.environ.get(JOBSET_GATES_ENV))) else {}),
         },
         health,
     )

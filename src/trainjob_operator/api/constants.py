@@ -61,6 +61,21 @@ TORCH_ENV_NUM_PROC_PER_NODE: Final = "PET_NPROC_PER_NODE"
 TORCH_ENV_NODE_RANK: Final = "PET_NODE_RANK"
 TORCH_ENV_MASTER_ADDR: Final = "PET_MASTER_ADDR"
 TORCH_ENV_MASTER_PORT: Final = "PET_MASTER_PORT"
+TORCH_ENV_RDZV_BACKEND: Final = "PET_RDZV_BACKEND"
+TORCH_ENV_RDZV_ENDPOINT: Final = "PET_RDZV_ENDPOINT"
+TORCH_ENV_RDZV_ID: Final = "PET_RDZV_ID"
+TORCH_ENV_MAX_RESTARTS: Final = "PET_MAX_RESTARTS"
+TORCH_RDZV_PORT: Final = 29400
+"""torchrun's default c10d rendezvous port (the store the rendezvous host's agent serves)."""
+KUEUE_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+ELASTIC_ANNOTATION: Final = "trainer.kubeflow.org/elastic"
+"""On an elastic TrainJob's JobSet: the bounds it was built with (JSON), what the scaling decisions read."""
+ELASTIC_DEFAULT_MAX_RESTARTS: Final = 3
+ELASTIC_DEFAULT_BELOW_MIN_SECONDS: Final = 600
+REASON_BELOW_MIN_NODES: Final = "BelowMinNodes"
+EVENT_ELASTIC_SCALE_DOWN: Final = "ElasticScaleDown"
+EVENT_ELASTIC_SCALE_UP: Final = "ElasticScaleUp"
+EVENT_ELASTIC_UNAVAILABLE: Final = "ElasticScalingUnavailable"
 TORCH_RESERVED_ENVS: Final = frozenset(
     {
         TORCH_ENV_NUM_NODES,

@@ -36,7 +36,7 @@ IMMUTABLE: Final = CelRule("self == oldSelf", "field is immutable")
 # suspended (upstream T#3995): the rule sits on the spec because it reads `suspend`, and reports on `.trainer` with
 # the message of the plain rule. Only evaluated, like upstream's, when both the old and the new spec have a trainer.
 RESIZABLE_TRAINER_FIELDS: Final = ("numNodes", "resourcesPerNode")
-FIXED_TRAINER_FIELDS: Final = ("image", "command", "args", "env", "numProcPerNode")
+FIXED_TRAINER_FIELDS: Final = ("image", "command", "args", "env", "numProcPerNode", "elasticPolicy")
 
 
 def _same(field: str) -> str:
@@ -44,9 +44,14 @@ def _same(field: str) -> str:
     return f"(has({new}) == has({old}) && (!has({new}) || {new} == {old}))"
 
 
+# Beyond upstream (elastic PyTorch, docs/elastic.md): a trainer with an elasticPolicy may change its numNodes at any
+# time (the operator resizes the running job; the webhook keeps it within the bounds).
 RESIZE_WHILE_SUSPENDED: Final = CelRule(
     "!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
-    "(has(oldSelf.suspend) && oldSelf.suspend && " + " && ".join(_same(f) for f in FIXED_TRAINER_FIELDS) + ")",
+    "(has(oldSelf.suspend) && oldSelf.suspend && " + " && ".join(_same(f) for f in FIXED_TRAINER_FIELDS) + ") || "
+    "(has(oldSelf.trainer.elasticPolicy) && "
+    + " && ".join(_same(f) for f in (*FIXED_TRAINER_FIELDS, "resourcesPerNode"))
+    + ")",
     IMMUTABLE.message,
     ".trainer",
 )
@@ -97,6 +102,12 @@ ONE_ML_POLICY: Final = one_ml_policy(ML_POLICIES)
 ENV_INJECTION_NOT_NODE: Final = CelRule(
     f"!self.exists(c, c == '{c.NODE}')",
     "containerNames must not include the main node container because PET_* envs are always injected into it",
+)
+#: Beyond upstream (KEP-2903, proposed in T#3654: the KEP leaves `maxNodes >= minNodes` to a webhook; a CEL rule
+#: says it where the object is written, with the webhook's words).
+ELASTIC_MIN_LE_MAX: Final = CelRule(
+    "!has(self.minNodes) || !has(self.maxNodes) || self.minNodes <= self.maxNodes",
+    "maxNodes must be greater than or equal to minNodes",
 )
 MPI_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in mpiPolicy must be >= 1")
 FLUX_NUM_PROC_PER_NODE: Final = CelRule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")

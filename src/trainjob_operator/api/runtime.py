@@ -11,6 +11,7 @@ from .base import ApiModel
 from .core import ObjectMeta
 from .jobset_types import JobSetTemplateSpec
 from .rules import (
+    ELASTIC_MIN_LE_MAX,
     ENV_INJECTION_NOT_NODE,
     FLUX_NUM_PROC_PER_NODE,
     ML_POLICIES,
@@ -49,11 +50,43 @@ class TorchEnvInjection(ApiModel):
     """The replicated jobs and containers that get it (not the node job, which always does)."""
 
 
+class TorchElasticPolicy(ApiModel):
+    """Upstream's proposal (KEP-2903, T#3654): elastic PyTorch. torchrun runs with `--nnodes=minNodes:maxNodes` and
+    a c10d rendezvous; the operator resizes the JobSet within the bounds as pods are lost or capacity returns
+    (docs/elastic.md). Needs JobSet's ElasticJobSet feature gate; without it the TrainJob runs fixed-size and says
+    so."""
+
+    model_config = {"json_schema_extra": x_validations(ELASTIC_MIN_LE_MAX)}
+
+    min_nodes: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int32"})
+    """The fewest nodes the training continues on (default: 1)."""
+    max_nodes: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int32"})
+    """The most nodes it grows to (default: the TrainJob's numNodes)."""
+    max_restarts: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    """As in v2.0's API: torchrun's `--max-restarts` (PET_MAX_RESTARTS), how often the elastic agent restarts its
+    workers after a failure or a lost node (a node joining costs none). Defaults to 3."""
+    metrics: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=8,
+        json_schema_extra={
+            "x-kubernetes-list-type": "atomic",
+            "x-k8s-definition": "io.k8s.api.autoscaling.v2.MetricSpec",
+        },
+    )
+    """autoscaling/v2 MetricSpecs (upstream's name). Not supported yet: a TrainJob whose runtime sets any is
+    refused rather than scaled on nothing."""
+    below_min_nodes_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int32"})
+    """Beyond upstream: how long the TrainJob may run below minNodes (lost pods that cannot be placed) before it
+    fails with reason BelowMinNodes. Defaults to 600."""
+
+
 class TorchMLPolicySource(ApiModel):
     """The PyTorch runtime: the trainer runs under torchrun, one process group over all nodes."""
 
     env_injection: TorchEnvInjection | None = None
     """More containers that get the PyTorch distributed environment."""
+    elastic_policy: TorchElasticPolicy | None = None
+    """Upstream's proposal (KEP-2903): elastic training between minNodes and maxNodes."""
 
 
 class MPIMLPolicySource(ApiModel):

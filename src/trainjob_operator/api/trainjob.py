@@ -25,6 +25,7 @@ from .rules import (
     TRAINER_STATUS_TIME,
     x_validations,
 )
+from .runtime import TorchElasticPolicy
 
 MAX_COMMAND_ITEM = 1048576
 CommandItem = Annotated[str, StringConstraints(max_length=MAX_COMMAND_ITEM)]
@@ -90,11 +91,15 @@ class Trainer(ApiModel):
     )
     """Environment variables of the trainer container, merged over the runtime's."""
     num_nodes: int | None = Field(default=None, ge=0)
-    """Number of training nodes (default: the runtime's mlPolicy.numNodes). May change only while the TrainJob is suspended."""
+    """Number of training nodes (default: the runtime's mlPolicy.numNodes). May change only while the TrainJob is
+    suspended, or, with an elasticPolicy here, at any time within its bounds (the operator resizes the job)."""
     resources_per_node: ResourceRequirements | None = None
     """Compute resources (CPU, memory, GPUs) of each training node. May change only while the TrainJob is suspended."""
     num_proc_per_node: int | None = Field(default=None, json_schema_extra=x_validations(NUM_PROC_PER_NODE))
     """Processes per training node (torch: processes per node of torchrun; MPI: slots per node). Unset: the runtime decides."""
+    elastic_policy: TorchElasticPolicy | None = None
+    """Upstream's proposal (KEP-2903): elastic PyTorch for this TrainJob, field by field over the runtime's
+    `mlPolicy.torch.elasticPolicy` (a torch runtime only). With it, numNodes may change while the TrainJob runs."""
 
 
 class ContainerPatch(ApiModel):
@@ -334,6 +339,36 @@ class RestartCounts(ApiModel):
     TrainJob's startTime."""
 
 
+class ElasticStatus(ApiModel):
+    """Beyond upstream: the size of an elastic PyTorch TrainJob (runtime `mlPolicy.torch.elasticPolicy`;
+    docs/elastic.md)."""
+
+    current_nodes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Trainer pods running now."""
+    desired_nodes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """The size the JobSet is set to (its trainer job's parallelism)."""
+    min_nodes: int = Field(default=1, ge=1, json_schema_extra={"format": "int32"})
+    """The policy's bounds, as the JobSet was built with them."""
+    max_nodes: int = Field(default=1, ge=1, json_schema_extra={"format": "int32"})
+    """The policy's bounds, as the JobSet was built with them."""
+    resizes: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """Resizes the operator made; each is one re-rendezvous of torchrun's agents (not counted in `restarts`,
+    which counts failures)."""
+    scaling: Literal["Enabled", "Unavailable"] = "Enabled"
+    """Unavailable: JobSet refused to resize (its ElasticJobSet feature gate is off); the TrainJob runs at the size
+    it has (`message` says why)."""
+    message: str | None = Field(default=None, max_length=1024)
+    """Why the size is what it is (the last resize, or why scaling is unavailable)."""
+    last_resize_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When the operator last resized the JobSet."""
+    last_shrink_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """When it last shrank the JobSet for want of capacity: growing back is tried again a while after."""
+    below_min_nodes_since: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
+    """Since when fewer than minNodes trainer pods run (after the TrainJob had reached minNodes)."""
+    jobset_uid: str | None = Field(default=None, max_length=64)
+    """The JobSet these counts are of (a rebuilt JobSet starts afresh)."""
+
+
 class TrainJobStatus(ApiModel):
     """What the operator observed of the TrainJob."""
 
@@ -374,6 +409,8 @@ class TrainJobStatus(ApiModel):
     every JobSet the TrainJob had) plus pod restarts (a container restarted, a failed pod replaced)."""
     restart_counts: RestartCounts | None = None
     """Beyond upstream: `restarts` by kind."""
+    elastic: ElasticStatus | None = None
+    """Beyond upstream: the current and desired size of an elastic PyTorch TrainJob, and its resizes."""
 
 
 class TrainJob(ApiModel):

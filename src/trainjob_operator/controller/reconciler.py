@@ -7,19 +7,19 @@ either: every branch below asks `plan`.
 import datetime as dt
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..api import constants as c
 from ..api.runtime import RunPolicy
-from ..api.trainjob import TrainJob
+from ..api.trainjob import TrainJob, TrainJobStatus
 from ..k8s.client import JSON_PATCH, MERGE, ApiError, KubeClient
 from ..keys import FRESH_KEYS
 from ..logs import get
 from ..metrics import Metrics
-from ..runtime import kueue, plan
+from ..runtime import elastic, kueue, plan
 from ..runtime.conditions import rfc3339
 from ..runtime.errors import BuildError
 from ..runtime.health import PodWarning, warning_event
@@ -163,12 +163,59 @@ class Reconciler:
         stopped = await self._why_kueue_stopped(job)
         status, warnings = plan.observed_status(job, outcome, failure, nodes, now, jobset, pods, stopped)
         status = plan.pending(status, wait, now)
+        if stage is Stage.RUNNING:  # an elastic TrainJob's size (runtime/elastic.py)
+            status, resized = await self._elastic(job, jobset, pods, status, now)
+            requeue_after = outcome.requeue_after
+            if resized is not None:
+                outcome = replace(outcome, requeue_after=min(requeue_after, resized) if requeue_after else resized)
         await self._pod_warnings(job, warnings)
         await self._write_status(job, status, (body.get("metadata") or {}).get("resourceVersion"))
         requeue = outcome.requeue_after
         if wait is not None:
             requeue = min(requeue, wait.requeue_after) if requeue else wait.requeue_after
         return Result(requeue_after=requeue, error=failure is not None)
+
+    async def _elastic(
+        self, job: TrainJob, jobset: dict[str, Any] | None, pods: Any, status: TrainJobStatus, now: dt.datetime
+    ) -> tuple[TrainJobStatus, float | None]:
+        """Resize an elastic TrainJob's JobSet as `elastic.decide` says, with one Event per resize; a refusal (the
+        ElasticJobSet gate is off) leaves it fixed-size, said once; below minNodes too long, it fails and its
+        JobSet goes."""
+        decision = elastic.decide(job, jobset, list(pods) if pods is not None else None, now)
+        if decision is None:
+            return status, None
+        event: dict[str, Any] | None = None
+        if decision.resize is not None:
+            resize = decision.resize
+            try:
+                await self._write(
+                    "patch",
+                    self.client.patch(
+                        c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, resize.patch, JSON_PATCH
+                    ),
+                )
+                log.info("elastic resize", namespace=job.namespace, name=job.name, size=resize.size, was=resize.before)
+                event = plan.event_body(job, resize.reason, resize.message, "Normal", "Resizing", now)
+            except ApiError as err:
+                if err.status in (400, 403, 422) and "immutable" in err.message:
+                    decision = elastic.refused(job, decision, err.message)
+                    event = plan.event_body(
+                        job, c.EVENT_ELASTIC_UNAVAILABLE, decision.status.message or "", "Warning", "Resizing", now
+                    )
+                else:  # a stale view (the uid test failed) or an outage: decided again on the next pass
+                    log.warning("elastic resize failed", namespace=job.namespace, name=job.name, error=str(err))
+                    return status, 1.0
+        if event is not None:
+            try:
+                await self._write("event", self.client.create(event))
+            except ApiError as err:
+                log.warning("cannot record event", error=str(err))
+        if decision.failed is not None:
+            delete = plan.delete_jobset(job, jobset)
+            if delete is not None:
+                await self._send(delete)
+                self.store.jobsets.remove((job.namespace, job.name))
+        return elastic.with_elastic(status, decision, now), decision.requeue_after
 
     async def _why_kueue_stopped(self, job: TrainJob) -> tuple[str, str] | None:
         """A suspended TrainJob queued in Kueue: the reason on its Workload (one LIST by the TrainJob's uid label).

@@ -42,7 +42,15 @@ def trainjob_row(trainjob: dict[str, Any], jobset: dict[str, Any] | None) -> dic
     if nodes is None:
         nodes = (spec.get("trainer") or {}).get("numNodes")
     ref = spec.get("runtimeRef") or {}
+    elastic = status.get("elastic") or {}
+    extra: dict[str, Any] = {}
+    if elastic:  # an elastic TrainJob (docs/elastic.md): its current and desired size, its bounds, its resizes
+        extra["elastic"] = {
+            k: elastic.get(k)
+            for k in ("currentNodes", "desiredNodes", "minNodes", "maxNodes", "resizes", "scaling", "message")
+        }
     return {
+        **extra,
         "namespace": meta.get("namespace", ""),
         "name": meta.get("name", ""),
         "uid": meta.get("uid", ""),

@@ -123,6 +123,7 @@ def test_the_shipped_registry_watches_only_jobsets() -> None:
     assert kinds == {
         ("v1", "ConfigMap"): (Mode.CREATE_ONCE, False, False),
         ("v1", "Secret"): (Mode.CREATE_ONCE, False, False),
+        ("v1", "Service"): (Mode.CREATE_ONCE, False, False),
         (c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
         (c.VOLCANO_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
         (c.JOBSET_API_VERSION, c.JOBSET_KIND): (Mode.APPLY, False, True),

@@ -425,10 +425,14 @@ def test_trainer_rule_is_relaxed_for_a_resize_while_suspended(crds: dict[str, di
         "!has(self.trainer) || !has(oldSelf.trainer) || self.trainer == oldSelf.trainer || "
         "(has(oldSelf.suspend) && oldSelf.suspend && "
     )
-    for fixed in ("image", "command", "args", "env", "numProcPerNode"):
-        assert f"self.trainer.{fixed} == oldSelf.trainer.{fixed}" in rule["rule"]
+    suspended, elastic = rule["rule"].split(" || (has(oldSelf.trainer.elasticPolicy) && ")
+    for fixed in ("image", "command", "args", "env", "numProcPerNode", "elasticPolicy"):
+        assert f"self.trainer.{fixed} == oldSelf.trainer.{fixed}" in suspended
+        assert f"self.trainer.{fixed} == oldSelf.trainer.{fixed}" in elastic
     for resizable in ("numNodes", "resourcesPerNode"):
-        assert resizable not in rule["rule"]
+        assert resizable not in suspended
+    # An elastic trainer (docs/elastic.md) may change numNodes while running, not its resources.
+    assert "numNodes" not in elastic and "self.trainer.resourcesPerNode == oldSelf.trainer.resourcesPerNode" in elastic
 
 
 def test_lifecycle_status_and_run_policy_fields(crds: dict[str, dict[str, Any]]) -> None:

@@ -84,6 +84,21 @@ def test_trainjob_row() -> None:
     )
 
 
+def test_an_elastic_trainjobs_row_has_its_current_and_desired_size() -> None:
+    elastic = {"currentNodes": 1, "desiredNodes": 2, "minNodes": 1, "maxNodes": 2, "resizes": 3, "jobsetUid": "j"}
+    row = view.trainjob_row(tj({"state": "Running", "nodes": 2, "elastic": elastic}), None)
+    assert row["elastic"] == {
+        "currentNodes": 1,
+        "desiredNodes": 2,
+        "minNodes": 1,
+        "maxNodes": 2,
+        "resizes": 3,
+        "scaling": None,
+        "message": None,
+    }
+    assert "elastic" not in view.trainjob_row(tj({"state": "Running"}), None)
+
+
 def event(kind: str, name: str, when: str, reason: str = "Created") -> dict[str, Any]:
     return {
         "involvedObject": {"kind": kind, "name": name},

@@ -1,14 +1,27 @@
 """Torch: torchrun `PET_*` env, numProcPerNode resolution, envInjection and torchtune
 (docs/upstream-behaviour.md#torch)."""
 
+import json
 from typing import ClassVar
 
 from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
+from ...api.runtime import TorchElasticPolicy
 from ...api.trainjob import TrainJob
 from ..errors import BuildError, FieldError, Validation, invalid
-from ..framework import ClaimsTrainer, CustomValidation, EnforceMLPolicy
+from ..framework import (
+    ChildKind,
+    ClaimsTrainer,
+    ComponentBuilder,
+    CustomValidation,
+    EnforceMLPolicy,
+    Manifest,
+    Mode,
+    OwnsKinds,
+)
 from ..info import RuntimeInfo
+from ..limits import INDEXED_JOB_LIMIT
+from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import cpu_count, gpu_count
 from ..upsert import upsert_env, upsert_port
@@ -20,7 +33,43 @@ def envinjection_missing(job_name: str, container: str) -> str:
     return f'envInjection target podSet "{job_name}" container "{container}" not found in runtime template'
 
 
-class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
+def elastic_policy(info: RuntimeInfo, job: TrainJob) -> TorchElasticPolicy | None:
+    """The elastic policy of a torch TrainJob: the TrainJob's `trainer.elasticPolicy` field by field over the
+    runtime's `mlPolicy.torch.elasticPolicy` (KEP-2903: the job narrows the runtime's default)."""
+    if info.ml_policy is None or info.ml_policy.torch is None:
+        return None
+    runtime = info.ml_policy.torch.elastic_policy
+    own = job.spec.trainer.elastic_policy if job.spec.trainer is not None else None
+    if own is None:
+        return runtime
+    if runtime is None:
+        return own
+    return runtime.model_copy(update=own.model_dump(exclude_none=True, by_alias=False))
+
+
+def elastic_bounds(policy: TorchElasticPolicy, num_nodes: int) -> tuple[int, int]:
+    """(minNodes, maxNodes) with their defaults: 1, and the TrainJob's node count."""
+    low = policy.min_nodes if policy.min_nodes is not None else 1
+    high = policy.max_nodes if policy.max_nodes is not None else max(num_nodes, low)
+    return low, high
+
+
+def rendezvous_host(job: TrainJob) -> str:
+    """The c10d rendezvous host of an elastic TrainJob: a headless Service named as the hostname of the trainer pod
+    of completion index 0 (`<tj>-node-0-0`) and selecting that index's pod.
+
+    torch's c10d backend keeps the rendezvous in a TCPStore that one agent serves: the agent whose hostname (or
+    FQDN) equals the endpoint's host serves it, every other agent connects to it. The Service's name is index 0's
+    hostname, so that pod's agent knows it is the host; the others resolve the name through their namespace's
+    search domain, whatever the cluster domain. A shrink removes the highest indexes, never 0, and a lost index 0
+    comes back under the same name (the Job re-creates the index, the Service follows its labels): the endpoint
+    outlives any one pod. Pod 0's JobSet DNS name (`<tj>-node-0-0.<tj>`) would resolve too, but no agent would
+    recognise it as its own, and a headless Service over every trainer pod resolves to all of them, so nobody
+    would serve the store (docs/elastic.md, "The rendezvous")."""
+    return f"{job.name}-{c.NODE}-0-0"
+
+
+class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, OwnsKinds):
     name: ClassVar[str] = "Torch"
 
     def claims_trainer(self, info: RuntimeInfo) -> bool:
@@ -49,6 +98,33 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
             EnvVar(name=c.TORCH_ENV_NUM_PROC_PER_NODE, value=str(num_proc)),
             completion_index_env(c.TORCH_ENV_NODE_RANK),
         ]
+        policy = elastic_policy(info, job)
+        if policy is not None:
+            low, high = elastic_bounds(policy, num_nodes)
+            kueue = c.KUEUE_QUEUE_NAME_LABEL in (job.metadata.labels or {})
+            info.annotations[c.ELASTIC_ANNOTATION] = json.dumps(
+                {
+                    "minNodes": low,
+                    "maxNodes": high,
+                    "belowMinNodesSeconds": policy.below_min_nodes_seconds or c.ELASTIC_DEFAULT_BELOW_MIN_SECONDS,
+                    # Kueue admitted this many pods: the TrainJob never grows past them (KQ#9411).
+                    **({"admittedNodes": num_nodes} if kueue else {}),
+                },
+                separators=(",", ":"),
+                sort_keys=True,
+            )
+            pet[0] = EnvVar(name=c.TORCH_ENV_NUM_NODES, value=f"{low}:{high}")
+            pet += [
+                EnvVar(name=c.TORCH_ENV_RDZV_BACKEND, value="c10d"),
+                EnvVar(name=c.TORCH_ENV_RDZV_ENDPOINT, value=f"{rendezvous_host(job)}:{c.TORCH_RDZV_PORT}"),
+                EnvVar(name=c.TORCH_ENV_RDZV_ID, value=job.metadata.uid or job.name),
+                EnvVar(
+                    name=c.TORCH_ENV_MAX_RESTARTS,
+                    value=str(
+                        policy.max_restarts if policy.max_restarts is not None else c.ELASTIC_DEFAULT_MAX_RESTARTS
+                    ),
+                ),
+            ]
         node = trainer.container(c.NODE) if trainer is not None else None
         if trainer_spec is not None and node is not None:
             upsert_env(node, trainer_spec.env or [])
@@ -58,6 +134,8 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
             else:
                 upsert_env(node, pet + master, fresh=True)  # made here; injection targets get copies
             upsert_port(node, ContainerPort(container_port=c.CONTAINER_TRAINER_PORT))
+            if policy is not None:
+                upsert_port(node, ContainerPort(name="c10d", container_port=c.TORCH_RDZV_PORT))
         injection = info.ml_policy.torch.env_injection
         for target in (injection.targets or []) if injection is not None else []:
             pod_set = info.pod_set(target.job_name)
@@ -79,10 +157,14 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
                     errors.append(
                         invalid("spec.runtimeRef", target.to_wire(), envinjection_missing(target.job_name, name))
                     )
+        policy = elastic_policy(info, new)
+        if policy is not None:
+            errors += _validate_elastic(info, new, policy)
         trainer = new.spec.trainer
         if trainer is None:
             return Validation(tuple(errors))
-        reserved = sorted({e.name for e in trainer.env or []} & c.TORCH_RESERVED_ENVS)
+        names = c.TORCH_RESERVED_ENVS | (ELASTIC_RESERVED_ENVS if policy is not None else frozenset())
+        reserved = sorted({e.name for e in trainer.env or []} & names)
         if reserved:
             errors.append(
                 invalid(
@@ -94,6 +176,95 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation):
         if torchtune.is_torchtune(trainer.command):
             errors += _validate_torchtune(info, new)
         return Validation(tuple(errors))
+
+    def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
+        if info.trainer_owner != self.name or elastic_policy(info, job) is None:
+            return []
+        name = rendezvous_host(job)
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": owned_metadata(job, name),
+                "spec": {
+                    "clusterIP": "None",
+                    "publishNotReadyAddresses": True,
+                    "selector": {
+                        c.JOBSET_NAME_LABEL: job.name,
+                        c.JOBSET_REPLICATED_JOB_LABEL: c.NODE,
+                        c.JOB_COMPLETION_INDEX_LABEL: "0",
+                    },
+                    "ports": [{"name": "c10d", "port": c.TORCH_RDZV_PORT, "targetPort": c.TORCH_RDZV_PORT}],
+                },
+            }
+        ]
+
+    def kinds(self) -> list[ChildKind]:
+        return [
+            ChildKind(
+                "v1",
+                "Service",
+                "services",
+                Mode.CREATE_ONCE,
+                optional=True,
+                purpose="elastic PyTorch rendezvous Services (created once)",
+            )
+        ]
+
+
+ELASTIC_RESERVED_ENVS = frozenset(
+    {c.TORCH_ENV_RDZV_BACKEND, c.TORCH_ENV_RDZV_ENDPOINT, c.TORCH_ENV_RDZV_ID, c.TORCH_ENV_MAX_RESTARTS}
+)
+"""Set by the operator for an elastic TrainJob (a TrainJob's own would break its rendezvous)."""
+
+
+def _validate_elastic(info: RuntimeInfo, job: TrainJob, policy: TorchElasticPolicy) -> list[FieldError]:
+    """An elastic TrainJob: its node count within the policy's bounds, the bounds within what an Indexed Job takes,
+    no metrics (nothing would act on them), and not with torchtune (its recipe fixes `--nnodes`)."""
+    errors: list[FieldError] = []
+    trainer = job.spec.trainer
+    trainer_set = info.ancestor(c.ANCESTOR_TRAINER)
+    runtime_nodes = trainer_set.count if trainer_set is not None else 1
+    nodes = trainer.num_nodes if trainer is not None and trainer.num_nodes is not None else runtime_nodes
+    low, high = elastic_bounds(policy, nodes)
+    field = "spec.trainer.numNodes" if trainer is not None and trainer.num_nodes is not None else "spec.runtimeRef"
+    where = "spec.runtimeRef"
+    if low > high:
+        errors.append(
+            invalid(
+                where,
+                job.spec.runtime_ref.name,
+                f"elasticPolicy maxNodes ({high}) must be greater than or equal to minNodes ({low})",
+            )
+        )
+    elif not low <= nodes <= high:
+        errors.append(invalid(field, nodes, f"must be between elasticPolicy minNodes ({low}) and maxNodes ({high})"))
+    if high > INDEXED_JOB_LIMIT:
+        errors.append(
+            invalid(
+                where,
+                job.spec.runtime_ref.name,
+                f"elasticPolicy maxNodes must be no more than {INDEXED_JOB_LIMIT} (an Indexed Job's completions limit), got {high}",
+            )
+        )
+    if policy.metrics:
+        errors.append(
+            invalid(
+                where,
+                job.spec.runtime_ref.name,
+                "elasticPolicy metrics are not supported: no autoscaler acts on them; leave metrics empty "
+                "(the operator resizes on lost and returning capacity and on numNodes edits)",
+            )
+        )
+    if trainer is not None and torchtune.is_torchtune(trainer.command):
+        errors.append(
+            invalid(
+                where,
+                job.spec.runtime_ref.name,
+                "elasticPolicy is not supported with torchtune (its recipe fixes the node count)",
+            )
+        )
+    return errors
 
 
 def _validate_torchtune(info: RuntimeInfo, job: TrainJob) -> list[FieldError]:

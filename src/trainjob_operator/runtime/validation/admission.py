@@ -59,6 +59,14 @@ def admit_trainjob(
             f"bytes, over the API's limit of {CONFIGMAP_DATA_LIMIT} bytes"
         )
         return Validation((invalid("spec.runtimeRef", ref.to_wire(), detail),), warnings)
+    trainer = new.spec.trainer
+    if trainer is not None and trainer.elastic_policy is not None:
+        policy = runtime.spec.ml_policy
+        if policy is None or policy.torch is None:
+            detail = "must be used with a torch runtime (mlPolicy.torch): elastic training needs torchrun"
+            return Validation(
+                (invalid("spec.trainer.elasticPolicy", trainer.elastic_policy.to_wire(), detail),), warnings
+            )
     return Validation(warnings=warnings) + framework.validate(old, new, runtime, observed, info)
 
 

@@ -39,6 +39,7 @@ def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
     num_proc = _get(raw, "spec", "trainer", "numProcPerNode")
     if isinstance(num_proc, int) and not isinstance(num_proc, bool) and num_proc < 1:
         errors.append(invalid("spec.trainer.numProcPerNode", num_proc, rules.NUM_PROC_PER_NODE.message))
+    errors += _elastic_bounds(_get(raw, "spec", "trainer", "elasticPolicy"), "spec.trainer.elasticPolicy")
     managed_by = _get(raw, "spec", "managedBy")
     if isinstance(managed_by, str) and managed_by not in rules.MANAGED_BY_VALUES:
         errors.append(invalid("spec.managedBy", managed_by, rules.MANAGED_BY.message))
@@ -51,6 +52,16 @@ def trainjob_cel(raw: dict[str, Any]) -> list[FieldError]:
     if isinstance(trainer_status, dict) and "lastUpdatedTime" not in trainer_status:
         errors.append(invalid_rule("status", rules.TRAINER_STATUS_TIME.message))
     return errors
+
+
+def _elastic_bounds(policy: Any, path: str) -> list[FieldError]:
+    """rules.ELASTIC_MIN_LE_MAX on a runtime's or a TrainJob's elasticPolicy."""
+    if not isinstance(policy, dict):
+        return []
+    low, high = policy.get("minNodes"), policy.get("maxNodes")
+    if isinstance(low, int) and isinstance(high, int) and low > high:
+        return [invalid_rule(path, rules.ELASTIC_MIN_LE_MAX.message)]
+    return []
 
 
 def ml_policy_cel(raw: dict[str, Any], sources: Sequence[str] = rules.ML_POLICIES) -> list[FieldError]:
@@ -72,6 +83,7 @@ def ml_policy_cel(raw: dict[str, Any], sources: Sequence[str] = rules.ML_POLICIE
                     rules.ENV_INJECTION_NOT_NODE.message,
                 )
             )
+    errors += _elastic_bounds(_get(policy, "torch", "elasticPolicy"), "spec.mlPolicy.torch.elasticPolicy")
     for source, rule in (("mpi", rules.MPI_NUM_PROC_PER_NODE), ("flux", rules.FLUX_NUM_PROC_PER_NODE)):
         value = _get(policy, source, "numProcPerNode")
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
@@ -125,11 +137,17 @@ def _immutable(path: str, before: Any, after: Any) -> list[FieldError]:
 
 def _resize_while_suspended(old_spec: dict[str, Any], new_spec: dict[str, Any]) -> bool:
     """rules.RESIZE_WHILE_SUSPENDED: the stored TrainJob is suspended and only the resizable trainer fields
-    changed."""
+    changed, or its trainer is elastic and only numNodes changed."""
     old_trainer, new_trainer = old_spec.get("trainer"), new_spec.get("trainer")
-    if old_spec.get("suspend") is not True or not isinstance(old_trainer, dict) or not isinstance(new_trainer, dict):
+    if not isinstance(old_trainer, dict) or not isinstance(new_trainer, dict):
         return False
-    return all(old_trainer.get(f) == new_trainer.get(f) for f in rules.FIXED_TRAINER_FIELDS)
+    if old_spec.get("suspend") is True and all(
+        old_trainer.get(f) == new_trainer.get(f) for f in rules.FIXED_TRAINER_FIELDS
+    ):
+        return True
+    # An elastic trainer: only numNodes changed (docs/elastic.md).
+    fixed = (*rules.FIXED_TRAINER_FIELDS, "resourcesPerNode")
+    return "elasticPolicy" in old_trainer and all(old_trainer.get(f) == new_trainer.get(f) for f in fixed)
 
 
 def _by_key(items: Any, key: str) -> dict[Any, tuple[int, dict[str, Any]]]:
@@ -182,6 +200,7 @@ TWINS: Final[Mapping[CelRule, Callable[..., list[FieldError]] | None]] = {
     rules.RESIZE_WHILE_SUSPENDED: trainjob_transition,
     rules.ONE_ML_POLICY: ml_policy_cel,
     rules.ENV_INJECTION_NOT_NODE: ml_policy_cel,
+    rules.ELASTIC_MIN_LE_MAX: ml_policy_cel,
     rules.MPI_NUM_PROC_PER_NODE: ml_policy_cel,
     rules.FLUX_NUM_PROC_PER_NODE: ml_policy_cel,
     rules.REPLICATED_JOB_NAME_MAX_20: replicated_job_name_errors,

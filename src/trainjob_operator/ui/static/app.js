@@ -83,7 +83,7 @@ function renderList() {
     el("td", {}, el("a", { href: `#/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}` }, r.name)),
     el("td", {}, r.namespace),
     el("td", {}, stateBadge(r.state, r.reason, r.message)),
-    el("td", { class: "num" }, r.nodes ?? ""),
+    el("td", { class: "num" }, nodesCell(r)),
     el("td", { class: "num" }, String(r.restarts)),
     el("td", {}, progressCell(r)),
     el("td", { class: "num", title: r.created || "" }, age(r.created)))));
@@ -161,6 +161,16 @@ function chart(history) {
   box.replaceChildren(el("div", { class: "charts" }, charts), data);
 }
 
+// An elastic TrainJob shows the nodes running of the size it is set to (docs/elastic.md).
+function nodesCell(r) {
+  return r.elastic ? `${r.elastic.currentNodes ?? 0}/${r.elastic.desiredNodes ?? 0}` : String(r.nodes ?? "");
+}
+
+function elasticText(e) {
+  const scaling = e.scaling === "Unavailable" ? `; scaling unavailable: ${e.message || ""}` : "";
+  return `${e.currentNodes ?? 0} running of ${e.desiredNodes ?? 0} (min ${e.minNodes}, max ${e.maxNodes}), ${e.resizes ?? 0} resizes${scaling}`;
+}
+
 function renderDetail(d) {
   lastDetail = d;
   const r = d.row;
@@ -168,7 +178,7 @@ function renderDetail(d) {
   document.getElementById("detail-title").replaceChildren(`${r.namespace}/${r.name} `, stateBadge(r.state, r.reason));
   document.title = `${r.name} · TrainJobs`;
   const summary = [["Runtime", r.runtime], ...(r.reason ? [["Why", `${r.reason}: ${r.message || ""}`]] : []),
-    ["Nodes", r.nodes ?? ""], ["Restarts", String(r.restarts)],
+    ["Nodes", nodesCell(r)], ...(r.elastic ? [["Elastic", elasticText(r.elastic)]] : []), ["Restarts", String(r.restarts)],
     ["Age", age(r.created)], ["Created", r.created || ""], ["Suspended", r.suspended ? "yes" : "no"]];
   document.getElementById("summary").replaceChildren(...summary.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   // replaceChildren writes a null as the text "null": only the parts that exist.

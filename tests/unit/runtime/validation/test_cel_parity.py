@@ -131,6 +131,38 @@ CASES = [
     ),
     pytest.param(
         Case(
+            trainjob({"trainer": {**TRAINER, "numNodes": 4, "elasticPolicy": {"maxNodes": 4}}}),
+            trainjob({"trainer": {**TRAINER, "elasticPolicy": {"maxNodes": 4}}}),
+        ),
+        id="resizing a running elastic TrainJob",
+    ),
+    pytest.param(
+        Case(
+            trainjob({"trainer": {**TRAINER, "numNodes": 4, "elasticPolicy": {"maxNodes": 8}}}),
+            trainjob({"trainer": {**TRAINER, "elasticPolicy": {"maxNodes": 4}}}),
+        ),
+        id="a running elastic TrainJob's policy is fixed",
+    ),
+    pytest.param(
+        Case(
+            trainjob({"trainer": {**TRAINER, "image": "b", "elasticPolicy": {}}}),
+            trainjob({"trainer": {**TRAINER, "elasticPolicy": {}}}),
+        ),
+        id="a running elastic TrainJob's image is fixed",
+    ),
+    pytest.param(
+        Case(
+            trainjob({"trainer": {**TRAINER, "numNodes": 4, "elasticPolicy": {}}}),
+            trainjob({"trainer": TRAINER}),
+        ),
+        id="an elastic policy cannot be added to a running TrainJob",
+    ),
+    pytest.param(
+        Case(trainjob({"trainer": {"elasticPolicy": {"minNodes": 3, "maxNodes": 2}}})),
+        id="a TrainJob's elastic maxNodes below minNodes",
+    ),
+    pytest.param(
+        Case(
             trainjob({"trainer": {**TRAINER, "image": "b"}, "suspend": True}),
             trainjob({"trainer": TRAINER, "suspend": True}),
         ),
@@ -193,6 +225,12 @@ CASES = [
     pytest.param(Case(runtime({"torch": {}, "mpi": {}})), id="two ML policies"),
     pytest.param(Case(runtime({"jax": {}, "xgboost": {}, "flux": {}})), id="three ML policies"),
     pytest.param(Case(runtime({"mpi": {"numProcPerNode": 0}})), id="zero MPI processes per node"),
+    pytest.param(
+        Case(runtime({"torch": {"elasticPolicy": {"minNodes": 3, "maxNodes": 2}}})), id="elastic max below min"
+    ),
+    pytest.param(
+        Case(runtime({"torch": {"elasticPolicy": {"minNodes": 2, "maxNodes": 2}}})), id="elastic min equal to max"
+    ),
     pytest.param(Case(runtime({"flux": {"numProcPerNode": 0}})), id="zero Flux processes per node"),
     pytest.param(
         Case(

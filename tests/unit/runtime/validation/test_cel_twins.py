@@ -126,6 +126,13 @@ VIOLATIONS = [
     ),
     pytest.param(
         Violation(
+            rules.ELASTIC_MIN_LE_MAX,
+            {**POLICY, "spec": {"mlPolicy": {"torch": {"elasticPolicy": {"minNodes": 3, "maxNodes": 2}}}}},
+        ),
+        id="elastic maxNodes below minNodes",
+    ),
+    pytest.param(
+        Violation(
             rules.REPLICATED_JOB_NAME_MAX_20,
             {**POLICY, "spec": {"template": {"spec": {"replicatedJobs": [{"name": "a" * 21}]}}}},
         ),

@@ -1,0 +1,312 @@
+"""Elastic PyTorch for real (issue 34): a torch TrainJob with `elasticPolicy{minNodes: 1, maxNodes: 2}` on the two
+real nodes, checkpointing to a directory both nodes share (a hostPath: both kubelets run on this machine). Mid-run
+the kubelet of the node that runs index 1 is killed and that pod's containers with it (a node that went away: a
+killed kubelet alone leaves its containers running and still talking to the survivor). torchrun's agent on the
+survivor re-rendezvous alone and training goes on from the checkpoint; the operator shrinks the JobSet to 1 when
+the lost index cannot be placed again (no JobSet restart). The kubelet back, the operator grows the JobSet to 2,
+the new pod joins the rendezvous and the TrainJob completes with every step done once. The training script's own
+record (START lines: the world size each incarnation of the workers saw, the step it resumed from) is the proof.
+
+The JobSet controller runs with its ElasticJobSet feature gate on for this session (set before the session's
+cluster starts); the TrainJob shows the operator's `status.elastic` and one Event per resize."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from real_runtimes import _containers_on, _ctr, finished, pods_of, real_node_runtime, real_trainjob
+
+from operator_fixtures import Kube, OperatorProcess, condition, eventually
+from harness import realnodes
+
+os.environ.setdefault("TRAINJOB_JOBSET_FEATURE_GATES", "ElasticJobSet=true")
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+TOTAL_STEPS = 1000
+"""Steps of the run: at one a second until the test has seen the job grow back, then fast (the `fast` file)."""
+
+TRAIN = """
+import json, os, socket, time
+import torch
+import torch.distributed as dist
+
+CKPT = "/ckpt/state.json"
+TOTAL = int(os.environ["TOTAL_STEPS"])
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "?")
+state = {"step": 0, "done": []}
+if os.path.exists(CKPT):
+    with open(CKPT) as f:
+        state = json.load(f)
+step = state["step"]
+node = os.environ.get("NODE_NAME", "?")
+line = f"START rank={rank} world={world} node={node} step={step} restart={restart} t={time.time():.1f}"
+print(line, flush=True)
+if rank == 0:
+    with open("/ckpt/starts.log", "a") as f:
+        f.write(line + "\\n")
+while step < TOTAL:
+    t = torch.tensor([1.0])
+    dist.all_reduce(t)  # the world size, summed by gloo across the nodes
+    step += 1
+    if rank == 0:
+        state["step"] = step
+        state["done"].append([step, int(t.item()), round(time.time(), 2)])
+        with open(CKPT + ".tmp", "w") as f:
+            json.dump(state, f)
+        os.replace(CKPT + ".tmp", CKPT)  # the checkpoint: every step, atomically
+    if step % 10 == 0:
+        print(f"STEP step={step} world={int(t.item())} rank={rank} node={node}", flush=True)
+    time.sleep(0.05 if os.path.exists("/ckpt/fast") else 1.0)
+print(f"DONE rank={rank} world={world} node={node} step={step}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def elastic_runtime(image: str, name: str, ckpt: Path) -> dict[str, Any]:
+    runtime = real_node_runtime(image, name, torch_env=True, backoff_limit=10)
+    runtime["spec"]["mlPolicy"]["torch"] = {
+        "elasticPolicy": {"minNodes": 1, "maxNodes": 2, "maxRestarts": 10, "belowMinNodesSeconds": 600}
+    }
+    job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    pod = job["template"]["spec"]
+    # One trainer per node, strictly: the lost index cannot be placed beside the survivor (a spread constraint
+    # would allow it once the dead node is tainted and no longer counts).
+    pod.pop("topologySpreadConstraints", None)
+    pod["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/jobset-name": "elastic"}},
+                }
+            ]
+        }
+    }
+    # Know soon that a node is gone (the default toleration is 300 s).
+    pod["tolerations"] += [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}
+        for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+    ]
+    pod["terminationGracePeriodSeconds"] = 5
+    pod["volumes"] = [*pod.get("volumes", []), {"name": "ckpt", "hostPath": {"path": str(ckpt), "type": "Directory"}}]
+    container = pod["containers"][0]
+    container["volumeMounts"] = [*container.get("volumeMounts", []), {"name": "ckpt", "mountPath": "/ckpt"}]
+    container["env"] += [
+        {"name": "TOTAL_STEPS", "value": str(TOTAL_STEPS)},
+        # Close a rendezvous round 5 s after minNodes joined (torch's default waits 30 s for more).
+        {"name": "PET_RDZV_CONF", "value": "join_timeout=900,last_call_timeout=5"},
+    ]
+    return runtime
+
+
+def starts(ckpt: Path) -> list[dict[str, str]]:
+    path = ckpt / "starts.log"
+    text = path.read_text() if path.exists() else ""
+    return [dict(kv.split("=", 1) for kv in line.split()[1:]) for line in text.splitlines() if line.startswith("START")]
+
+
+def steps(ckpt: Path) -> int:
+    try:
+        return int(json.loads((ckpt / "state.json").read_text())["step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def kill_pod_containers(kube: Kube, index: int, namespace: str) -> int:
+    """SIGKILL every task (sandbox included) of `namespace`'s pods in real node `index`'s containerd: the node's
+    workload dies with it, its pod IPs go."""
+    socket = kube.cluster.real["sockets"][index]
+    tasks = _containers_on(kube.cluster, socket, namespace)
+    for task in tasks:
+        _ctr(kube.cluster, socket, "tasks", "kill", "--signal", "SIGKILL", task)
+    return len(tasks)
+
+
+@pytest.mark.timeout(1500)
+def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)  # the trainer runs as uid 1000 (the shipped runtime's security context)
+    try:
+        kube.create(elastic_runtime(image, "torch-elastic", ckpt), namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",
+                "torch-elastic",
+                numNodes=2,
+                numProcPerNode=1,
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        created = time.monotonic()
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        two = steps(ckpt)
+        eventually(lambda: steps(ckpt) >= two + 5, "5 steps at world size 2", timeout=120)
+        trained = time.monotonic()
+        victim = next(
+            p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-1")
+        )
+        node = victim["spec"]["nodeName"]
+        index = int(node.rsplit("-", 1)[1])
+        jobset_uid = (kube.get("jobset", "elastic", namespace) or {})["metadata"]["uid"]
+
+        realnodes.kill_kubelet(kube.cluster, index)
+        killed_tasks = kill_pod_containers(kube, index, namespace)
+        killed, at_kill, starts_at_kill = time.monotonic(), steps(ckpt), len(starts(ckpt))
+        try:
+            eventually(
+                lambda: any(s["world"] == "1" for s in starts(ckpt)[starts_at_kill:]),
+                "the survivor training alone",
+                timeout=180,
+            )
+            alone = time.monotonic()
+            eventually(lambda: steps(ckpt) >= at_kill + 5, "steps on the survivor", timeout=120)
+
+            def shrunk() -> dict[str, Any] | None:
+                job = kube.get("trainjob", "elastic", namespace) or {}
+                elastic = (job.get("status") or {}).get("elastic") or {}
+                return job if elastic.get("desiredNodes") == 1 else None
+
+            eventually(shrunk, "the operator shrinking the JobSet to 1", timeout=240)
+            shrank = time.monotonic()
+            rjob = (kube.get("jobset", "elastic", namespace) or {})["spec"]["replicatedJobs"][0]
+            assert rjob["template"]["spec"]["parallelism"] == 1
+        finally:
+            realnodes.restart_kubelet(kube.cluster, index)
+        back = time.monotonic()
+        regrown_at = len(starts(ckpt))
+        eventually(
+            lambda: any(s["world"] == "2" for s in starts(ckpt)[regrown_at:]), "training at world size 2 again", 300
+        )
+        regrown = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=300)
+        done = time.monotonic()
+        logs = {
+            p["metadata"]["name"]: kube.run("logs", "-n", namespace, p["metadata"]["name"]).stdout
+            for p in pods_of(kube, namespace, "elastic")
+        }
+        assert condition(job, "Complete"), (job.get("status"), logs)
+
+        # The same JobSet all along: no JobSet restart, no rebuild.
+        jobset = kube.get("jobset", "elastic", namespace) or {}
+        assert jobset["metadata"]["uid"] == jobset_uid
+        assert int((jobset.get("status") or {}).get("restarts") or 0) == 0
+        # Every step done exactly once, in order, none lost to the shrink or the growth.
+        state = json.loads((ckpt / "state.json").read_text())
+        assert [s for s, _, _ in state["done"]] == list(range(1, TOTAL_STEPS + 1))
+        worlds = [w for _, w, _ in state["done"]]
+        # The survivor's idle time: the longest pause between two steps (the re-rendezvous after the loss).
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
+        assert worlds[-1] == 2 and worlds[at_kill:].count(1) > 0 and worlds[two:at_kill] == [2] * (at_kill - two), (
+            worlds
+        )
+        history = starts(ckpt)
+        # (The first round may close with one node if the second joins more than last_call_timeout later.)
+        resumed = [int(s["step"]) for s in history]
+        assert resumed == sorted(resumed) and resumed[starts_at_kill] >= at_kill - 1, (resumed, at_kill)
+        # The operator's view and its Events.
+        elastic = job["status"]["elastic"]
+        # At least one shrink and one growth (a growth tried while the node was still away shrinks again).
+        assert (elastic["desiredNodes"], elastic["scaling"]) == (2, "Enabled") and elastic["resizes"] >= 2, elastic
+        events = [
+            e["reason"]
+            for e in kube.items("events", namespace)
+            if e["involvedObject"].get("name") == "elastic" and e["reason"].startswith("Elastic")
+        ]
+        assert events.count("ElasticScaleDown") >= 1 and events.count("ElasticScaleUp") >= 1, events
+        for log in logs.values():
+            assert re.search(r"DONE rank=\d world=2", log), logs
+        print(
+            f"elastic torch 1..2: world 2 training {trained - created:.1f}s after create; node killed "
+            f"({killed_tasks} tasks) at step {at_kill}; survivor alone (world 1) after {alone - killed:.1f}s; "
+            f"JobSet shrunk to 1 after {shrank - killed:.1f}s; kubelet back after {back - killed:.1f}s; world 2 again "
+            f"{regrown - back:.1f}s after that; Complete {done - regrown:.1f}s later; longest pause between steps "
+            f"{idle:.1f}s (node-seconds idle: {idle:.1f} on the one survivor); starts: "
+            + "; ".join(f"world={s['world']} step={s['step']} restart={s['restart']}" for s in history)
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+
+
+AWAY_S = 90
+"""How long the fixed-size contrast keeps the node away (about what the elastic run's shrink takes)."""
+
+
+@pytest.mark.timeout(1500)
+def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_node_returns(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """The contrast: the same script and the same loss on a fixed-size TrainJob (no elasticPolicy: torchrun's static
+    rendezvous over exactly 2 nodes). The survivor's torchrun fails with its lost peer, its container restarts and
+    waits for a node 1 that cannot be placed: nothing trains until the node is back. Reported: the survivor's
+    longest pause, in node-seconds, beside the elastic run's."""
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    try:
+        runtime = elastic_runtime(image, "torch-fixed", ckpt)
+        runtime["spec"]["mlPolicy"]["torch"] = {}
+        kube.create(runtime, namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",  # the runtime's anti-affinity names this JobSet
+                "torch-fixed",
+                numNodes=2,
+                numProcPerNode=1,
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
+        victim = next(
+            p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-1")
+        )
+        index = int(victim["spec"]["nodeName"].rsplit("-", 1)[1])
+        realnodes.kill_kubelet(kube.cluster, index)
+        kill_pod_containers(kube, index, namespace)
+        killed, at_kill = time.monotonic(), steps(ckpt)
+        try:
+            deadline = killed + AWAY_S
+            eventually(lambda: time.monotonic() >= deadline, f"the node away for {AWAY_S}s", timeout=AWAY_S + 10)
+            trained_meanwhile = steps(ckpt) - at_kill
+        finally:
+            realnodes.restart_kubelet(kube.cluster, index)
+        back = time.monotonic()
+        eventually(lambda: steps(ckpt) > at_kill + 2, "training again", timeout=300)
+        again = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=600)
+        state = json.loads((ckpt / "state.json").read_text())
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
+        assert condition(job, "Complete"), job.get("status")
+        assert trained_meanwhile <= 1, "a fixed-size job trains nothing while a node is away"
+        assert {w for _, w, _ in state["done"]} == {2}
+        print(
+            f"fixed-size torch 2: node away {back - killed:.1f}s, {trained_meanwhile} steps meanwhile; training again "
+            f"{again - back:.1f}s after it was back; longest pause between steps {idle:.1f}s (node-seconds idle: "
+            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}"
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
