@@ -470,7 +470,13 @@ def watch_progress(
     )
     if before is not None or accounted != goodput.initial(job, now):  # none written before the first change
         result.goodput = accounted
-    return Watched(result, warnings, delete, verdict.requeue_after, taken)
+    requeue = verdict.requeue_after
+    if accounted.phase == goodput.TRAINING and g.phase != goodput.TRAINING and not verdict.stalled:
+        # Training begins in this pass: come back when its first limit passes (no event may come before).
+        requeue = stall.check(
+            policy.stall_policy, result.trainer_status, accounted, now, result.state == c.STATE_RUNNING
+        ).requeue_after
+    return Watched(result, warnings, delete, requeue, taken)
 
 
 def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | None:

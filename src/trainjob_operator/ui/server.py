@@ -7,6 +7,7 @@ import contextlib
 import json
 import webbrowser
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -171,6 +172,7 @@ class UI:
             ),
             "snapshot": ((view.own_child(trainjob, snapshot) or {}).get("data") or {}).get("runtime"),
             "history": self.history.of(row["uid"]),
+            "goodput": view.goodput_of(trainjob, datetime.now(UTC)),
             "problems": problems,
         }
 

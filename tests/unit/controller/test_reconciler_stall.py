@@ -259,3 +259,16 @@ def test_a_trainjob_that_never_reported_is_never_stalled() -> None:
     op = Operator(client, 100_000)
     assert op.reconcile(100_000) is None
     assert [call for call in client.calls if call[0] in ("patch", "delete", "create")] == []
+
+
+def test_training_that_begins_in_this_pass_comes_back_when_its_first_limit_passes() -> None:
+    job = (
+        TrainJobBuilder.make()
+        .set("metadata.creationTimestamp", rfc3339(at(-30)))
+        .set("spec.stallPolicy", {"progressTimeoutSeconds": 60, "firstProgressTimeoutSeconds": 300})
+    )
+    client = api(job, jobset())
+    op = Operator(client, 0)
+    assert op.reconcile(0) == 300.0
+    got = status(client)
+    assert (got["state"], got["goodput"]["phase"], got["goodput"]["startingSeconds"]) == ("Running", "Training", 30)
