@@ -16,6 +16,7 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | busybox | static busybox with its applets as links, /etc/passwd | test pods (sh, nslookup, nc, wget) |
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
 | sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
+| torch-sdk | the torch image + the kubeflow SDK and its dependencies from the project's lock | torch reporting progress, a hang (issue 35) |
 | jax | Debian bookworm ``essential`` + ``python3``, ``jax``/``jaxlib`` (CPU) wheels from ``requirements/images/jax.txt`` | jax-distributed |
 | xgboost | Debian bookworm ``essential`` + ``python3-xgboost`` (1.7.4, CPU) | xgboost-distributed |
 | tensorflow | Debian bookworm ``essential`` + ``python3``, ``tensorflow-cpu`` wheels from ``requirements/images/tensorflow.txt`` | tensorflow-distributed |
@@ -129,6 +130,15 @@ RECIPES: dict[str, dict[str, Any]] = {
         "rootfs": "debian",
         "suite": "bookworm",
         "include": ["python3"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/lock.txt", "roots": ["kubeflow"], "python": "3.11"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "torch-sdk": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3-torch"],
         "packages": ["mmdebstrap"],
         "pip": {"lock": "requirements/lock.txt", "roots": ["kubeflow"], "python": "3.11"},
         "entrypoint": [],
