@@ -272,3 +272,15 @@ def test_training_that_begins_in_this_pass_comes_back_when_its_first_limit_passe
     assert op.reconcile(0) == 300.0
     got = status(client)
     assert (got["state"], got["goodput"]["phase"], got["goodput"]["startingSeconds"]) == ("Running", "Training", 30)
+
+
+def test_the_accounting_adds_no_write_to_a_new_pending_trainjob() -> None:
+    job = TrainJobBuilder.make().set("metadata.creationTimestamp", rfc3339(at(-5)))
+    client = api(job, jobset())
+    op = Operator(client, 0)
+    assert op.reconciler.store.pods is not None
+    op.reconciler.store.pods = PodCache()
+    op.reconciler.store.pods.put(PodBuilder.make().raw())  # Pending
+    op.reconcile(0)
+    op.reconcile(3)
+    assert [call for call in client.calls if call[:2] == ("patch", c.TRAINJOB_KIND)] == []
