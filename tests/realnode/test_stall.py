@@ -42,9 +42,9 @@ first = not os.path.exists(marker)
 dist.barrier()
 if rank == 0 and first:
     open(marker, "w").write("hung here once")
-steps = 8
+steps = 6
 for step in range(steps):
-    if first and step == 4:
+    if first and step == 3:
         if rank == 0:
             print("rank=0 stops reporting and leaves the collective", flush=True)
             time.sleep(3600)
@@ -55,7 +55,7 @@ for step in range(steps):
         ok = update_trainjob_status(progress_percent=(step + 1) * 100 // steps,
                                     metrics={"step": step, "loss": round(1.0 / (step + 1), 3)})
         print(f"rank=0 step={step} reported={ok}", flush=True)
-    time.sleep(2.5)
+    time.sleep(5.2)  # the SDK sends at most one update per 5 s
 print(f"rank={rank} done first={first}", flush=True)
 dist.destroy_process_group()
 """
@@ -131,8 +131,8 @@ def test_a_rank_blocked_in_a_collective_is_stalled_restarted_and_the_second_atte
     assert 0 <= detection + 1 <= DETECTION_SLACK, (detection, seen, stalled_after)
 
     # One restart, counted against maxRestarts; the progress history kept; one Warning Event naming the report.
-    assert (status["restarts"], goodput["stalls"]) >= (1, 1), status
-    assert status["restartCounts"]["jobSet"] == 1 if status.get("restartCounts") else status["restarts"] >= 1
+    job_set = (status.get("restartCounts") or {}).get("jobSet", status.get("restarts"))
+    assert (job_set, goodput["stalls"]) == (1, 1), status
     assert status["trainerStatus"]["progressPercentage"] == 100
     events = [
         e
