@@ -72,9 +72,12 @@ def initial(job: TrainJob, now: datetime) -> Goodput:
     new TrainJob: Starting, or Queued when created suspended)."""
     created = _time(job.metadata.creation_timestamp)
     since = min(created, now) if created is not None else now
+    return Goodput.model_validate({"phase": initial_phase(job), "since": rfc3339(since)})
+
+
+def initial_phase(job: TrainJob) -> str:
     state = job.status.state if job.status is not None else None
-    phase = phase_of(state, None) or (QUEUED if job.spec.suspend else STARTING)
-    return Goodput.model_validate({"phase": phase, "since": rfc3339(since)})
+    return phase_of(state, None) or (QUEUED if job.spec.suspend else STARTING)
 
 
 def accelerators(jobset: dict[str, Any] | None) -> int | None:

@@ -394,12 +394,22 @@ def watch_progress(
     job: TrainJob, status: TrainJobStatus, policy: RunPolicy, jobset: dict[str, Any] | None, now: datetime
 ) -> Watched:
     """Stall detection and the goodput accounting over the status `observed_status` computed (`jobset`: the
-    TrainJob's own). Everything it needs is in the status (the progress reports, `goodput`: the phase, the stall, the
-    restart under way), so a new leader or a restarted operator decides the same, restarts nothing twice and misses
-    no stall."""
-    result = status.model_copy(deep=True)
+    TrainJob's own), which is completed in place (a fresh object of this pass: no copy, the copy cost more than the
+    rest). Everything it needs is in the status (the progress reports, `goodput`: the phase, the stall, the restart
+    under way), so a new leader or a restarted operator decides the same, restarts nothing twice and misses no
+    stall."""
+    result = status
     before = job.status.goodput if job.status is not None else None
-    g = before if before is not None else goodput.initial(job, now)
+    if (
+        before is None
+        and result.trainer_status is None
+        and not stall.enabled(policy.stall_policy)
+        and goodput.phase_of(result.state, None) in (None, goodput.initial_phase(job))
+    ):
+        return Watched(result)  # nothing accounted yet and nothing to account: a new TrainJob's passes stay cheap
+    fresh = goodput.initial(job, now) if before is None else None
+    g = before if before is not None else fresh
+    assert g is not None
     meta = (jobset or {}).get("metadata") or {}
     jobset_uid = meta.get("uid")
     verdict = stall.Verdict()
@@ -468,7 +478,7 @@ def watch_progress(
         result.trainer_status,
         at=verdict.since if verdict.new or verdict.resumed else None,
     )
-    if before is not None or accounted != goodput.initial(job, now):  # none written before the first change
+    if before is not None or accounted != fresh:  # none written before the first change
         result.goodput = accounted
     requeue = verdict.requeue_after
     if accounted.phase == goodput.TRAINING and g.phase != goodput.TRAINING and not verdict.stalled:
