@@ -1,5 +1,6 @@
 """A hang caught for real (issue 35): a 2-node torch TrainJob on the real nodes reports progress with the unmodified
-kubeflow SDK (`update_trainjob_status()`, the lock's `kubeflow==0.5.0`, in the `torch-sdk` image built here), then
+kubeflow SDK (`update_trainjob_status()`: the lock's `kubeflow==0.5.0` and what it imports, the files this
+checkout installed for Python 3.11, put on a shared volume beside the `torch` image's Python 3.11), then
 rank 0 stops and rank 1 blocks in an all-reduce, so every pod stays Running and nothing reports. With
 `stallPolicy: {progressTimeoutSeconds: 20, action: Restart}` the operator says Stalled within the limit plus a bounded
 delay, sends one Warning Event naming the last report, deletes and rebuilds the JobSet (one restart, counted against
@@ -8,10 +9,12 @@ goodput the status reports matches the phases this test timed."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ from real_runtimes import finished, real_node_runtime, real_trainjob
 
 from cluster_fixtures import wait_for
 from operator_fixtures import Kube, OperatorProcess, condition
-from trainjob_dev import realexamples, realnodes
+from trainjob_dev import images, realexamples, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -74,6 +77,23 @@ def shared_dir(namespace: str) -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def sdk_into(directory: Path) -> None:
+    """The kubeflow SDK and its dependencies as the lock installed them here, file for file (pure-Python wheels and
+    manylinux ones for CPython 3.11, which the torch image's Debian Python 3.11 loads)."""
+    text = images.lock_subset((images.REPO / "requirements" / "lock.txt").read_text(), ["kubeflow"])
+    for line in text.splitlines():
+        if not line or line[0].isspace() or line.startswith("#"):
+            continue
+        dist = metadata.distribution(re.split(r"[=<>!~;\s\[]", line, maxsplit=1)[0])
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file)))
+            if ".." in file.parts or not source.is_file():
+                continue  # scripts installed outside site-packages
+            target = directory / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
 def runtime(image: str) -> dict[str, Any]:
     rt = real_node_runtime(image, "stall-real", torch_env=True)
     spec = rt["spec"]["template"]["spec"]
@@ -81,13 +101,15 @@ def runtime(image: str) -> dict[str, Any]:
     pod = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": "stall-shared"}}]
     pod["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
+    pod["containers"][0]["env"].append({"name": "PYTHONPATH", "value": "/shared/site-packages"})
     return rt
 
 
 def test_a_rank_blocked_in_a_collective_is_stalled_restarted_and_the_second_attempt_completes(
     kube: Kube, operator: OperatorProcess, namespace: str, shared_dir: Path
 ) -> None:
-    image = realnodes.load_image(kube.cluster, "torch-sdk")
+    image = realnodes.load_image(kube.cluster, "torch")
+    sdk_into(shared_dir / "site-packages")
     pv = f"stall-shared-{namespace}"
     kube.apply(*realexamples.shared_volume("stall-shared", namespace, str(shared_dir), pv))
     try:
