@@ -99,9 +99,14 @@ def runtime(image: str) -> dict[str, Any]:
     spec = rt["spec"]["template"]["spec"]
     spec["failurePolicy"] = {"maxRestarts": 1}
     pod = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": "stall-shared"}}]
-    pod["containers"][0]["volumeMounts"] = [{"name": "shared", "mountPath": "/shared"}]
-    pod["containers"][0]["env"].append({"name": "PYTHONPATH", "value": "/shared/site-packages"})
+    # beside the runtime's own (its writable /workspace, where the script is written)
+    pod["volumes"] = [
+        *pod.get("volumes", []),
+        {"name": "shared", "persistentVolumeClaim": {"claimName": "stall-shared"}},
+    ]
+    container = pod["containers"][0]
+    container["volumeMounts"] = [*container.get("volumeMounts", []), {"name": "shared", "mountPath": "/shared"}]
+    container["env"].append({"name": "PYTHONPATH", "value": "/shared/site-packages"})
     return rt
 
 
