@@ -37,6 +37,10 @@ EXAMPLES = [
     REPO / "examples" / "initializers.yaml",
     REPO / "examples" / "frameworks.yaml",
 ]
+#: `TRAINJOB_DEMO_HANG=1`: also a torch job that hangs after reporting progress (real nodes only: a fake node's pods
+#: never report), its stall caught and acted on (issue 35). It ends Failed, reason ProgressStalled, as it should.
+HANG_EXAMPLE = REPO / "examples" / "stall.yaml"
+HANG_NAME = "hang-example"
 REAL_NODES = 2
 #: Real training on a shared 2-core machine: TensorFlow's import alone takes a while.
 REAL_TIMEOUT = 900.0
@@ -134,7 +138,15 @@ def table(info: cluster.ClusterInfo) -> tuple[str, bool]:
         status = job.get("status") or {}
         state = status.get("state") or "Pending"
         steps = ", ".join(f"{s['name']} {s['succeeded']}✓ {s['active']}▶" for s in status.get("jobsStatus") or [])
-        rows.append(f"  {job['metadata']['name']:30s} {state:10s} nodes={status.get('nodes', '-')!s:3s} {steps}")
+        progress = (status.get("trainerStatus") or {}).get("progressPercentage")
+        goodput = (status.get("goodput") or {}).get("percent")
+        extra = (f" progress={progress}%" if progress is not None else "") + (
+            f" goodput={goodput}%" if goodput is not None and state in ("Complete", "Failed") else ""
+        )
+        why = f" ({status['reason']})" if status.get("reason") in ("ProgressStalled", "NoFirstProgressReport") else ""
+        rows.append(
+            f"  {job['metadata']['name']:30s} {state:10s} nodes={status.get('nodes', '-')!s:3s} {steps}{extra}{why}"
+        )
         done = done and state in ("Complete", "Failed")
     return "\n".join(rows), done
 
@@ -184,17 +196,25 @@ def used_runtimes() -> list[dict[str, Any]]:
     return [r for r in runtimes if (r["kind"], r["metadata"]["name"]) in used]
 
 
+def demo_images() -> list[str]:
+    """The examples' images, torch with the kubeflow SDK (`torch-sdk`): the torch example reports its progress
+    (issue 35)."""
+    return ["torch-sdk" if name == "torch" else name for name in realexamples.images_needed(used_runtimes())]
+
+
 def images_needed() -> list[str]:
     """Every image the demo loads: the nodes' own (pause, busybox), then its examples', the biggest downloads first
     (`make demo` builds them in the background while the control plane compiles)."""
-    examples = images.downloads_first(realexamples.images_needed(used_runtimes()))
+    examples = images.downloads_first(demo_images())
     return [*examples, *(n for n in ("pause", "busybox") if n not in examples)]
 
 
 def apply_for_real(info: cluster.ClusterInfo) -> None:
     """The runtimes rewritten for the real nodes, the initializers' local source and shared volume."""
     runtimes = [doc for doc in runtime_docs() + example_docs() if doc["kind"].endswith("TrainingRuntime")]
-    refs = build_images(info, realexamples.images_needed(used_runtimes()))
+    refs = build_images(info, demo_images())
+    if "torch-sdk" in refs:  # the torch runtime runs the image with the SDK
+        refs["torch"] = refs["torch-sdk"]
     shared = cluster.state_dir() / "demo-initializer"
     shared.mkdir(mode=0o777, parents=True, exist_ok=True)
     shared.chmod(0o777)
@@ -246,8 +266,9 @@ class Pods:
                     self.ended.add(uid)
 
     def report(self, jobs: dict[str, str]) -> bool:
-        """The table proving where each pod ran; True when every pod ran for real and every TrainJob is Complete."""
-        ok = all(state == "Complete" for state in jobs.values())
+        """The table proving where each pod ran; True when every pod ran for real and every TrainJob is Complete
+        (the hanging example: Failed for its stall)."""
+        ok = all(state == ("Failed" if job == HANG_NAME else "Complete") for job, state in jobs.items())
         print(f"  {'TRAINJOB':28s} {'STATE':9s} {'POD':40s} {'NODE':12s} {'CONTAINER':22s} {'LOG':>5s}  KEY LINE")
         for uid, pod in sorted(self.seen.items(), key=lambda kv: kv[1]["metadata"]["name"]):
             job = pod["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"]
@@ -309,7 +330,7 @@ def main() -> int:
     stop_operator()
     say(f"starting the operator (logs: {cluster.state_dir() / 'logs' / 'operator.log'})")
     start_operator(info)
-    for path in EXAMPLES:
+    for path in [*EXAMPLES, HANG_EXAMPLE]:
         kubectl(info, "delete", "-f", str(path), "--ignore-not-found", "--wait=true", "--timeout=120s")
     if real:
         say("the runtimes on the real nodes: images built here, pinned to the real nodes (harness/realexamples.py)")
@@ -317,8 +338,9 @@ def main() -> int:
     else:
         for path in runtime_files():
             kubectl(info, "apply", "--server-side", "--force-conflicts", "-f", str(path))
-    say("submitting the example TrainJobs: " + ", ".join(p.name for p in EXAMPLES))
-    for path in EXAMPLES:
+    examples = EXAMPLES + ([HANG_EXAMPLE] if real and os.environ.get("TRAINJOB_DEMO_HANG") else [])
+    say("submitting the example TrainJobs: " + ", ".join(p.name for p in examples))
+    for path in examples:
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d and (d["kind"] == "TrainJob" or not real)]
         kubectl(info, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
     pods = Pods(info) if real else None
@@ -355,6 +377,9 @@ def main() -> int:
         f"export KUBECONFIG={kc}",
         f"alias kubectl={info.kubectl_path}",
         "kubectl get trainjobs,jobsets,jobs,pods",
+        "kubectl get trainjobs -o wide    # GOODPUT: the share of each TrainJob's time spent training",
+        f"{REPO / '.venv/bin/trainjob-operator'} goodput    # where the time went: queued, starting, training, ...",
+        f"{REPO / '.venv/bin/trainjob-operator'} ui --open    # the progress bars and each TrainJob's goodput timeline",
         "kubectl get trainjob multi-node-example -o yaml",
         "kubectl get configmap deepspeed-example-mpi-hostfile -o yaml",
         f"curl -s 127.0.0.1:{HEALTH_PORT}/metrics | grep trainjob_operator_",

@@ -17,6 +17,7 @@ whenever the content would. Nodes import the archives into their containerd (``c
 | torch | Debian bookworm ``essential`` + ``python3-torch`` (1.13.1, CPU-only, gloo) by mmdebstrap | torchrun |
 | sdk | Debian bookworm ``essential`` + ``python3``, the kubeflow SDK and its dependencies from the project's lock | progress from a pod |
 | sdk-trixie | Debian trixie ``essential`` + ``python3`` (3.13: strict X.509 verification by default), the kubeflow SDK from ``requirements/images/sdk-trixie.txt`` | progress from a pod on Python 3.13 |
+| torch-sdk | the torch image + the kubeflow SDK and its dependencies from the project's lock | torch reporting progress, a hang (issue 35) |
 | jax | Debian bookworm ``essential`` + ``python3``, ``jax``/``jaxlib`` (CPU) wheels from ``requirements/images/jax.txt`` | jax-distributed |
 | xgboost | Debian bookworm ``essential`` + ``python3-xgboost`` (1.7.4, CPU) | xgboost-distributed |
 | tensorflow | Debian bookworm ``essential`` + ``python3``, ``tensorflow-cpu`` wheels from ``requirements/images/tensorflow.txt`` | tensorflow-distributed |
@@ -143,6 +144,15 @@ RECIPES: dict[str, dict[str, Any]] = {
         "include": ["python3"],
         "packages": ["mmdebstrap"],
         "pip": {"lock": "requirements/images/sdk-trixie.txt", "roots": ["kubeflow"], "python": "3.13"},
+        "entrypoint": [],
+        "cmd": ["python3"],
+    },
+    "torch-sdk": {
+        "rootfs": "debian",
+        "suite": "bookworm",
+        "include": ["python3-torch"],
+        "packages": ["mmdebstrap"],
+        "pip": {"lock": "requirements/lock.txt", "roots": ["kubeflow"], "python": "3.11"},
         "entrypoint": [],
         "cmd": ["python3"],
     },

@@ -486,6 +486,8 @@ KINDS: Final = (
             {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
             {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
             {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+            # Beyond upstream (issue 35): the share of its time the TrainJob trained, as of its last change of phase.
+            {"name": "Goodput", "type": "integer", "jsonPath": ".status.goodput.percent", "priority": 1},
             # Upstream's own status fields, which Kueue's MultiKueue copies to the manager (it drops ours): on a
             # manager, where STATE is empty because nothing runs there, `-o wide` still tells the worker's truth
             # (docs/multikueue.md). The first True condition (Complete, Failed, Suspended) ...

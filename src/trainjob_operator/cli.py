@@ -96,6 +96,10 @@ def parser() -> argparse.ArgumentParser:
     _output_flag(conv, "the converted objects")
     sub.add_parser("run", help="run the operator (controller manager and webhooks); `run --help` for its flags")
     sub.add_parser("ui", help="a read-only web UI over TrainJobs with your kubeconfig; `ui --help` for its flags")
+    sub.add_parser(
+        "goodput",
+        help="where the TrainJobs' time went (queued, training, stalled, ...); `goodput --help` for its flags",
+    )
     return p
 
 
@@ -153,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .ui.server import run as run_ui  # imported lazily: aiohttp's server only for the UI
 
         return int(run_ui(argv[1:]))
+    if argv[:1] == ["goodput"]:
+        from .ui.goodput import run as run_goodput  # imported lazily: it reads the cluster
+
+        return int(run_goodput(argv[1:]))
     args = parser().parse_args(argv)  # `--help` and a bad flag end here, before any model is built
     # Building the models at import makes many objects that all live on: the cyclic collector's passes over them
     # are 7% of the start-up, and `commands.run` keeps it off for the batch too.

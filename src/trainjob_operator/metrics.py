@@ -7,7 +7,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-STATES = ("Pending", "Suspended", "Running", "Restarting", "Complete", "Failed", "Error")
+STATES = ("Pending", "Suspended", "Running", "Restarting", "Stalled", "Complete", "Failed", "Error")
 """Every value of `status.state` (api.trainjob.TrainJobStatus.state; a unit test keeps the two equal)."""
 
 
@@ -90,6 +90,40 @@ class Metrics:
             "trainjob_operator_identity_waits_total",
             "Reconciles of a TrainJob that waited for objects under its children's names that are not its own",
             ["reason"],
+            registry=self.registry,
+        )
+        # Goodput (issue 35, docs/hangs-and-goodput.md): counters that sum across TrainJobs, per namespace and
+        # runtime; each phase's seconds are added once, when the phase ends, by the replica whose status write landed.
+        self.goodput_seconds = Counter(
+            "trainjob_operator_goodput_seconds_total",
+            "Seconds TrainJobs spent per phase (Queued, Starting, Training, Restarting, Stalled), added when a phase ends",
+            ["trainjob_namespace", "runtime", "phase"],
+            registry=self.registry,
+        )
+        self.idle_accelerator_seconds = Counter(
+            "trainjob_operator_idle_accelerator_seconds_total",
+            "Accelerator-seconds TrainJobs' pods held while not training (starting, restarting, stalled)",
+            ["trainjob_namespace", "runtime", "phase"],
+            registry=self.registry,
+        )
+        self.stalls = Counter(
+            "trainjob_operator_stalls_total",
+            "TrainJobs found stalled (no progress report within their stallPolicy), by the action taken",
+            ["trainjob_namespace", "runtime", "action"],
+            registry=self.registry,
+        )
+        self.first_progress_seconds = Histogram(
+            "trainjob_operator_time_to_first_progress_seconds",
+            "From a TrainJob's creation to its first progress report",
+            ["trainjob_namespace", "runtime"],
+            buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200),
+            registry=self.registry,
+        )
+        self.goodput_ratio = Histogram(
+            "trainjob_operator_goodput_ratio",
+            "Share of a finished TrainJob's time spent training (0-1)",
+            ["trainjob_namespace", "runtime"],
+            buckets=(0.1, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
             registry=self.registry,
         )
         self.leader = Gauge(

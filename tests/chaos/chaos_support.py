@@ -218,6 +218,63 @@ def runtimes(namespace: str, run_for: str = "900s") -> list[dict[str, Any]]:
     ]
 
 
+STALL_RUNTIME = "torch-stall"
+
+
+def stall_runtime(namespace: str, run_for: str = "900s") -> dict[str, Any]:
+    """A torch runtime whose JobSet may restart once (`failurePolicy.maxRestarts: 1`) and whose TrainJobs never
+    report progress but ask for a first report within 3 s, restarting on a stall (issue 35): each stalls, restarts
+    once, stalls again and fails (no restart left). Exactly one restart each, whoever leads."""
+    pod = _pod(["torchrun", "hang.py"], run_for)
+    job = {
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {c.ANCESTOR_LABEL: "trainer"}},
+            "spec": {"backoffLimit": 0, "template": pod},
+        },
+    }
+    return {
+        "apiVersion": c.API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": {"name": STALL_RUNTIME, "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "runPolicy": {"stallPolicy": {"firstProgressTimeoutSeconds": 3, "action": "Restart"}},
+            "template": {"spec": {"failurePolicy": {"maxRestarts": 1}, "replicatedJobs": [job]}},
+        },
+    }
+
+
+def stalling_trainjobs(namespace: str, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": "TrainJob",
+            "metadata": {"name": f"stall-{index:05d}", "namespace": namespace},
+            "spec": {"runtimeRef": {"name": STALL_RUNTIME, "kind": "TrainingRuntime"}},
+        }
+        for index in range(count)
+    ]
+
+
+def stall_counts(api: Api, namespace: str, names: set[str], tracker: Tracker) -> dict[str, int]:
+    """Of the stalling TrainJobs: those not Failed for the stall (`stalls_missed`) and those restarted other than
+    exactly once (`stall_restarts_wrong`: the status says so, or more than two JobSets were seen)."""
+    jobs = {j["metadata"]["name"]: j for j in api.list(c.API_VERSION, "TrainJob", namespace)}
+    missed = wrong = 0
+    for name in names:
+        status = (jobs.get(name) or {}).get("status") or {}
+        failed = [
+            cond for cond in status.get("conditions") or [] if cond.get("type") == "Failed" and cond["status"] == "True"
+        ]
+        if not failed or failed[0].get("reason") != c.REASON_PROGRESS_STALLED:
+            missed += 1
+        seen = tracker.jobsets.get(name)
+        if status.get("restarts") != 1 or (seen is not None and len(seen.uids) > 2):
+            wrong += 1
+    return {"stalls_missed": missed, "stall_restarts_wrong": wrong}
+
+
 def trainjobs(namespace: str, count: int, seed: int, suspended_share: float = 0.2) -> list[dict[str, Any]]:
     """A mixed burst: torch, MPI (2 nodes) and initializer jobs; some created suspended."""
     rng = random.Random(seed)
@@ -325,11 +382,13 @@ class Tracker(Poller):
             seen.data.add(hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest())
             self.secret_values.update(str(v) for v in data.values())
 
-    def recreated_jobsets(self) -> int:
+    def recreated_jobsets(self, restarted: frozenset[str] = frozenset()) -> int:
         """JobSets deleted and created again although they had run (or were not seen suspended and never run):
-        real duplicates."""
+        real duplicates. `restarted`: TrainJobs whose JobSet a stall restart re-creates on purpose (counted apart)."""
         return sum(
-            1 for seen in self.jobsets.values() if any(not seen.never_ran.get(uid, False) for uid in seen.replaced())
+            1
+            for name, seen in self.jobsets.items()
+            if name not in restarted and any(not seen.never_ran.get(uid, False) for uid in seen.replaced())
         )
 
     def rebuilt_suspended(self) -> int:

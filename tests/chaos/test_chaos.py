@@ -37,6 +37,9 @@ from chaos_support import (
     scan_logs,
     secret_needles,
     size,
+    stall_counts,
+    stall_runtime,
+    stalling_trainjobs,
     trainjobs,
     webhook_cert_values,
 )
@@ -203,10 +206,12 @@ def test_replica_kills_during_a_burst(
     kill_errors: list[str] = []
     try:
         replicas.start_all()
-        refused = api.create_all(runtimes(namespace), concurrency=1)
+        refused = api.create_all([*runtimes(namespace), stall_runtime(namespace)], concurrency=1)
         assert not refused, refused
         jobs = trainjobs(namespace, count, seed=17)
         suspended = [j["metadata"]["name"] for j in jobs if j["spec"].get("suspend")]
+        stalling = stalling_trainjobs(namespace, size(4, 40))  # issue 35: stalls seen and restarted once each
+        jobs = [job for pair in zip(jobs, stalling, strict=False) for job in pair] + jobs[len(stalling) :]
 
         def killer() -> None:
             try:
@@ -236,12 +241,15 @@ def test_replica_kills_during_a_burst(
         api.patch_all("TrainJob", namespace, suspended, {"spec": {"suspend": False}})
         thread.join(timeout=spread + 300)
         assert not kill_errors, kill_errors
-        want = {j["metadata"]["name"] for j in jobs} - set(refused)
+        stalls = {j["metadata"]["name"] for j in stalling} - set(refused)
+        want = {j["metadata"]["name"] for j in jobs} - set(refused) - stalls
         deadline = time.monotonic() + size(180, 900)
         done, jobsets = converged(api, namespace, want)
         while done != want and time.monotonic() < deadline:
             time.sleep(2)
             done, jobsets = converged(api, namespace, want)
+        while stall_counts(api, namespace, stalls, tracker)["stalls_missed"] and time.monotonic() < deadline:
+            time.sleep(2)
         tracker.observe(api)
         figures = Figures(
             "replica-kills",
@@ -249,8 +257,9 @@ def test_replica_kills_during_a_burst(
                 "trainjobs": 0,
                 "refused": len(refused),
                 "lost": len(want - done),
-                "duplicates": tracker.recreated_jobsets(),
-                "mutated": tracker.mutated_jobsets(jobsets),
+                "duplicates": tracker.recreated_jobsets(restarted=frozenset(stalls)),
+                "mutated": tracker.mutated_jobsets([js for js in jobsets if js["metadata"]["name"] not in stalls]),
+                **stall_counts(api, namespace, stalls, tracker),
                 # nothing is resized here and every replica writes the same pod template: no rebuild is due either
                 "rebuilt_suspended": tracker.rebuilt_suspended(),
                 "regenerated": tracker.regenerated_secrets(),

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from real_runtimes import _containers_on, _ctr, finished, pods_of, real_node_runtime, real_trainjob
 
-from operator_fixtures import Kube, OperatorProcess, condition, eventually
 from harness import realnodes
+from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 os.environ.setdefault("TRAINJOB_JOBSET_FEATURE_GATES", "ElasticJobSet=true")
 

@@ -390,7 +390,7 @@ BAD_FLAGS = [
     pytest.param(
         ["explain"],
         "trainjob-operator: error: argument COMMAND: invalid choice: 'explain' (choose from "
-        "'render', 'validate', 'convert', 'run', 'ui'); see `trainjob-operator --help`",
+        "'render', 'validate', 'convert', 'run', 'ui', 'goodput'); see `trainjob-operator --help`",
         id="an unknown command",
     ),
 ]

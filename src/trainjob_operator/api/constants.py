@@ -188,6 +188,12 @@ STATE_COMPLETE: Final = "Complete"
 STATE_FAILED: Final = "Failed"
 STATE_ERROR: Final = "Error"
 STATE_RESTARTING: Final = "Restarting"
+STATE_STALLED: Final = "Stalled"
+REASON_PROGRESS_STALLED: Final = "ProgressStalled"
+"""Stalled (issue 35): the attempt reported progress, then none for longer than progressTimeoutSeconds."""
+REASON_NO_FIRST_PROGRESS: Final = "NoFirstProgressReport"
+"""Stalled (issue 35): the attempt ran longer than firstProgressTimeoutSeconds without a first report."""
+EVENT_STALLED: Final = "TrainJobStalled"
 
 # The TrainJob status server (upstream's `TrainJobStatus` feature; on by default here): what trainer pods get so
 # `kubeflow.trainer.update_trainjob_status()` can report progress, and what the server answers.

@@ -172,6 +172,23 @@ class PodGroupPolicy(ApiModel):
     """Volcano."""
 
 
+class StallPolicy(ApiModel):
+    """Beyond upstream (issue 35): what a running TrainJob that stops reporting progress
+    (`kubeflow.trainer.update_trainjob_status()`) is called and what is done about it. On a runtime's `runPolicy`
+    (the default of its TrainJobs) and on a TrainJob's `spec.stallPolicy` (each field set there wins)."""
+
+    progress_timeout_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
+    """The longest a running TrainJob whose current attempt reported progress may go without another report
+    before it is Stalled. Unset: no stall detection."""
+    first_progress_timeout_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
+    """The longest an attempt (the pods running since the last start or restart) may run before its first report.
+    Unset: an attempt that has not reported is never Stalled (a TrainJob that never reports is never Stalled)."""
+    action: Literal["Report", "Restart", "Fail"] | None = None
+    """What a stall does: `Report` (the default: state Stalled, a Warning Event, a metric), `Restart` (the JobSet is
+    deleted and built again, counted against its `failurePolicy.maxRestarts`; Failed once that is spent) or `Fail`
+    (Failed, reason Stalled)."""
+
+
 class RunPolicy(ApiModel):
     """Upstream's proposal (KEP-2899 update, T#3824/T#4052): lifecycle defaults for every TrainJob of the runtime;
     a TrainJob's own field overrides each."""
@@ -183,6 +200,9 @@ class RunPolicy(ApiModel):
     startup_deadline_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int64"})
     """Beyond upstream: default of a TrainJob's spec.startupDeadlineSeconds: seconds its pods may stay unschedulable
     or without their image."""
+    stall_policy: StallPolicy | None = None
+    """Beyond upstream (issue 35): default of a TrainJob's spec.stallPolicy: when a TrainJob that stopped reporting
+    progress is Stalled, and what is done about it."""
 
 
 class TrainingRuntimeSpec(ApiModel):

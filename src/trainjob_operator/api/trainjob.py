@@ -25,7 +25,7 @@ from .rules import (
     TRAINER_STATUS_TIME,
     x_validations,
 )
-from .runtime import TorchElasticPolicy
+from .runtime import StallPolicy, TorchElasticPolicy
 
 MAX_COMMAND_ITEM = 1048576
 CommandItem = Annotated[str, StringConstraints(max_length=MAX_COMMAND_ITEM)]
@@ -269,6 +269,9 @@ class TrainJobSpec(ApiModel):
     )
     """Beyond upstream: fail the TrainJob when a pod is still unschedulable or cannot pull its image this long after
     the TrainJob started. Overrides the runtime's `runPolicy.startupDeadlineSeconds`."""
+    stall_policy: StallPolicy | None = None
+    """Beyond upstream (issue 35): when the TrainJob, running but no longer reporting progress, is Stalled and what
+    is done about it. Each field set here overrides the runtime's `runPolicy.stallPolicy`."""
 
 
 class Condition(K8sModel):
@@ -369,6 +372,42 @@ class ElasticStatus(ApiModel):
     """The JobSet these counts are of (a rebuilt JobSet starts afresh)."""
 
 
+class Goodput(ApiModel):
+    """Beyond upstream (issue 35): the TrainJob's time by phase, closed phases summed; the current one runs from
+    `since` (readers add it up to their now). Written only with a change of state, never on its own."""
+
+    phase: Literal["Queued", "Starting", "Training", "Restarting", "Stalled", "Finished"]
+    """What the TrainJob does now: Queued (suspended), Starting (before its first pod runs), Training (state
+    Running), Restarting (after a failure, a restart or a resume that follows training), Stalled, Finished."""
+    since: str = Field(json_schema_extra={"format": "date-time"})
+    """When the current phase began."""
+    queued_seconds: int = Field(default=0, ge=0, json_schema_extra={"format": "int64"})
+    """Seconds queued: suspended (by Kueue or a user) before or between runs."""
+    starting_seconds: int = Field(default=0, ge=0, json_schema_extra={"format": "int64"})
+    """Seconds starting: admitted, before the first pod of the first attempt runs."""
+    training_seconds: int = Field(default=0, ge=0, json_schema_extra={"format": "int64"})
+    """Seconds training: state Running (a pod runs, none is failing) and not stalled."""
+    restarting_seconds: int = Field(default=0, ge=0, json_schema_extra={"format": "int64"})
+    """Seconds restarting: after a failure, a restart or a resume that follows training, until a pod runs again."""
+    stalled_seconds: int = Field(default=0, ge=0, json_schema_extra={"format": "int64"})
+    """Seconds stalled: running without the progress reports the stallPolicy asks for."""
+    accelerators: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """Accelerators (extended resources such as nvidia.com/gpu) the JobSet's pods ask for, in all."""
+    idle_accelerator_seconds: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """Accelerator-seconds held (starting, restarting, stalled) while not training."""
+    first_progress_seconds: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int64"})
+    """From the TrainJob's creation to its first progress report."""
+    percent: int | None = Field(default=None, ge=0, le=100)
+    """Training seconds as a share of all seconds, as of the last change of phase."""
+    stalls: int | None = Field(default=None, ge=0, json_schema_extra={"format": "int32"})
+    """Stalls detected."""
+    stalled_report: str | None = Field(default=None, max_length=64)
+    """The `trainerStatus.lastUpdatedTime` the current stall was detected after (`none`: no report): a newer
+    report ends the stall."""
+    restart_of: str | None = Field(default=None, max_length=128)
+    """The uid of the JobSet a stall restarts: deleted (again, after an operator restart) until it is gone."""
+
+
 class TrainJobStatus(ApiModel):
     """What the operator observed of the TrainJob."""
 
@@ -386,7 +425,9 @@ class TrainJobStatus(ApiModel):
     """Counts per replicated job of the JobSet."""
     trainer_status: TrainerStatus | None = None
     """Progress reported by the training code."""
-    state: Literal["Pending", "Suspended", "Running", "Restarting", "Complete", "Failed", "Error"] | None = None
+    state: Literal["Pending", "Suspended", "Running", "Restarting", "Stalled", "Complete", "Failed", "Error"] | None = (
+        None
+    )
     """Beyond upstream: the lifecycle state for `kubectl get`, from the TrainJob's conditions and its pods (the
     kubeflow SDK ignores it): Running only while a pod runs and none is failing or unschedulable."""
     reason: str | None = Field(default=None, max_length=64)
@@ -411,6 +452,9 @@ class TrainJobStatus(ApiModel):
     """Beyond upstream: `restarts` by kind."""
     elastic: ElasticStatus | None = None
     """Beyond upstream: the current and desired size of an elastic PyTorch TrainJob, and its resizes."""
+    goodput: Goodput | None = None
+    """Beyond upstream (issue 35): where the TrainJob's time went (queued, starting, training, restarting, stalled)
+    and the share that was training."""
 
 
 class TrainJob(ApiModel):

@@ -19,7 +19,7 @@ from ..k8s.client import JSON_PATCH, MERGE, ApiError, KubeClient
 from ..keys import FRESH_KEYS
 from ..logs import get
 from ..metrics import Metrics
-from ..runtime import elastic, kueue, plan
+from ..runtime import elastic, goodput, kueue, plan
 from ..runtime.conditions import rfc3339
 from ..runtime.errors import BuildError
 from ..runtime.health import PodWarning, warning_event
@@ -168,9 +168,19 @@ class Reconciler:
             requeue_after = outcome.requeue_after
             if resized is not None:
                 outcome = replace(outcome, requeue_after=min(requeue_after, resized) if requeue_after else resized)
-        await self._pod_warnings(job, warnings)
-        await self._write_status(job, status, (body.get("metadata") or {}).get("resourceVersion"))
+        watched = plan.watch_progress(job, status, policy, jobset, now)  # stalls and goodput (issue 35)
+        await self._pod_warnings(job, warnings + watched.warnings)
+        written = await self._write_status(job, watched.status, (body.get("metadata") or {}).get("resourceVersion"))
+        if written is not False:
+            self._record_goodput(job, watched, written)
+            if watched.delete is not None:  # recorded first: a restart is never sent twice, never counted twice
+                bound.info("TrainJob stalled; deleting its JobSet", action=watched.stalled or "Restart")
+                await self._send(watched.delete)
+                if watched.stalled == "Fail":  # a restart's JobSet stays cached until gone: no build before
+                    self.store.jobsets.remove(key)
         requeue = outcome.requeue_after
+        if watched.requeue_after is not None:
+            requeue = min(requeue, watched.requeue_after) if requeue else watched.requeue_after
         if wait is not None:
             requeue = min(requeue, wait.requeue_after) if requeue else wait.requeue_after
         return Result(requeue_after=requeue, error=failure is not None)
@@ -511,10 +521,42 @@ class Reconciler:
             raise NotLeading(verb)
         return await call
 
-    async def _write_status(self, job: TrainJob, status: Any, version: str | None) -> None:
+    def _record_goodput(self, job: TrainJob, watched: plan.Watched, written: bool | None) -> None:
+        """The goodput counters and histograms (issue 35), from what a landed status write changed (`written`
+        True; None: nothing to write)."""
+        if not written:
+            return
+        labels = {"trainjob_namespace": job.namespace, "runtime": job.spec.runtime_ref.name}
+        before = job.status.goodput if job.status is not None else None
+        after = watched.status.goodput
+        for phase, seconds in goodput.closed_deltas(before, after).items():
+            if phase == "idle":
+                phase_was = before.phase if before is not None else ""
+                self.metrics.idle_accelerator_seconds.labels(**labels, phase=phase_was).inc(seconds)
+            else:
+                self.metrics.goodput_seconds.labels(**labels, phase=phase).inc(seconds)
+        if (
+            after is not None
+            and after.first_progress_seconds is not None
+            and (before is None or before.first_progress_seconds is None)
+        ):
+            self.metrics.first_progress_seconds.labels(**labels).observe(after.first_progress_seconds)
+        finished = after is not None and after.phase == goodput.FINISHED
+        if (
+            finished
+            and after is not None
+            and after.percent is not None
+            and (before is None or before.phase != after.phase)
+        ):
+            self.metrics.goodput_ratio.labels(**labels).observe(after.percent / 100)
+        if watched.stalled is not None:
+            self.metrics.stalls.labels(**labels, action=watched.stalled).inc()
+
+    async def _write_status(self, job: TrainJob, status: Any, version: str | None) -> bool | None:
+        """True: written; None: nothing to write; False: not written (the TrainJob changed or is gone)."""
         patch = plan.status_patch(job, status)
         if patch is None:
-            return
+            return None
         request = plan.status_request(job, patch, version)
         try:
             updated = await self._write(
@@ -531,7 +573,7 @@ class Reconciler:
             )
         except ApiError as err:
             if err.not_found:
-                return
+                return False
             if err.conflict or (err.status == 422 and request.json_patch and await self._replaced(job)):
                 # Changed (the first write) or replaced under the same name since it was read (the uid test failed:
                 # the API server answers a bare 422): the watch event of the change brings it back; this
@@ -539,9 +581,10 @@ class Reconciler:
                 log.info(
                     "TrainJob changed since it was read; status not written", namespace=job.namespace, name=job.name
                 )
-                return
+                return False
             raise
         self.store.trainjobs.put(updated)
+        return True
 
     async def _pod_warnings(self, job: TrainJob, warnings: tuple[PodWarning, ...]) -> None:
         """One Warning Event per distinct pod failure or scheduling problem (runtime/health.py): remembered here,

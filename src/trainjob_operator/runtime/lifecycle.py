@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..api import constants as c
-from ..api.runtime import RunPolicy
+from ..api.runtime import RunPolicy, StallPolicy
 from ..api.trainjob import TrainJob, TrainJobStatus
 from .conditions import find, is_finished, rfc3339
 
@@ -39,7 +39,16 @@ def effective_run_policy(job: TrainJob, runtime_policy: RunPolicy | None) -> Run
         startup_deadline_seconds=spec.startup_deadline_seconds
         if spec.startup_deadline_seconds is not None
         else base.startup_deadline_seconds,
+        stall_policy=effective_stall_policy(spec.stall_policy, base.stall_policy),
     )
+
+
+def effective_stall_policy(own: StallPolicy | None, runtime: StallPolicy | None) -> StallPolicy | None:
+    """The runtime's `runPolicy.stallPolicy` with each field the TrainJob's `spec.stallPolicy` sets taking
+    precedence (None when neither has one)."""
+    if own is None or runtime is None:
+        return own or runtime
+    return runtime.model_copy(update={k: v for k, v in own if v is not None})
 
 
 # --- status.startTime / status.completionTime -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 from ..api import constants as c
 from ..api.runtime import RunPolicy, RuntimeModels
 from ..api.trainjob import Condition, TrainJob, TrainJobStatus
-from . import review
+from . import goodput, review, stall
 from .conditions import find, is_finished, rfc3339, set_condition
 from .errors import BuildError, describe, printable
 from .framework import Manifest, Mode
@@ -374,6 +374,121 @@ def observed_status(
     return result, health.warnings
 
 
+@dataclass(frozen=True)
+class Watched:
+    """The status after the progress watch and the goodput accounting (issue 35), and what a stall asks for."""
+
+    status: TrainJobStatus
+    warnings: tuple[PodWarning, ...] = ()
+    """The stall's Warning Event (one per stall: named after the TrainJob's uid and the stall)."""
+    delete: Delete | None = None
+    """The JobSet to delete once the status is written: a stall restart (the rebuild follows when it is gone) or a
+    stall failure."""
+    requeue_after: float | None = None
+    """When the stall limit passes if no report comes."""
+    stalled: str | None = None
+    """The action a stall detected in this pass took (Report, Restart, Fail): the counter's label."""
+
+
+def watch_progress(
+    job: TrainJob, status: TrainJobStatus, policy: RunPolicy, jobset: dict[str, Any] | None, now: datetime
+) -> Watched:
+    """Stall detection and the goodput accounting over the status `observed_status` computed (`jobset`: the
+    TrainJob's own), which is completed in place (a fresh object of this pass: no copy, the copy cost more than the
+    rest). Everything it needs is in the status (the progress reports, `goodput`: the phase, the stall, the restart
+    under way), so a new leader or a restarted operator decides the same, restarts nothing twice and misses no
+    stall."""
+    result = status
+    before = job.status.goodput if job.status is not None else None
+    if (
+        before is None
+        and result.trainer_status is None
+        and not stall.enabled(policy.stall_policy)
+        and goodput.phase_of(result.state, None) in (None, goodput.initial_phase(job))
+    ):
+        return Watched(result)  # nothing accounted yet and nothing to account: a new TrainJob's passes stay cheap
+    fresh = goodput.initial(job, now) if before is None else None
+    g = before if before is not None else fresh
+    assert g is not None
+    meta = (jobset or {}).get("metadata") or {}
+    jobset_uid = meta.get("uid")
+    verdict = stall.Verdict()
+    warnings: tuple[PodWarning, ...] = ()
+    delete: Delete | None = None
+    taken: str | None = None
+    was = job.status if job.status is not None else TrainJobStatus()
+    if g.restart_of and jobset_uid == g.restart_of and not is_finished(result.conditions):
+        # A stall restart decided (and recorded) before: delete that JobSet until it is gone, never count it again.
+        if not meta.get("deletionTimestamp"):
+            delete = Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground", uid=jobset_uid)
+        if result.state == c.STATE_RUNNING:
+            result.state, result.reason, result.message = c.STATE_STALLED, was.reason, was.message
+    else:
+        verdict = stall.check(policy.stall_policy, result.trainer_status, g, now, result.state == c.STATE_RUNNING)
+    if verdict.stalled and not verdict.new:
+        result.state, result.reason, result.message = c.STATE_STALLED, was.reason, was.message
+    elif verdict.new:
+        action = stall.action_of(policy.stall_policy)
+        g = g.model_copy(update={"stalls": (g.stalls or 0) + 1, "stalled_report": verdict.report})
+        message = verdict.message or ""
+        if action == "Restart":
+            left = stall.restarts_left(jobset)
+            if left > 0 and jobset_uid:
+                message += f"; restarting the JobSet ({left - 1} of its restarts left)"
+                g = g.model_copy(update={"restart_of": jobset_uid})
+                counts = result.restart_counts
+                if counts is not None:
+                    result.restart_counts = counts.model_copy(update={"job_set": counts.job_set + 1})
+                result.restarts = (result.restarts or 0) + 1
+                delete = Delete(
+                    c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground", uid=jobset_uid
+                )
+            else:
+                action = "Fail"
+                message += "; no restart left (the JobSet's failurePolicy.maxRestarts is spent or unset)"
+        if action == "Fail":
+            conditions = list(result.conditions or [])
+            set_condition(
+                conditions,
+                Condition(
+                    type=c.CONDITION_FAILED,
+                    status="True",
+                    reason=c.REASON_PROGRESS_STALLED,
+                    message=printable(message),
+                    last_transition_time=rfc3339(now),
+                ),
+                now,
+            )
+            result.conditions = conditions
+            result.completion_time = result.completion_time or rfc3339(now)
+            result.state, result.reason = c.STATE_FAILED, c.REASON_PROGRESS_STALLED
+            delete = delete_jobset(job, jobset)
+        else:
+            result.state, result.reason = c.STATE_STALLED, verdict.reason
+        result.message = printable(message)[:1024]
+        key = f"stalled/{g.stalls}/{verdict.report}"
+        warnings = (PodWarning(c.EVENT_STALLED, f"{message}; action {action}", key),)
+        taken = action
+    accounted = goodput.account(
+        job,
+        g,
+        result.state,
+        now,
+        goodput.accelerators(jobset),
+        result.trainer_status,
+        at=verdict.since if verdict.new or verdict.resumed else None,
+    )
+    if before is not None or accounted != fresh:  # none written before the first change
+        result.goodput = accounted
+    requeue = verdict.requeue_after
+    if accounted.phase == goodput.TRAINING and g.phase != goodput.TRAINING and not verdict.stalled:
+        # Training begins in this pass: come back when its first limit passes (no event may come before).
+        requeue = stall.check(
+            policy.stall_policy, result.trainer_status, accounted, now, result.state == c.STATE_RUNNING
+        ).requeue_after
+    return Watched(result, warnings, delete, requeue, taken)
+
+
 def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | None:
     """The merge patch of `status` (changed fields only), or None when nothing is to be written: no change, or
     nothing to report yet (a new TrainJob that is only Pending: the first real change carries the state, so a
@@ -384,7 +499,7 @@ def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | Non
         return None
     if (
         not before
-        and set(after) <= {"state", "nodes", "startTime", "restarts"}
+        and set(after) <= {"state", "nodes", "startTime", "restarts", "goodput"}
         and after.get("state") == c.STATE_PENDING
         and not after.get("restarts")
     ):

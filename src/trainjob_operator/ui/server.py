@@ -11,6 +11,7 @@ import secrets
 import sys
 import webbrowser
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
@@ -190,6 +191,7 @@ class UI:
             ),
             "snapshot": ((view.own_child(trainjob, snapshot) or {}).get("data") or {}).get("runtime"),
             "history": self.history.of(row["uid"]),
+            "goodput": view.goodput_of(trainjob, datetime.now(UTC)),
             "problems": problems,
         }
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..api import constants as c
+from ..api.trainjob import Goodput
+from ..runtime import goodput as accounting
 
 HISTORY_POINTS = 500
 HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
@@ -303,3 +305,119 @@ def _second(stamp: str | None) -> datetime | None:
     than the TrainJob (the creation time has seconds only)."""
     instant = _instant(stamp)
     return instant.replace(microsecond=0) if instant is not None else None
+
+
+# --- goodput (issue 35) ---------------------------------------------------------------------------------------------
+
+
+def goodput_of(trainjob: dict[str, Any], now: datetime) -> dict[str, Any] | None:
+    """The detail page's goodput timeline: each phase's seconds up to `now` (the running phase included), its share
+    of the total, the goodput and the accelerator-seconds held while not training. None when the operator has not
+    accounted for the TrainJob (another controller's, or an operator before issue 35)."""
+    raw = (trainjob.get("status") or {}).get("goodput")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        g = Goodput.model_validate(raw)
+    except ValueError:
+        return None
+    live = accounting.live(g, now)
+    return {
+        "phase": live.phase,
+        "since": g.since,
+        "percent": live.percent,
+        "totalSeconds": live.total,
+        "segments": [
+            {
+                "phase": phase,
+                "seconds": seconds,
+                "share": round(seconds * 100 / live.total, 1) if live.total else 0.0,
+                "running": phase == live.phase,
+            }
+            for phase, seconds in live.seconds.items()
+            if seconds > 0 or phase == live.phase
+        ],
+        "accelerators": g.accelerators,
+        "idleAcceleratorSeconds": live.idle_accelerator_seconds,
+        "firstProgressSeconds": live.first_progress_seconds,
+        "stalls": live.stalls,
+    }
+
+
+GOODPUT_COLUMNS = (
+    "NAMESPACE",
+    "NAME",
+    "STATE",
+    "PHASE",
+    "QUEUED",
+    "STARTING",
+    "TRAINING",
+    "RESTARTING",
+    "STALLED",
+    "GOODPUT",
+    "ACCEL-H NOT TRAINING",
+    "FIRST REPORT",
+    "STALLS",
+)
+
+
+def _duration(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def goodput_table(trainjobs: Iterable[dict[str, Any]], now: datetime) -> list[list[str]]:
+    """`trainjob-operator goodput`: one row per TrainJob (as of `now`), then the sum over them (ALL)."""
+    rows: list[list[str]] = []
+    sums = dict.fromkeys(accounting.PHASES, 0)
+    idle_total = 0.0
+    for trainjob in sorted(trainjobs, key=lambda t: (_meta(t).get("namespace", ""), _meta(t).get("name", ""))):
+        g = goodput_of(trainjob, now)
+        meta = _meta(trainjob)
+        if g is None:
+            rows.append([meta.get("namespace", ""), meta.get("name", ""), derived_state(trainjob), "-", *["-"] * 9])
+            continue
+        seconds = {s["phase"]: s["seconds"] for s in g["segments"]}
+        for phase in accounting.PHASES:
+            sums[phase] += seconds.get(phase, 0)
+        idle = g["idleAcceleratorSeconds"]
+        idle_total += idle or 0
+        rows.append(
+            [
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                derived_state(trainjob),
+                g["phase"],
+                *(_duration(seconds.get(phase, 0)) for phase in accounting.PHASES),
+                "-" if g["percent"] is None else f"{g['percent']}%",
+                "-" if idle is None else f"{idle / 3600:.2f}",
+                _duration(g["firstProgressSeconds"]),
+                str(g["stalls"]),
+            ]
+        )
+    total = sum(sums.values())
+    percent = f"{sums[accounting.TRAINING] * 100 // total}%" if total else "-"
+    rows.append(
+        [
+            "",
+            "ALL",
+            "",
+            "",
+            *(_duration(sums[p]) for p in accounting.PHASES),
+            percent,
+            f"{idle_total / 3600:.2f}",
+            "",
+            "",
+        ]
+    )
+    return rows
+
+
+def aligned(header: Iterable[str], rows: Iterable[list[str]]) -> str:
+    """Columns as kubectl prints them: left-aligned, three spaces apart."""
+    table = [list(header), *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)

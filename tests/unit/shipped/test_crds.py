@@ -276,6 +276,7 @@ def test_trainjob_has_status_subresource_and_printer_columns(crds: dict[str, dic
         {"name": "Restarts", "type": "integer", "jsonPath": ".status.restarts"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
         {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
+        {"name": "Goodput", "type": "integer", "jsonPath": ".status.goodput.percent", "priority": 1},
         # upstream's fields, which a MultiKueue manager receives from the worker (docs/multikueue.md)
         {
             "name": "Condition",
@@ -357,6 +358,7 @@ def test_trainjob_spec_fields(crds: dict[str, dict[str, Any]]) -> None:
             "managedBy",
             "ttlSecondsAfterFinished",
             "startupDeadlineSeconds",
+            "stallPolicy",
         ]
     )
     assert at(tj, "spec.ttlSecondsAfterFinished") == {"type": "integer", "format": "int32", "minimum": 0}
@@ -435,6 +437,16 @@ def test_trainer_rule_is_relaxed_for_a_resize_while_suspended(crds: dict[str, di
     assert "numNodes" not in elastic and "self.trainer.resourcesPerNode == oldSelf.trainer.resourcesPerNode" in elastic
 
 
+STALL_POLICY = {
+    "type": "object",
+    "properties": {
+        "progressTimeoutSeconds": {"type": "integer", "format": "int64", "minimum": 1},
+        "firstProgressTimeoutSeconds": {"type": "integer", "format": "int64", "minimum": 1},
+        "action": {"type": "string", "enum": ["Report", "Restart", "Fail"]},
+    },
+}
+
+
 def test_lifecycle_status_and_run_policy_fields(crds: dict[str, dict[str, Any]]) -> None:
     tj = crds[TRAINJOB]
     for name in ("startTime", "completionTime"):
@@ -446,7 +458,15 @@ def test_lifecycle_status_and_run_policy_fields(crds: dict[str, dict[str, Any]])
             "activeDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 1},
             "ttlSecondsAfterFinished": {"type": "integer", "format": "int32", "minimum": 0},
             "startupDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 1},
+            "stallPolicy": STALL_POLICY,
         }
+    assert {k: v for k, v in at(tj, "spec.stallPolicy").items() if k != "description"} == STALL_POLICY
+    goodput = at(tj, "status.goodput")
+    assert (goodput["required"], goodput["properties"]["phase"]["enum"]) == (
+        ["phase", "since"],
+        ["Queued", "Starting", "Training", "Restarting", "Stalled", "Finished"],
+    )
+    assert "Stalled" in at(tj, "status.state")["enum"]
 
 
 def test_storage_uri_rule_is_verbatim(crds: dict[str, dict[str, Any]]) -> None:

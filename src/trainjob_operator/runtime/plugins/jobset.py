@@ -70,7 +70,7 @@ class JobSetPlugin(ComponentBuilder, CustomValidation, TrainJobStatusPlugin, Own
                 c.JOBSET_KIND,
                 "jobsets",
                 watch=True,
-                cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs"),
+                cache_spec=("suspend", "volumeClaimPolicies", "replicatedJobs", "failurePolicy"),
                 purpose="the JobSet: server-side applied, watched, deleted on deadlines and rebuilds",
             )
         ]

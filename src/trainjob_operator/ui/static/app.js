@@ -1,7 +1,7 @@
 // trainjob-operator ui: plain JS, no build step. Live updates come from server-sent events fed by watches.
 "use strict";
 
-const SYMBOL = { Running: "▶", Restarting: "↻", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "‖", Pending: "…" };
+const SYMBOL = { Running: "▶", Restarting: "↻", Stalled: "⏸", Complete: "✔", Failed: "✖", Error: "⚠", Suspended: "‖", Pending: "…" };
 const rows = new Map();
 let listSource = null, detailSource = null, logSource = null, current = null, lastDetail = null, listLoaded = false;
 
@@ -171,6 +171,28 @@ function elasticText(e) {
   return `${e.currentNodes ?? 0} running of ${e.desiredNodes ?? 0} (min ${e.minNodes}, max ${e.maxNodes}), ${e.resizes ?? 0} resizes${scaling}`;
 }
 
+function seconds(n) {
+  if (n === null || n === undefined) return "";
+  const h = Math.floor(n / 3600), m = Math.floor((n % 3600) / 60), s = n % 60;
+  return h ? `${h}h ${m}m` : m ? `${m}m ${s}s` : `${s}s`;
+}
+
+function goodputTimeline(g) {
+  // Where the TrainJob's time went (status.goodput, issue 35): one bar, a segment per phase, the running one marked.
+  if (!g) return el("p", { class: "muted" }, "not accounted (no status.goodput)");
+  const bar = el("div", { class: "timeline", role: "img",
+    "aria-label": g.segments.map((s) => `${s.phase} ${seconds(s.seconds)}`).join(", ") },
+    ...g.segments.map((s) => el("span", { class: `seg seg-${s.phase.toLowerCase()}${s.running ? " running" : ""}`,
+      style: `width: ${Math.max(s.share, 0.5)}%`, title: `${s.phase}: ${seconds(s.seconds)} (${s.share}%)` })));
+  const facts = [`goodput ${g.percent ?? "–"}%`, `now ${g.phase} since ${g.since}`,
+    ...(g.firstProgressSeconds !== null && g.firstProgressSeconds !== undefined ? [`first progress after ${seconds(g.firstProgressSeconds)}`] : []),
+    ...(g.stalls ? [`${g.stalls} stall${g.stalls > 1 ? "s" : ""}`] : []),
+    ...(g.accelerators ? [`${g.accelerators} accelerators, ${seconds(g.idleAcceleratorSeconds || 0)} of accelerator time not training`] : [])];
+  return el("div", {}, bar, table(["Phase", "Time", "Share"], g.segments,
+    (s) => [s.running ? `${s.phase} (now)` : s.phase, seconds(s.seconds), `${s.share}%`], "goodput by phase"),
+    el("p", { class: "muted" }, facts.join(" · ")));
+}
+
 function renderDetail(d) {
   lastDetail = d;
   const r = d.row;
@@ -185,6 +207,7 @@ function renderDetail(d) {
   document.getElementById("progress").replaceChildren(...[progressCell(r),
     r.lastUpdated ? el("p", { class: "muted" }, `last report ${r.lastUpdated}`) : null,
     table(["Metric", "Latest value"], r.metrics, (m) => [m.name, m.value], "latest reported metrics")].filter((n) => n));
+  document.getElementById("goodput").replaceChildren(goodputTimeline(d.goodput));
   chart(d.history || []);
   document.getElementById("conditions").replaceChildren(table(["Type", "Status", "Reason", "Message", "Since"], d.conditions,
     (c) => [c.type, c.status, c.reason || "", c.message || "", c.lastTransitionTime || ""], "conditions"));
@@ -241,7 +264,7 @@ function clearDetail(title) {
   lastDetail = null;
   document.getElementById("detail-body").hidden = true;
   document.getElementById("detail-title").replaceChildren(title);
-  for (const id of ["summary", "progress", "chart", "conditions", "jobset", "pods", "events", "log-container"]) {
+  for (const id of ["summary", "progress", "goodput", "chart", "conditions", "jobset", "pods", "events", "log-container"]) {
     document.getElementById(id).replaceChildren();
   }
   document.getElementById("snapshot").textContent = "";
