@@ -13,6 +13,9 @@
 #   make tools-nodes           build the real nodes' parts into the cache (kubelet, containerd, runc, CNI, CoreDNS)
 #   make tools WITH_NODES=1    ... both sets
 #   make cluster-up REAL_NODES=2   the cluster with 2 real nodes beside the kwok ones
+#   make tools K8S_VERSION=1.37.2       ... plus that Kubernetes version's control plane (hack/cluster/k8s-1.37)
+#   make cluster-up K8S_VERSION=1.37.2 K8S_FEATURE_GATES=GenericWorkload=true K8S_RUNTIME_CONFIG=scheduling.k8s.io/v1beta1=true
+#                              that version with those gates; the test fixtures read the same variables
 
 CLUSTER_HACK_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 CLUSTER_PYTHON ?= python3
@@ -22,6 +25,8 @@ WITH_KUEUE ?= 0
 WITH_HELM ?= 0
 WITH_NODES ?= 0
 REAL_NODES ?= 0
+# Another Kubernetes version than hack/cluster/go.mod's (empty: that one); passed to the scripts as the environment.
+K8S_VERSION ?=
 # Debian packages of the real nodes: iptables (kube-proxy, the pod network's forwarding rules), buildah (images
 # without a daemon), mmdebstrap (root filesystems of training images), libseccomp-dev, gcc, pkg-config (runc's
 # cgo build), busybox-static (the pause and test images).
@@ -34,6 +39,7 @@ cluster_helm_flag = $(if $(filter-out 0,$(WITH_HELM)),--with-helm)
 
 tools:
 	@bash $(CLUSTER_HACK_DIR)/build.sh $(cluster_kueue_flag) $(cluster_helm_flag)
+	@$(if $(strip $(K8S_VERSION)),bash $(CLUSTER_HACK_DIR)/build-k8s.sh $(K8S_VERSION))
 	@$(if $(filter-out 0,$(WITH_NODES) $(REAL_NODES)),$(MAKE) --no-print-directory tools-nodes)
 
 # Idempotent: apt-get runs only when a package is missing.
