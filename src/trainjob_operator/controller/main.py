@@ -19,6 +19,7 @@ from ..k8s.client import Client
 from ..metrics import Metrics
 from ..runtime.errors import printable
 from ..runtime.pipeline import Framework
+from ..runtime.registry import gated
 from . import components, kopf_adapter, kopf_seams
 from .arguments import parser
 from .manager import Manager, supervise, watched_collections
@@ -39,7 +40,7 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
         raise StartupError(str(err)) from None
     connection = k8s_config.load(kubeconfig, context)  # nothing else runs yet: blocking for the helper is fine
     metrics = Metrics()
-    framework = Framework.from_registry()
+    framework = Framework.from_registry(gated(cfg.feature_gates))
     mapper = components.rest_mapper(framework)
     async with Client(
         connection, cfg.client.qps, cfg.client.burst, on_request=metrics.record_request, mapper=mapper
