@@ -692,7 +692,9 @@ def _up(
     k8s_dir = (build_k8s(version) if build else k8s_bin_dir(version)) if version else bin_dir
     missing = [b for b in KUBE_BINARIES if not (k8s_dir / b).exists()]
     if missing:
-        raise ClusterError(f"Kubernetes {version} not built in {k8s_dir} ({missing}); run `make tools K8S_VERSION={version}`")
+        raise ClusterError(
+            f"Kubernetes {version} not built in {k8s_dir} ({missing}); run `make tools K8S_VERSION={version}`"
+        )
     info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
     info.real_nodes = real_nodes
     info.topology = topology
