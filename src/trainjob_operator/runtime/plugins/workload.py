@@ -225,6 +225,17 @@ class WorkloadScheduling(EnforcePodSpec, ComponentBuilder, CustomValidation, Own
         ]
 
 
+def api_missing(served: frozenset[str] | None) -> str | None:
+    """The one start-up line when the gate is on but the API server does not serve the Workload API (what
+    discovery of `scheduling.k8s.io/v1beta1` found: its resources, None when not served at all); None when it does."""
+    if served is not None and {"workloads", "podgroups"} <= served:
+        return None
+    return (
+        f"{GATE} is on, but the API server does not serve workloads and podgroups of {API_VERSION}: TrainJobs of "
+        f"runtimes with spec.scheduling will fail (needs {NEEDS})"
+    )
+
+
 def gate_off(info: RuntimeInfo) -> str:
     return (
         f"runtime {info.runtime.name} sets spec.scheduling (gang scheduling by the Workload API), but this operator "

@@ -19,6 +19,7 @@ from trainjob_operator.runtime.plugins.workload import (
     POD_GROUP_KIND,
     WORKLOAD_KIND,
     WorkloadScheduling,
+    api_missing,
 )
 from trainjob_operator.runtime.registry import GATES, PLUGINS, gated
 
@@ -350,3 +351,18 @@ def test_admission(case: AdmitCase) -> None:
     assert len(found) == len(case.messages), found
     for message, error in zip(case.messages, found, strict=True):
         assert message in error, error
+
+
+@pytest.mark.parametrize(
+    ("served", "said"),
+    [
+        (None, True),  # Kubernetes before 1.37, or GenericWorkload off: the group/version is not served
+        (frozenset({"workloads"}), True),
+        (frozenset({"workloads", "podgroups", "workloads/status", "podgroups/status"}), False),
+    ],
+)
+def test_start_up_says_once_when_the_api_is_missing(served: frozenset[str] | None, said: bool) -> None:
+    line = api_missing(served)
+    assert (line is not None) == said
+    if line is not None:
+        assert GATE in line and "scheduling.k8s.io/v1beta1" in line and "GenericWorkload=true" in line
