@@ -3,7 +3,7 @@
 // hack/cluster/go.mod pins. One Go module holds one k8s.io/kubernetes version,
 // so each extra Kubernetes version has its own directory k8s-<minor>; etcd,
 // kwok, JobSet and Kueue keep their builds from hack/cluster/go.mod.
-// Built by hack/cluster/build-k8s.sh (make tools K8S_VERSION=1.37.2).
+// Built by hack/cluster/build.sh when K8S_VERSION=1.37.x.
 //
 // k8s.io/kubernetes requires its staging modules at v0.0.0; the replace block
 // maps each one to the published v0.37.x tag (the loop in hack/cluster/README.md).
