@@ -831,6 +831,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
             "etcd=unsafe-no-fsync=true",
             "--extra-args",
             "kube-apiserver=advertise-address=127.0.0.1",
+            *_loopback_args(info),
             *_real_node_args(info),
         ],
         env=_kwok_env(info.bin_dir),
@@ -842,6 +843,16 @@ def _create_control_plane(info: ClusterInfo) -> None:
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
     _wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
+
+
+def _loopback_args(info: ClusterInfo) -> list[str]:
+    """Kubernetes 1.37's kube-apiserver refuses to start with a loopback advertise address while it reconciles the
+    `kubernetes` Service's endpoints ("cannot use public IP 127.0.0.1 with endpoint reconciler"): nothing here reaches
+    the API server through that Service (kwok's pods run nothing), so it reconciles none."""
+    if not info.k8s_version or info.real_nodes:
+        return []
+    major_minor = tuple(int(x) for x in info.k8s_version.split(".")[:2])
+    return ["--extra-args", "kube-apiserver=endpoint-reconciler-type=none"] if major_minor >= (1, 37) else []
 
 
 def _real_node_args(info: ClusterInfo) -> list[str]:
