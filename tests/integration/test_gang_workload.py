@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from builders import torch_runtime, trainjob_object
 from cluster_fixtures import RUN_FOR_ANNOTATION, wait_for
@@ -78,6 +79,7 @@ def gang_cluster() -> Iterator[cluster_lib.ClusterInfo]:
     with env:
         try:
             info = cluster_lib.up(
+                kueue=True,
                 nodes=NODES,
                 gpus_per_node=1,
                 k8s_version=version,
@@ -123,6 +125,45 @@ def gang_operator(gkube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield process
     finally:
         process.stop()
+
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def kueue_queue(kube: Kube, gpus: int) -> str:
+    """A ResourceFlavor, a ClusterQueue of `gpus` GPUs for the test namespace and its LocalQueue `team`, active."""
+    cq = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}},
+        "resourceGroups": [
+            {
+                "coveredResources": ["nvidia.com/gpu"],
+                "flavors": [{"name": "gang-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}],
+            }
+        ],
+    }
+    kube.apply(
+        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "gang-flavor"}, "spec": {}},
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "gang-cq"}, "spec": cq},
+    )
+    kube.apply(
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": {"name": "team"},
+            "spec": {"clusterQueue": "gang-cq"},
+        },
+        namespace=NS,
+    )
+
+    def active() -> bool:
+        for cond in ((kube.get("clusterqueue", "gang-cq") or {}).get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "Active":
+                return bool(cond.get("status") == "True")
+        return False
+
+    eventually(active, "the ClusterQueue active", timeout=60)
+    return "team"
 
 
 def runtime(name: str, scheduling: dict[str, Any] | None) -> dict[str, Any]:
@@ -233,6 +274,41 @@ def test_suspend_and_resume_keep_the_gang(gkube: Kube, gang_operator: OperatorPr
     refused = gkube.patch("trainjob", "kueue-like", NS, {"spec": {"trainer": {"numNodes": 2}}}, check=False)
     assert refused.returncode != 0 and "gang-scheduled" in refused.stderr, refused.stderr
     delete_and_wait(gkube, "kueue-like")
+
+
+def test_kueue_admits_what_its_quota_holds_and_the_admitted_gang_binds_whole(
+    gkube: Kube, gang_operator: OperatorProcess
+) -> None:
+    """Kueue (v0.19.2, quota of 4 GPUs) admits one of two TrainJobs of 3 and keeps the other suspended; the admitted
+    one's pods are bound together; when it is deleted Kueue admits the other, which binds whole."""
+    gkube.apply(runtime("gang", GANG))
+    queue = kueue_queue(gkube, gpus=NODES)
+
+    def queued(name: str) -> dict[str, Any]:
+        job = trainjob_object(NS, name, runtime_name="gang", trainer={"numNodes": 3})
+        job["metadata"]["labels"] = {QUEUE_LABEL: queue}
+        return job
+
+    # Kueue's TrainJob webhook refuses TrainJobs until it noticed the Trainer CRDs (it polls for them).
+    eventually(
+        lambda: (
+            gkube.run(
+                "create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(queued("probe")), check=False
+            ).returncode
+            == 0
+        ),
+        "Kueue's webhook accepting TrainJobs",
+        timeout=150,
+    )
+    gkube.apply(queued("q1"), queued("q2"))
+    eventually(lambda: {bound(gkube, "q1"), bound(gkube, "q2")} == {0, 3}, "one admitted gang bound whole", timeout=120)
+    waiting = "q1" if bound(gkube, "q1") == 0 else "q2"
+    running = "q2" if waiting == "q1" else "q1"
+    assert gkube.existing("trainjob", waiting, NS)["spec"].get("suspend") is True, "Kueue keeps the other suspended"
+    assert pods(gkube, waiting) == []
+    delete_and_wait(gkube, running)
+    eventually(lambda: bound(gkube, waiting) == 3, f"{waiting} admitted and bound whole", timeout=120)
+    delete_and_wait(gkube, waiting)
 
 
 def test_the_same_runtime_without_scheduling_places_pods_one_by_one_as_today(
