@@ -98,6 +98,15 @@ KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 #: Names the Kueue version a run must use (`v0.19.2`); unset: whatever the tool cache has.
 KUEUE_VERSION_ENV = "TRAINJOB_OPERATOR_KUEUE_VERSION"
 
+#: The Kubernetes version of the control plane (`1.37.2`): `make cluster-up K8S_VERSION=1.37.2` and the test
+#: fixtures read the same variable. Unset or empty: the version hack/harness/tools/go.mod pins (built by build.sh); another
+#: one is built by hack/harness/tools/build-k8s.sh from its own module hack/harness/tools/k8s-<major.minor>/.
+K8S_VERSION_ENV = "K8S_VERSION"
+#: Feature gates of kube-apiserver, kube-controller-manager and kube-scheduler (`GenericWorkload=true,...`).
+K8S_FEATURE_GATES_ENV = "K8S_FEATURE_GATES"
+#: The API server's `--runtime-config` (`scheduling.k8s.io/v1beta1=true`: beta APIs are off by default).
+K8S_RUNTIME_CONFIG_ENV = "K8S_RUNTIME_CONFIG"
+
 CREATE_TIMEOUT_S = 180.0
 CONTROLLER_TIMEOUT_S = 90.0
 DELETE_TIMEOUT_S = 60.0
@@ -136,6 +145,41 @@ def tools_bin_dir() -> Path:
     script = repo_root() / "hack" / "harness" / "tools" / "build.sh"
     out = _run(["bash", str(script), "--print-bin-dir"]).stdout.strip()
     return Path(out)
+
+
+def k8s_version_wanted() -> str | None:
+    """The Kubernetes version `K8S_VERSION` names (`1.37.2`, a leading v dropped); None: the default one."""
+    value = os.environ.get(K8S_VERSION_ENV, "").strip().lstrip("v")
+    return value or None
+
+
+KUBE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+
+
+def k8s_bin_dir(version: str) -> Path:
+    """Where hack/harness/tools/build-k8s.sh puts (or put) the control-plane binaries of `version`; raises ClusterError when
+    no module in hack/harness/tools pins that version."""
+    script = repo_root() / "hack" / "harness" / "tools" / "build-k8s.sh"
+    return Path(_run(["bash", str(script), version, "--print-bin-dir"]).stdout.strip())
+
+
+def build_k8s(version: str, *, quiet: bool = False) -> Path:
+    """Build the control-plane binaries of `version` (a no-op when the cache has them); return their directory."""
+    script = repo_root() / "hack" / "harness" / "tools" / "build-k8s.sh"
+    out = None if not quiet else subprocess.DEVNULL
+    proc = subprocess.run(["bash", str(script), version], stdout=out, stderr=None if not quiet else subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise ClusterError(f"{script} {version} failed with exit code {proc.returncode}")
+    return k8s_bin_dir(version)
+
+
+def k8s_tools_present(version: str) -> bool:
+    """Whether the tool cache holds a complete build of Kubernetes `version` (no build is started)."""
+    try:
+        d = k8s_bin_dir(version)
+    except ClusterError:
+        return False
+    return all((d / b).exists() for b in KUBE_BINARIES)
 
 
 # --------------------------------------------------------------------------
@@ -342,20 +386,27 @@ KWOKCTL_PORT_OPTIONS = (
 )
 
 
-def _kwokctl_config(bin_dir: Path, real_nodes: int = 0) -> str:
+def _kwokctl_config(
+    bin_dir: Path, real_nodes: int = 0, k8s_dir: Path | None = None, feature_gates: str = "", runtime_config: str = ""
+) -> str:
+    """`k8s_dir`: where kube-apiserver, kube-controller-manager and kube-scheduler come from (another Kubernetes
+    version than the default; etcd, kwok and kubectl stay `bin_dir`'s)."""
     share = bin_dir / "share"
     hack = repo_root() / "hack" / "harness" / "tools"
+    kube_dir = k8s_dir or bin_dir
     cfg = {
         "kind": "KwokctlConfiguration",
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "options": {
             "runtime": "binary",
             "bindAddress": "127.0.0.1",
-            "kubeBinaryPrefix": str(bin_dir),
+            "kubeBinaryPrefix": str(kube_dir),
             "kubectlBinary": str(bin_dir / "kubectl"),
             "etcdBinary": str(bin_dir / "etcd"),
             "kwokControllerBinary": str(bin_dir / "kwok"),
-            "kubeVersion": _version_of(bin_dir, "kubernetes"),
+            "kubeVersion": _version_of(kube_dir, "kubernetes"),
+            **({"kubeFeatureGates": feature_gates} if feature_gates else {}),
+            **({"kubeRuntimeConfig": runtime_config} if runtime_config else {}),
             "etcdVersion": _version_of(bin_dir, "etcd"),
             "disableQPSLimits": True,
             # Ports from the kernel's ephemeral range, not kwokctl's own choice: kwokctl takes the highest free ports
@@ -415,8 +466,15 @@ def up(
     build: bool = True,
     real_nodes: int = 0,
     topology: bool = False,
+    k8s_version: str | None = None,
+    feature_gates: str | None = None,
+    runtime_config: str | None = None,
 ) -> ClusterInfo:
     """Start a fresh cluster (tearing down a stale one of the same name first).
+
+    `k8s_version` (default: `K8S_VERSION`, else the version hack/harness/tools/go.mod pins) picks the Kubernetes version of
+    kube-apiserver, kube-controller-manager and kube-scheduler; `feature_gates` and `runtime_config` (default:
+    `K8S_FEATURE_GATES`, `K8S_RUNTIME_CONFIG`) are passed to them as `--feature-gates` and `--runtime-config`.
 
     `real_nodes` > 0 adds that many real nodes (containerd, kubelet; `realnodes.py`, needs root and
     `make tools-nodes`) beside the kwok ones; kwok then manages only its own annotated nodes. `topology` labels the
@@ -434,6 +492,9 @@ def up(
             build=build,
             real_nodes=real_nodes,
             topology=topology,
+            k8s_version=k8s_version,
+            feature_gates=feature_gates,
+            runtime_config=runtime_config,
         )
     except BaseException:
         _save_component_logs()
@@ -459,15 +520,32 @@ def _up(
     build: bool = True,
     real_nodes: int = 0,
     topology: bool = False,
+    k8s_version: str | None = None,
+    feature_gates: str | None = None,
+    runtime_config: str | None = None,
 ) -> ClusterInfo:
     """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
     as soon as there is something `down` must undo)."""
     t0 = time.monotonic()
     bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
     _check_tools(bin_dir, kueue=kueue)
+    version = (k8s_version or "").lstrip("v") or k8s_version_wanted()
+    k8s_dir = (build_k8s(version) if build else k8s_bin_dir(version)) if version else bin_dir
+    missing = [b for b in KUBE_BINARIES if not (k8s_dir / b).exists()]
+    if missing:
+        raise ClusterError(
+            f"Kubernetes {version} not built in {k8s_dir} ({missing}); run `make tools K8S_VERSION={version}`"
+        )
     info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
     info.real_nodes = real_nodes
     info.topology = topology
+    info.k8s_version = version or ""
+    info.k8s_bin_dir = str(k8s_dir) if k8s_dir != bin_dir else ""
+    info.feature_gates = os.environ.get(K8S_FEATURE_GATES_ENV, "").strip() if feature_gates is None else feature_gates
+    info.runtime_config = (
+        os.environ.get(K8S_RUNTIME_CONFIG_ENV, "").strip() if runtime_config is None else runtime_config
+    )
+    _save_state(info)
     _create_control_plane(info)
     _add_fake_nodes(info)
     cert_dir = state_dir() / "certs"
@@ -562,8 +640,20 @@ def _create_control_plane(info: ClusterInfo) -> None:
     """Stage 3: etcd, kube-apiserver, controller-manager and scheduler under kwokctl; returns once /readyz answers."""
     sd = state_dir()
     cfg_path = sd / "kwokctl.yaml"
-    cfg_path.write_text(_kwokctl_config(info.bin_dir, info.real_nodes))
-    _log(f"creating kwok cluster {info.name!r} (binary runtime, 127.0.0.1)")
+    cfg_path.write_text(
+        _kwokctl_config(
+            info.bin_dir,
+            info.real_nodes,
+            Path(info.k8s_bin_dir) if info.k8s_bin_dir else None,
+            info.feature_gates,
+            info.runtime_config,
+        )
+    )
+    _log(
+        f"creating kwok cluster {info.name!r} (binary runtime, 127.0.0.1, Kubernetes {info.k8s_version or 'default'}"
+        + (f", gates {info.feature_gates}" if info.feature_gates else "")
+        + ")"
+    )
     create_log = sd / "logs" / "kwokctl-create.log"
     proc = _run(
         [
@@ -582,6 +672,7 @@ def _create_control_plane(info: ClusterInfo) -> None:
             "etcd=unsafe-no-fsync=true",
             "--extra-args",
             "kube-apiserver=advertise-address=127.0.0.1",
+            *_loopback_args(info),
             *_real_node_args(info),
         ],
         env=_kwok_env(info.bin_dir),
@@ -593,6 +684,16 @@ def _create_control_plane(info: ClusterInfo) -> None:
         raise ClusterError(f"kwokctl create cluster failed; log {create_log}:\n{_tail(create_log)}")
     wait_for("the API server", lambda: info.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 60)
     _log("API server ready")
+
+
+def _loopback_args(info: ClusterInfo) -> list[str]:
+    """Kubernetes 1.37's kube-apiserver refuses to start with a loopback advertise address while it reconciles the
+    `kubernetes` Service's endpoints ("cannot use public IP 127.0.0.1 with endpoint reconciler"): nothing here reaches
+    the API server through that Service (kwok's pods run nothing), so it reconciles none."""
+    if not info.k8s_version or info.real_nodes:
+        return []
+    major_minor = tuple(int(x) for x in info.k8s_version.split(".")[:2])
+    return ["--extra-args", "kube-apiserver=endpoint-reconciler-type=none"] if major_minor >= (1, 37) else []
 
 
 def _real_node_args(info: ClusterInfo) -> list[str]:
@@ -898,6 +999,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="also run N real nodes (containerd + kubelet; root, `make tools-nodes`)",
     )
+    p_up.add_argument(
+        "--k8s-version",
+        default=None,
+        help=f"Kubernetes version of the control plane, e.g. 1.37.2 (env {K8S_VERSION_ENV}; default: the pinned one)",
+    )
+    p_up.add_argument(
+        "--feature-gates", default=None, help=f"Kubernetes feature gates, a=true,b=false (env {K8S_FEATURE_GATES_ENV})"
+    )
+    p_up.add_argument(
+        "--runtime-config", default=None, help=f"the API server's --runtime-config (env {K8S_RUNTIME_CONFIG_ENV})"
+    )
     sub.add_parser("down", help="stop and delete the local cluster")
     sub.add_parser("status", help="exit 0 and print the kubeconfig path if the cluster is up")
     sub.add_parser("kubeconfig", help="print the kubeconfig path")
@@ -912,6 +1024,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 build=not args.no_build,
                 real_nodes=args.real_nodes,
                 topology=args.topology,
+                k8s_version=args.k8s_version,
+                feature_gates=args.feature_gates,
+                runtime_config=args.runtime_config,
             )
             print(info.kubeconfig)
         elif args.cmd == "down":

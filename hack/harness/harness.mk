@@ -1,6 +1,6 @@
 # The development harness (hack/harness/README.md): every target that builds tools, runs a local cluster, real nodes
 # or the demo. Included from the top Makefile; paths are relative to the repository root. Switches: WITH_KUEUE,
-# WITH_HELM, WITH_NODES, WITH_KWOK (0 or 1); REAL_NODES is a count.
+# WITH_HELM, WITH_NODES, WITH_KWOK (0 or 1); REAL_NODES is a count; K8S_VERSION a Kubernetes version.
 
 HARNESS_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 CLUSTER_HACK_DIR := $(HARNESS_DIR)/tools
@@ -13,6 +13,10 @@ WITH_HELM ?= 0
 WITH_NODES ?= 0
 WITH_KWOK ?= 0
 REAL_NODES ?=
+# Another Kubernetes version than hack/harness/tools/go.mod's (empty: that one), e.g. 1.37.2 (hack/harness/tools/k8s-1.37);
+# K8S_FEATURE_GATES and K8S_RUNTIME_CONFIG pass gates and API settings to that control plane. The test fixtures read
+# the same variables from the environment.
+K8S_VERSION ?=
 # One real-node cluster per machine (fixed pod subnet, global kube-proxy chains): real-node runs take this lock.
 REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
 DEMO_PREBUILD_DIR ?= $(or $(TMPDIR),/tmp)/trainjob-operator-demo-prebuild
@@ -32,6 +36,7 @@ cluster_helm_flag = $(if $(call switch,$(WITH_HELM)),--with-helm)
 ##@ Harness: tools and clusters (hack/harness)
 tools: ## build the control plane's binaries into the tool cache (no-op when warm; WITH_KUEUE=1, WITH_HELM=1, WITH_NODES=1 add theirs)
 	@bash $(CLUSTER_HACK_DIR)/build.sh $(cluster_kueue_flag) $(cluster_helm_flag)
+	@$(if $(strip $(K8S_VERSION)),bash $(CLUSTER_HACK_DIR)/build-k8s.sh $(K8S_VERSION))
 	@$(if $(call switch,$(WITH_NODES) $(REAL_NODES)),$(MAKE) --no-print-directory tools-nodes)
 
 tools-helm: ## build the control plane's binaries and helm into the tool cache (no-op when warm)

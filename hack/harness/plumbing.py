@@ -130,6 +130,12 @@ class ClusterInfo:
     #: Real nodes (containerd + kubelet, `realnodes.py`) beside the kwok ones; what `down` must undo is in `real`.
     real_nodes: int = 0
     real: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The Kubernetes version asked for (`K8S_VERSION`; empty: the default), the directory of its kube-apiserver,
+    #: kube-controller-manager and kube-scheduler (empty: `bin_dir`), and the gates and runtime config they run with.
+    k8s_version: str = ""
+    k8s_bin_dir: str = ""
+    feature_gates: str = ""
+    runtime_config: str = ""
 
     @property
     def kubectl_path(self) -> Path:

@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(run_ui(argv[1:]))
     if argv[:1] == ["goodput"]:
-        from .ui.goodput import run as run_goodput  # imported lazily: it reads the cluster
+        from .ui.goodput_table import run as run_goodput  # imported lazily: it reads the cluster
 
         return int(run_goodput(argv[1:]))
     args = parser().parse_args(argv)  # `--help` and a bad flag end here, before any model is built

@@ -7,6 +7,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .flags import LOG_LEVELS
+from .runtime.registry import GATES
 
 
 class _Section(BaseModel):
@@ -125,6 +126,17 @@ class OperatorConfig(_Section):
     health: HealthConfig = Field(default_factory=HealthConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     leader_election: LeaderElection = Field(default_factory=LeaderElection)
+    feature_gates: dict[str, bool] = Field(default_factory=dict)
+    """Features beyond upstream that are off by default, by name: `TrainJobWorkloadAwareScheduling` (gang scheduling
+    by Kubernetes' Workload API, docs/gang-scheduling.md)."""
+
+    @field_validator("feature_gates")
+    @classmethod
+    def _known_gates(cls, value: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(value) - GATES)
+        if unknown:
+            raise ValueError(f"unknown feature gate {', '.join(unknown)}; known: {', '.join(sorted(GATES))}")
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -189,6 +189,87 @@ class StallPolicy(ApiModel):
     (Failed, reason Stalled)."""
 
 
+class BasicSchedulingPolicy(ApiModel):
+    """Pods are scheduled one by one, as without a policy (an empty object)."""
+
+
+class GangSchedulingPolicy(ApiModel):
+    """All pods of the group are bound together or none is (an empty object: the operator computes the size)."""
+
+    min_count: int | None = Field(default=None, json_schema_extra={"format": "int32"})
+    """Not to be set: the operator computes it from the TrainJob (`spec.trainer.numNodes`); a set value is refused."""
+
+
+class PodGroupSchedulingPolicy(ApiModel):
+    """How the pods of one group are scheduled: exactly one of basic and gang."""
+
+    basic: BasicSchedulingPolicy | None = None
+    """One by one."""
+    gang: GangSchedulingPolicy | None = None
+    """All together or none."""
+
+
+class TopologyConstraint(ApiModel):
+    """The pods of the group go to nodes that share one value of this node label."""
+
+    key: str = Field(min_length=1, max_length=317)
+    """A node label key (a topology level, such as topology.kubernetes.io/zone)."""
+
+
+class PodGroupSchedulingConstraints(ApiModel):
+    """Where the pods of the group may go together."""
+
+    topology: list[TopologyConstraint] | None = Field(
+        default=None, max_length=1, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    """At most one topology level the whole group shares."""
+
+
+class DisruptionMode(ApiModel):
+    """What a disruption of one pod means for the group: exactly one of single and all (empty objects)."""
+
+    single: BasicSchedulingPolicy | None = None
+    """Only that pod is disrupted."""
+    all: BasicSchedulingPolicy | None = None
+    """The whole group is."""
+
+
+class ReplicatedJobScheduling(ApiModel):
+    """One pod group for the pods of the replicated jobs it names (level 2 of KEP-3015)."""
+
+    target_replicated_jobs: list[str] = Field(
+        min_length=1,
+        max_length=8,
+        json_schema_extra={"x-kubernetes-list-type": "set", "x-items": {"maxLength": 63}},
+    )
+    """The replicated jobs of the runtime's template whose pods form this group (each in one entry only)."""
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    """Their policy; gang when unset."""
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    """Their placement constraints."""
+    disruption_mode: DisruptionMode | None = None
+    """How they are disrupted."""
+
+
+class Scheduling(ApiModel):
+    """Workload-aware scheduling by Kubernetes itself (the Workload and PodGroup API, `scheduling.k8s.io/v1beta1`,
+    Kubernetes 1.37+; Kubeflow Trainer KEP-3015, proposed): the operator creates one Workload per TrainJob and one
+    PodGroup per group, and every pod names its group. Either the TrainJob-level fields or `replicatedJobs`. Needs
+    the operator's TrainJobWorkloadAwareScheduling feature gate; not together with `podGroupPolicy`."""
+
+    scheduling_policy: PodGroupSchedulingPolicy | None = None
+    """One group for every pod of the TrainJob (gang when unset and `replicatedJobs` is unset); a runtime whose
+    replicated jobs wait for each other (`dependsOn`) gets one group per replicated job instead."""
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+    """Placement constraints of the TrainJob-level group(s)."""
+    disruption_mode: DisruptionMode | None = None
+    """How the TrainJob-level group(s) are disrupted."""
+    replicated_jobs: list[ReplicatedJobScheduling] | None = Field(
+        default=None, max_length=8, json_schema_extra={"x-kubernetes-list-type": "atomic"}
+    )
+    """One group per entry, for the replicated jobs it names; every replicated job in exactly one entry."""
+
+
 class RunPolicy(ApiModel):
     """Upstream's proposal (KEP-2899 update, T#3824/T#4052): lifecycle defaults for every TrainJob of the runtime;
     a TrainJob's own field overrides each."""
@@ -214,6 +295,9 @@ class TrainingRuntimeSpec(ApiModel):
     """The distributed training framework and the number of nodes."""
     pod_group_policy: PodGroupPolicy | None = None
     """Gang scheduling of the pods."""
+    scheduling: Scheduling | None = None
+    """Beyond upstream v2.4 (KEP-3015, proposed): gang scheduling by Kubernetes' own Workload API (1.37+), behind the
+    operator's TrainJobWorkloadAwareScheduling feature gate; not together with `podGroupPolicy`."""
     run_policy: RunPolicy | None = None
     """Lifecycle defaults of the TrainJobs that use the runtime."""
     template: JobSetTemplateSpec = Field(json_schema_extra={"minProperties": 1})

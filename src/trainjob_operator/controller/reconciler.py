@@ -521,7 +521,7 @@ class Reconciler:
             raise NotLeading(verb)
         return await call
 
-    def _record_goodput(self, job: TrainJob, watched: plan.Watched, written: bool | None) -> None:
+    def _record_goodput(self, job: TrainJob, watched: plan.ProgressWatch, written: bool | None) -> None:
         """The goodput counters and histograms (issue 35), from what a landed status write changed (`written`
         True; None: nothing to write)."""
         if not written:

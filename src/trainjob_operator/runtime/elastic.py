@@ -143,7 +143,7 @@ class Resize:
 
 
 @dataclass(frozen=True)
-class Decision:
+class ResizeDecision:
     status: ElasticStatus
     """`status.elastic` as it is once the resize (if any) is made."""
     resize: Resize | None = None
@@ -185,7 +185,7 @@ def target(job: TrainJob, limits: Bounds, size: int) -> int:
 
 def decide(
     job: TrainJob, jobset: dict[str, Any] | None, pods: list[dict[str, Any]] | None, now: datetime
-) -> Decision | None:
+) -> ResizeDecision | None:
     """The elastic decision of one reconcile of a running TrainJob; None when its JobSet is not elastic, or its pods
     are not known (no pod watch: nothing is resized blind)."""
     limits = bounds(jobset)
@@ -206,7 +206,7 @@ def decide(
         and resized is not None
         and resized < STALE_SECONDS
     ):
-        return Decision(previous, requeue_after=1.0)  # the resize is not in the cache yet
+        return ResizeDecision(previous, requeue_after=1.0)  # the resize is not in the cache yet
     seen = census(current_pods(pods, jobset), size)
     status = previous.model_copy(
         update={
@@ -231,11 +231,11 @@ def decide(
                 f"{seen.running} trainer pod(s) ran for {int(waited)} s, fewer than elasticPolicy minNodes "
                 f"({limits.min_nodes}); belowMinNodesSeconds is {limits.below_min_seconds}"
             )
-            return Decision(status, failed=(c.REASON_BELOW_MIN_NODES, message))
+            return ResizeDecision(status, failed=(c.REASON_BELOW_MIN_NODES, message))
         requeue = limits.below_min_seconds - waited
 
     if status.scaling == "Unavailable":
-        return Decision(status, requeue_after=requeue)
+        return ResizeDecision(status, requeue_after=requeue)
 
     want = target(job, limits, size)
     resize: Resize | None = None
@@ -276,10 +276,10 @@ def decide(
         status.resizes = previous.resizes + 1
         status.last_resize_time = rfc3339(now)
         status.message = resize.message
-    return Decision(status, resize, requeue_after=requeue)
+    return ResizeDecision(status, resize, requeue_after=requeue)
 
 
-def refused(job: TrainJob, decision: Decision, message: str) -> Decision:
+def refused(job: TrainJob, decision: ResizeDecision, message: str) -> ResizeDecision:
     """JobSet refused the resize (its ElasticJobSet feature gate is off: parallelism is immutable): the TrainJob
     runs at the size it has, and says so once (the Event's message is the status' message)."""
     previous = (job.status.elastic if job.status is not None else None) or ElasticStatus()
@@ -296,10 +296,10 @@ def refused(job: TrainJob, decision: Decision, message: str) -> Decision:
             )[:1024],
         }
     )
-    return Decision(status, None, decision.failed, decision.requeue_after)
+    return ResizeDecision(status, None, decision.failed, decision.requeue_after)
 
 
-def with_elastic(status: TrainJobStatus, decision: Decision, now: datetime) -> TrainJobStatus:
+def with_elastic(status: TrainJobStatus, decision: ResizeDecision, now: datetime) -> TrainJobStatus:
     """The TrainJob's status with `decision`'s: `status.elastic`, and Failed (BelowMinNodes) when it failed."""
     result = status.model_copy(deep=True)
     result.elastic = decision.status

@@ -375,7 +375,7 @@ def observed_status(
 
 
 @dataclass(frozen=True)
-class Watched:
+class ProgressWatch:
     """The status after the progress watch and the goodput accounting (issue 35), and what a stall asks for."""
 
     status: TrainJobStatus
@@ -392,7 +392,7 @@ class Watched:
 
 def watch_progress(
     job: TrainJob, status: TrainJobStatus, policy: RunPolicy, jobset: dict[str, Any] | None, now: datetime
-) -> Watched:
+) -> ProgressWatch:
     """Stall detection and the goodput accounting over the status `observed_status` computed (`jobset`: the
     TrainJob's own), which is completed in place (a fresh object of this pass: no copy, the copy cost more than the
     rest). Everything it needs is in the status (the progress reports, `goodput`: the phase, the stall, the restart
@@ -406,13 +406,13 @@ def watch_progress(
         and not stall.enabled(policy.stall_policy)
         and goodput.phase_of(result.state, None) in (None, goodput.initial_phase(job))
     ):
-        return Watched(result)  # nothing accounted yet and nothing to account: a new TrainJob's passes stay cheap
+        return ProgressWatch(result)  # nothing accounted yet and nothing to account: a new TrainJob's passes stay cheap
     fresh = goodput.initial(job, now) if before is None else None
     g = before if before is not None else fresh
     assert g is not None
     meta = (jobset or {}).get("metadata") or {}
     jobset_uid = meta.get("uid")
-    verdict = stall.Verdict()
+    verdict = stall.StallVerdict()
     warnings: tuple[PodWarning, ...] = ()
     delete: Delete | None = None
     taken: str | None = None
@@ -486,7 +486,7 @@ def watch_progress(
         requeue = stall.check(
             policy.stall_policy, result.trainer_status, accounted, now, result.state == c.STATE_RUNNING
         ).requeue_after
-    return Watched(result, warnings, delete, requeue, taken)
+    return ProgressWatch(result, warnings, delete, requeue, taken)
 
 
 def status_patch(job: TrainJob, desired: TrainJobStatus) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ STEP_METRICS = ("step", "global_step", "globalStep", "iteration", "iter", "epoch
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StallVerdict:
     stalled: bool = False
     new: bool = False
     """Stalled in this pass (not before): the Event, the counter and the action."""
@@ -78,21 +78,21 @@ def describe_report(report: TrainerStatus | None) -> str:
 
 def check(
     policy: StallPolicy | None, report: TrainerStatus | None, goodput: Goodput, now: datetime, running: bool
-) -> Verdict:
+) -> StallVerdict:
     """Whether the TrainJob is stalled now (`running`: its state from the pods and conditions is Running)."""
     if not running or not enabled(policy) or goodput.phase not in (TRAINING, STALLED):
-        return Verdict()
+        return StallVerdict()
     assert policy is not None
     last_text = report.last_updated_time if report is not None else None
     last = _time(last_text)
     since = _time(goodput.since) or now
     if goodput.phase == STALLED:
         if (last_text or NO_REPORT) == goodput.stalled_report:
-            return Verdict(
+            return StallVerdict(
                 stalled=True, since=since, reason=None, report=goodput.stalled_report
             )  # still stalled: state and message stay as written
         resumed_at = min(max(last or now, since), now)
-        return Verdict(resumed=True, since=resumed_at, requeue_after=_next(policy, resumed_at, now))
+        return StallVerdict(resumed=True, since=resumed_at, requeue_after=_next(policy, resumed_at, now))
     if last is not None and last >= since and policy.progress_timeout_seconds is not None:
         anchor, limit, reason = last, policy.progress_timeout_seconds, c.REASON_PROGRESS_STALLED
         setting = "progressTimeoutSeconds"
@@ -100,10 +100,10 @@ def check(
         anchor, limit, reason = since, policy.first_progress_timeout_seconds, c.REASON_NO_FIRST_PROGRESS
         setting = "firstProgressTimeoutSeconds"
     else:
-        return Verdict()
+        return StallVerdict()
     deadline = anchor + timedelta(seconds=limit)
     if now < deadline:
-        return Verdict(requeue_after=max((deadline - now).total_seconds(), MIN_REQUEUE_SECONDS))
+        return StallVerdict(requeue_after=max((deadline - now).total_seconds(), MIN_REQUEUE_SECONDS))
     silent = int((now - anchor).total_seconds())
     if reason == c.REASON_PROGRESS_STALLED:
         what = f"no progress report for {silent}s ({setting} {limit}): {describe_report(report)}"
@@ -112,7 +112,7 @@ def check(
             f"no progress report {silent}s after the pods started running ({setting} {limit}); "
             f"{describe_report(report)}"
         )
-    return Verdict(
+    return StallVerdict(
         stalled=True,
         new=True,
         since=deadline,

@@ -126,6 +126,8 @@ def test_the_shipped_registry_watches_only_jobsets() -> None:
         ("v1", "Service"): (Mode.CREATE_ONCE, False, False),
         (c.COSCHEDULING_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
         (c.VOLCANO_API_VERSION, c.POD_GROUP_KIND): (Mode.APPLY, True, False),
+        ("scheduling.k8s.io/v1beta1", "Workload"): (Mode.CREATE_ONCE, False, False),
+        ("scheduling.k8s.io/v1beta1", "PodGroup"): (Mode.CREATE_ONCE, False, False),
         (c.JOBSET_API_VERSION, c.JOBSET_KIND): (Mode.APPLY, False, True),
     }
 

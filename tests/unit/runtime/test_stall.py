@@ -47,13 +47,13 @@ class Case:
     report: TrainerStatus | None
     goodput: Goodput
     now: float
-    want: stall.Verdict
+    want: stall.StallVerdict
     running: bool = True
 
 
 CASES = [
     pytest.param(
-        Case(POLICY, report(100), training(0), 130, stall.Verdict(requeue_after=30.0)),
+        Case(POLICY, report(100), training(0), 130, stall.StallVerdict(requeue_after=30.0)),
         id="a report 30 s ago with a 60 s limit: not stalled, come back when the limit passes",
     ),
     pytest.param(
@@ -62,7 +62,7 @@ CASES = [
             report(100),
             training(0),
             175,
-            stall.Verdict(
+            stall.StallVerdict(
                 stalled=True,
                 new=True,
                 since=at(160),
@@ -75,15 +75,15 @@ CASES = [
         id="the last report 75 s ago with a 60 s limit: stalled since the limit passed, naming the time and step",
     ),
     pytest.param(
-        Case(POLICY, None, training(0), 10_000, stall.Verdict()),
+        Case(POLICY, None, training(0), 10_000, stall.StallVerdict()),
         id="never reported and no first-report wait: never stalled",
     ),
     pytest.param(
-        Case(POLICY, report(100), training(500), 10_000, stall.Verdict()),
+        Case(POLICY, report(100), training(500), 10_000, stall.StallVerdict()),
         id="the last report is of an earlier attempt and no first-report wait: this attempt is never stalled",
     ),
     pytest.param(
-        Case(WITH_FIRST, None, training(0), 200, stall.Verdict(requeue_after=100.0)),
+        Case(WITH_FIRST, None, training(0), 200, stall.StallVerdict(requeue_after=100.0)),
         id="never reported, within the first-report wait: come back when it passes",
     ),
     pytest.param(
@@ -92,7 +92,7 @@ CASES = [
             None,
             training(0),
             301,
-            stall.Verdict(
+            stall.StallVerdict(
                 stalled=True,
                 new=True,
                 since=at(300),
@@ -105,23 +105,23 @@ CASES = [
         id="never reported past the first-report wait: stalled (NoFirstProgressReport)",
     ),
     pytest.param(
-        Case(WITH_FIRST, report(100), training(0), 170, stall.Verdict(stalled=True, new=True)),
+        Case(WITH_FIRST, report(100), training(0), 170, stall.StallVerdict(stalled=True, new=True)),
         id="once the attempt reported, the shorter progress limit applies, not the first-report wait",
     ),
     pytest.param(
-        Case(POLICY, report(100), training(0), 175, stall.Verdict(), running=False),
+        Case(POLICY, report(100), training(0), 175, stall.StallVerdict(), running=False),
         id="not Running (a pod failing, pending, finished): never stalled",
     ),
     pytest.param(
-        Case(None, report(100), training(0), 10_000, stall.Verdict()),
+        Case(None, report(100), training(0), 10_000, stall.StallVerdict()),
         id="no stall policy: never stalled",
     ),
     pytest.param(
-        Case(StallPolicy(action="Fail"), report(100), training(0), 10_000, stall.Verdict()),
+        Case(StallPolicy(action="Fail"), report(100), training(0), 10_000, stall.StallVerdict()),
         id="a policy without a limit: never stalled",
     ),
     pytest.param(
-        Case(POLICY, report(100), training(0, phase="Restarting"), 10_000, stall.Verdict()),
+        Case(POLICY, report(100), training(0, phase="Restarting"), 10_000, stall.StallVerdict()),
         id="restarting (the accounting's phase): never stalled",
     ),
     pytest.param(
@@ -130,7 +130,7 @@ CASES = [
             report(100),
             training(160, phase="Stalled", stalled_report=stamp(100)),
             10_000,
-            stall.Verdict(stalled=True, since=at(160), report=stamp(100)),
+            stall.StallVerdict(stalled=True, since=at(160), report=stamp(100)),
         ),
         id="stalled before and still no newer report: stalled, not anew (no second Event, counter or action)",
     ),
@@ -140,7 +140,7 @@ CASES = [
             report(200),
             training(160, phase="Stalled", stalled_report=stamp(100)),
             210,
-            stall.Verdict(resumed=True, since=at(200), requeue_after=50.0),
+            stall.StallVerdict(resumed=True, since=at(200), requeue_after=50.0),
         ),
         id="stalled, then a newer report: training again from that report, watched again",
     ),
@@ -150,7 +150,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 def test_stall_verdict(case: Case) -> None:
     got = stall.check(case.policy, case.report, case.goodput, at(case.now), case.running)
-    if case.want == stall.Verdict(stalled=True, new=True):  # only whether, not what
+    if case.want == stall.StallVerdict(stalled=True, new=True):  # only whether, not what
         assert (got.stalled, got.new, got.reason) == (True, True, c.REASON_PROGRESS_STALLED)
     else:
         assert got == case.want

@@ -55,6 +55,8 @@ def test_no_secret_is_ever_patched_and_configmaps_are() -> None:
         "configmaps": ("get", "create", "patch", "delete"),
         # MPI's SSH keys and Flux's CURVE keys: created once by every plugin that writes one
         "secrets": ("get", "create", "delete"),
+        # elastic PyTorch's rendezvous Service: created once
+        "services": ("get", "create", "delete"),
     }
 
 
