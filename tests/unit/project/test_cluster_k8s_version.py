@@ -12,7 +12,7 @@ import pytest
 from harness import cluster
 
 REPO = Path(__file__).resolve().parents[3]
-BUILD_K8S = REPO / "hack" / "cluster" / "build-k8s.sh"
+BUILD_K8S = REPO / "hack" / "harness" / "tools" / "build-k8s.sh"
 
 
 def _options(config: str) -> dict[str, object]:
