@@ -375,12 +375,11 @@ def test_cluster_role_is_exactly_what_the_operator_uses(helm: str) -> None:
             for g in ("scheduling.x-k8s.io", "scheduling.volcano.sh")
             for v in ("get", "create", "patch", "delete")
         },
-        # The Workload API (issue 36, TrainJobWorkloadAwareScheduling): created once, deleted as any child.
-        *{
-            ("scheduling.k8s.io", r, v)
-            for r in ("workloads", "podgroups")
-            for v in ("get", "create", "patch", "delete")
-        },
+        # The Workload API (issue 36, TrainJobWorkloadAwareScheduling): created once (so never patched, issue 33),
+        # deleted as any child.
+        *{("scheduling.k8s.io", r, v) for r in ("workloads", "podgroups") for v in ("get", "create", "delete")},
+        # elastic PyTorch's rendezvous Service (issue 34): created once
+        *{("", "services", v) for v in ("get", "create", "delete")},
         ("", "events", "create"),
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("", "pods", "get"),

@@ -70,11 +70,12 @@ class TorchElasticPolicy(ApiModel):
         max_length=8,
         json_schema_extra={
             "x-kubernetes-list-type": "atomic",
-            "x-k8s-definition": "io.k8s.api.autoscaling.v2.MetricSpec",
+            "x-k8s-definition": "io.k8s.apimachinery.pkg.runtime.RawExtension",
         },
     )
     """autoscaling/v2 MetricSpecs (upstream's name). Not supported yet: a TrainJob whose runtime sets any is
-    refused rather than scaled on nothing."""
+    refused rather than scaled on nothing. Kept as free-form objects, not MetricSpec's whole schema: that schema
+    alone took 13 KB of each runtime CRD, past the size a client-side `kubectl apply` can record."""
     below_min_nodes_seconds: int | None = Field(default=None, ge=1, json_schema_extra={"format": "int32"})
     """Beyond upstream: how long the TrainJob may run below minNodes (lost pods that cannot be placed) before it
     fails with reason BelowMinNodes. Defaults to 600."""
