@@ -1041,6 +1041,7 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
     already there) passes a server-side dry-run with strict field validation."""
     ns = f"tjo-full-{uuid.uuid4().hex[:6]}"
     kube.run("create", "namespace", ns)
+    watched: list[str] = []
     try:
         result = template(helm, FULL_VALUES, release="tjo-full", namespace=ns, tmp=tmp_path)
         assert result.returncode == 0, result.stderr
@@ -1050,6 +1051,10 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
             if d and d["kind"] not in ("ServiceMonitor", "CustomResourceDefinition")
         ]
         assert len(docs) > 15
+        # the watched namespaces' Roles and RoleBindings (config.namespaces, issue 33) need their namespaces
+        watched = sorted({d["metadata"].get("namespace") for d in docs} - {ns, None})
+        for other in watched:
+            kube.run("create", "namespace", other, check=False)
         applied = kube.run(
             "apply",
             "--dry-run=server",
@@ -1062,7 +1067,8 @@ def test_full_values_are_accepted_by_the_api_server(helm: str, kube: Kube, tmp_p
         )
         assert applied.returncode == 0, applied.stderr
     finally:
-        kube.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+        for name in [ns, *watched]:
+            kube.run("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
 
 
 @pytest.mark.cluster
