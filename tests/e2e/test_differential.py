@@ -56,6 +56,7 @@ ALLOWED: list[tuple[str, str]] = [
     (r": status\.conditions$", "D2 ReconcileFailed condition on build/apply errors"),
     (r": status\.conditions$", "D18 no Suspended=False condition once resumed (the SDK reports Running)"),
     (r": status\.(startTime|completionTime|restarts)$", "D19 lifecycle status fields beyond v2.3 (issue 13)"),
+    (r": status\.(goodput|elastic)$", "D31 goodput accounting and elastic sizes beyond v2.4 (issues 34, 35)"),
     (
         r": metadata\.annotations\.trainer\.kubeflow\.org/restarts-before$",
         "D19 restarts before a re-created JobSet (issue 13)",
