@@ -197,7 +197,7 @@ test-lane-a: ## lane A of `make test`: the unit tests, then every real-node test
 
 test-lane-b: ## lane B of `make test`: chart and integration, then e2e with Kueue (lane B's control plane)
 	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-integration WITH_JUNIT=1
-	@$(call lane_cluster,b) $(call session,test-e2e)
+	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-e2e WITH_JUNIT=1
 
 test-lane-c: ## lane C of `make test`: the benchmark's smoke run, the CLI's start-up guard, the unit tests on Python 3.13, chaos, the differential test, MultiKueue (lane C's)
 	@$(MAKE) --no-print-directory bench-smoke WITH_JUNIT=1

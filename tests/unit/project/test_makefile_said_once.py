@@ -139,3 +139,30 @@ def test_ci_runs_every_real_node_test() -> None:
     (command,) = [c for line in found["test-realnodes"][1] if (c := pytest_command(line))]
     assert command == "tests/realnode -m realnode"
     assert any("test-realnodes" in line for line in found["test-lane-a"][1])
+
+
+#: Every session `make test` runs, each in some lane (a lane line that expands to nothing runs nothing, silently:
+#: `$(call session,test-e2e)` with no `session` defined did so until the merge of issue 38's Makefile).
+SESSIONS = (
+    "test-unit",
+    "test-unit-py313",
+    "test-integration",
+    "test-chaos",
+    "test-e2e",
+    "test-differential",
+    "test-multikueue",
+    "test-realnodes",
+    "bench-smoke",
+    "bench-cli-guard",
+)
+
+
+def test_the_lanes_run_every_session_through_make() -> None:
+    found = all_rules()
+    lanes = [line for name in ("test-lane-a", "test-lane-b", "test-lane-c") for line in found[name][1]]
+    called = {m.group(1) for line in lanes for m in re.finditer(r"\$\(MAKE\) --no-print-directory ([a-z0-9-]+)", line)}
+    assert sorted(set(SESSIONS) - called) == []
+    assert [
+        line for line in lanes if "$(call " in line and not re.search(r"\$\(call (lane_cluster|junit),", line)
+    ] == []
+    assert all(s in found for s in SESSIONS)
