@@ -57,6 +57,10 @@ ALLOWED: list[tuple[str, str]] = [
     (r": status\.conditions$", "D18 no Suspended=False condition once resumed (the SDK reports Running)"),
     (r": status\.(startTime|completionTime|restarts)$", "D19 lifecycle status fields beyond v2.3 (issue 13)"),
     (r": status\.(goodput|elastic)$", "D31 goodput accounting and elastic sizes beyond v2.4 (issues 34, 35)"),
+    # Not a behaviour difference: the deadline case ends while its pods are being killed, and the `ready` count in
+    # the JobSet's last jobsStatus depends on when JobSet last saw the Job (0 against 1 in one of three merged runs
+    # on a loaded machine, 2026-11-28; the state, reason and conditions still agree).
+    (r"^ac17-deadline: status\.jobsStatus\[\d+\]\.ready$", "timing of the deadline case's last jobsStatus"),
     (
         r": metadata\.annotations\.trainer\.kubeflow\.org/restarts-before$",
         "D19 restarts before a re-created JobSet (issue 13)",
