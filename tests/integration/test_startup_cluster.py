@@ -30,6 +30,7 @@ from cluster_fixtures import wait_for
 from harness import cluster as cluster_lib
 from operator_fixtures import REPO, Kube, OperatorProcess, free_port
 from trainjob_operator.runtime import startup
+from trainjob_operator.runtime.plugins.workload import GATE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
@@ -471,6 +472,58 @@ def test_on_a_bare_cluster_as_the_readme_says(bare: Bare, tmp_path: Path) -> Non
         for process in (second, first):
             if process is not None:
                 process.stop()
+        kube.delete("validatingwebhookconfiguration", "validator.trainer.kubeflow.org")
+        kube.delete("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")
+
+
+def test_gang_scheduling_without_the_workload_api_is_said_once_and_refused_naming_the_field_and_the_api(
+    bare: Bare, tmp_path: Path
+) -> None:
+    """Kubernetes 1.36 serves no `scheduling.k8s.io/v1beta1` Workload API. With the TrainJobWorkloadAwareScheduling
+    gate on the operator finds that at start-up, says it once, serves, and refuses a TrainJob whose runtime sets
+    `spec.scheduling`, naming the field and the missing API; a runtime without it runs as today."""
+    kube = bare.kube
+    crds(bare, trainer=True, jobset=True)
+    assert not served(bare, "scheduling.k8s.io/v1beta1", "workloads"), "this test needs a cluster without the API"
+    gang = start(
+        bare.kubeconfig,
+        tmp_path,
+        "gang",
+        operator_namespace="default",
+        feature_gates={GATE: True},
+        leader_election={"enabled": False},
+    )
+    try:
+        wait_for(lambda: readyz(gang)[0] == 200, timeout=60, what="readiness")
+        ns = fresh_namespace(kube)
+        gang_runtime = runtime(ns)
+        gang_runtime["metadata"]["name"] = "gang"
+        gang_runtime["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+        kube.apply(runtime(ns), gang_runtime)
+        refused = trainjob(ns, "gang", numNodes=2)
+        refused["spec"]["runtimeRef"]["name"] = "gang"
+        answer = wait_for(
+            lambda: (lambda r: r if "spec.scheduling" in r.stderr else None)(kube.create(refused, check=False)),
+            timeout=30,
+            what="the TrainJob refused (once the webhook's runtime cache has the runtime)",
+        )
+        assert answer.returncode != 0
+        assert 'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request' in answer.stderr
+        assert (
+            "runtime gang sets spec.scheduling (gang scheduling by the Workload API), but this cluster's API server "
+            "does not serve workloads and podgroups of scheduling.k8s.io/v1beta1 (needs Kubernetes 1.37 or later"
+        ) in answer.stderr, answer.stderr
+        assert kube.get("trainjob", "gang", ns) is None
+        kube.apply(trainjob(ns, "plain", numNodes=2))
+        wait_for(lambda: kube.get("jobset", "plain", ns), timeout=60, what="the JobSet of a runtime without it")
+        said = [json.loads(line) for line in full_log(gang).splitlines() if "does not serve workloads and" in line]
+        assert [(e["level"], e["event"].startswith(f"{GATE} is on, but the API server")) for e in said] == [
+            ("warning", True)
+        ], said
+    except BaseException as err:
+        raise AssertionError(f"{err}\n--- operator log (tail) ---\n{full_log(gang)[-4000:]}") from err
+    finally:
+        gang.stop()
         kube.delete("validatingwebhookconfiguration", "validator.trainer.kubeflow.org")
         kube.delete("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org")
 

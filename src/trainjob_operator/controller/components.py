@@ -11,12 +11,13 @@ from .. import logs
 from ..k8s.client import BUILTIN, Client, Resource, RESTMapper
 from ..k8s.connection import Connection
 from ..runtime.pipeline import Framework
+from ..runtime.plugins import workload
 from .admissionserver import AdmissionServer, keep_webhooks_current
 from .healthserver import HealthServer
 from .leader import LeaderElector
 from .manager import Manager, remove_webhook_configurations, supervise
 from .metricsserver import MetricsServer
-from .preflight import StartupError, preflight
+from .preflight import StartupError, preflight, served
 from .reconciler import utcnow
 from .runnable import Loop, Runnable, Step
 from .settings import plan_of
@@ -136,6 +137,20 @@ def health_server(manager: Manager) -> Runnable:
 
 async def run_preflight(manager: Manager) -> None:
     manager.after_preflight(await preflight(manager.client, plan_of(manager.cfg)))
+    await workload_api(manager)
+
+
+async def workload_api(manager: Manager) -> None:
+    """With the Workload API's gate on, before the webhooks serve: whether the API server serves that API. Said once
+    when it does not; the plugin then refuses TrainJobs of runtimes with spec.scheduling, naming the missing API."""
+    if not manager.cfg.feature_gates.get(workload.GATE):
+        return
+    missing = workload.api_missing((await served(manager.client, [workload.API_VERSION]))[workload.API_VERSION])
+    if missing:
+        log.warning(missing)
+        for plugin in manager.framework.plugins:
+            if isinstance(plugin, workload.WorkloadScheduling):
+                plugin.api_served = False
 
 
 async def keep_certificates(manager: Manager, servers: Servers) -> None:

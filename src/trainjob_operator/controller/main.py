@@ -19,12 +19,11 @@ from ..k8s.client import Client
 from ..metrics import Metrics
 from ..runtime.errors import printable
 from ..runtime.pipeline import Framework
-from ..runtime.plugins import workload
 from ..runtime.registry import gated
 from . import components, kopf_adapter, kopf_seams
 from .arguments import parser
 from .manager import Manager, supervise
-from .preflight import StartupError, served
+from .preflight import StartupError
 from .runnable import Runnables
 from .settings import plan_of, settings_from
 
@@ -59,10 +58,6 @@ async def serve(cfg: OperatorConfig, kubeconfig: str | None, context: str | None
                 burst=cfg.client.burst,
             )
             assert manager.facts is not None  # the preflight runnable ran
-            if cfg.feature_gates.get(workload.GATE):  # said once: the Workload API this gate needs is missing
-                missing = workload.api_missing((await served(client, [workload.API_VERSION]))[workload.API_VERSION])
-                if missing:
-                    log.warning(missing)
             try:
                 await kopf_adapter.run(
                     manager,

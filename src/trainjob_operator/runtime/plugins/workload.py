@@ -146,6 +146,9 @@ class WorkloadScheduling(EnforcePodSpec, ComponentBuilder, CustomValidation, Own
 
     def __init__(self, enabled: bool = False) -> None:
         self.enabled = enabled
+        self.api_served = True
+        """False once the start-up discovery found the Workload API missing (controller/components.py): a TrainJob of
+        a runtime with spec.scheduling is then refused, and one admitted before fails, saying so."""
 
     def _scheduling(self, info: RuntimeInfo) -> Scheduling | None:
         return info.runtime.spec.scheduling
@@ -170,6 +173,8 @@ class WorkloadScheduling(EnforcePodSpec, ComponentBuilder, CustomValidation, Own
         if not self.enabled:
             # Never run a TrainJob that asked for a gang without one.
             raise BuildError(gate_off(info))
+        if not self.api_served:
+            raise BuildError(api_not_served(info))
         found = groups(info, job, scheduling)
         objects: list[Manifest] = []
         if not observed.exists(API_VERSION, WORKLOAD_KIND, workload_name(job)):
@@ -185,6 +190,8 @@ class WorkloadScheduling(EnforcePodSpec, ComponentBuilder, CustomValidation, Own
             return Validation()
         if not self.enabled:
             return Validation((invalid("spec.runtimeRef", new.spec.runtime_ref.to_wire(), gate_off(info)),))
+        if not self.api_served:
+            return Validation((invalid("spec.runtimeRef", new.spec.runtime_ref.to_wire(), api_not_served(info)),))
         problems = runtime_problems(info)
         if not problems:
             problems += too_many(info, new, scheduling)
@@ -233,6 +240,13 @@ def api_missing(served: frozenset[str] | None) -> str | None:
     return (
         f"{GATE} is on, but the API server does not serve workloads and podgroups of {API_VERSION}: TrainJobs of "
         f"runtimes with spec.scheduling will fail (needs {NEEDS})"
+    )
+
+
+def api_not_served(info: RuntimeInfo) -> str:
+    return (
+        f"runtime {info.runtime.name} sets spec.scheduling (gang scheduling by the Workload API), but this cluster's "
+        f"API server does not serve workloads and podgroups of {API_VERSION} (needs {NEEDS})"
     )
 
 

@@ -26,6 +26,18 @@ from trainjob_operator.runtime.registry import GATES, PLUGINS, gated
 ON = Framework.from_registry(gated({GATE: True}))
 OFF = Framework.from_registry()
 
+
+def without_the_api() -> Framework:
+    """The gate on, and the start-up discovery found no Workload API (controller/components.py sets this)."""
+    framework = Framework.from_registry(gated({GATE: True}))
+    for plugin in framework.plugins:
+        if isinstance(plugin, WorkloadScheduling):
+            plugin.api_served = False
+    return framework
+
+
+NO_API = without_the_api()
+
 TORCH = RuntimeBuilder.make(name="torch").ml_policy(num_nodes=1, torch={})
 """dataset-initializer, model-initializer and node, none waiting for another."""
 SEQUENCED = TORCH.job(c.NODE, "dependsOn", [{"name": c.DATASET_INITIALIZER, "status": "Complete"}])
@@ -217,6 +229,13 @@ def test_with_the_gate_off_a_scheduling_runtime_is_never_built_without_its_gang(
         OFF.desired_objects(JOB.obj(), TORCH.set("spec.scheduling", {}).source())
 
 
+def test_without_the_api_a_scheduling_runtime_is_never_built_and_says_which_api_is_missing() -> None:
+    with pytest.raises(BuildError, match=r"does not serve workloads and podgroups of scheduling\.k8s\.io/v1beta1"):
+        NO_API.desired_objects(JOB.obj(), TORCH.set("spec.scheduling", {}).source())
+    job, keys = JOB.obj(), Observed(keys=FixedKeys())
+    assert NO_API.desired_objects(job, TORCH.source(), keys) == ON.desired_objects(job, TORCH.source(), keys)
+
+
 def test_the_gate_is_known_and_off_by_default() -> None:
     assert GATE in GATES
     plugin = next(p for p in OFF.plugins if isinstance(p, WorkloadScheduling))
@@ -246,6 +265,20 @@ class AdmitCase:
 ADMIT = {
     "a TrainJob-level gang is admitted": AdmitCase(TORCH, {"schedulingPolicy": {"gang": {}}}),
     "a runtime without scheduling is admitted with the gate off": AdmitCase(TORCH, None, framework=OFF),
+    "on a cluster without the Workload API a scheduling runtime's TrainJob is refused, naming the field and the API": (
+        AdmitCase(
+            TORCH,
+            {},
+            [
+                "runtime torch sets spec.scheduling (gang scheduling by the Workload API), but this cluster's API "
+                "server does not serve workloads and podgroups of scheduling.k8s.io/v1beta1 (needs Kubernetes 1.37"
+            ],
+            framework=NO_API,
+        )
+    ),
+    "on a cluster without the Workload API a runtime without scheduling is admitted as today": AdmitCase(
+        TORCH, None, framework=NO_API
+    ),
     "with the gate off a scheduling runtime is refused, saying how to turn it on": AdmitCase(
         TORCH,
         {},
