@@ -95,8 +95,10 @@ POD_LOG = ("kwok: fake container started", "kwok: fake container finished")
 # internal cert management is off (cmd/kueue/main.go); it exits without it.
 KUEUE_METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 
-#: Names the Kueue version a run must use (`v0.19.2`); unset: whatever the tool cache has.
-KUEUE_VERSION_ENV = "TRAINJOB_OPERATOR_KUEUE_VERSION"
+#: The Kueue version of the cluster (`0.17.0`): `make cluster-up WITH_KUEUE=1 KUEUE_VERSION=0.17.0`, the test fixtures
+#: read the same variable. Unset or empty: the one hack/harness/tools/go.mod pins (built by build.sh); another one is
+#: built by hack/harness/tools/build-pinned.sh from its own module hack/harness/tools/kueue-<major.minor>/.
+KUEUE_VERSION_ENV = "KUEUE_VERSION"
 
 #: The Kubernetes version of the control plane (`1.37.2`): `make cluster-up K8S_VERSION=1.37.2` and the test
 #: fixtures read the same variable. Unset or empty: the version hack/harness/tools/go.mod pins (built by build.sh); another
@@ -171,6 +173,22 @@ def build_k8s(version: str, *, quiet: bool = False) -> Path:
     if proc.returncode != 0:
         raise ClusterError(f"{script} {version} failed with exit code {proc.returncode}")
     return k8s_bin_dir(version)
+
+
+def pinned_bin_dir(component: str, version: str) -> Path:
+    """Where hack/harness/tools/build-pinned.sh puts (or put) `component` (kueue, scheduler-plugins) at `version`;
+    raises ClusterError, saying why, when no module in hack/harness/tools pins that version."""
+    script = repo_root() / "hack" / "harness" / "tools" / "build-pinned.sh"
+    proc = _run(["bash", str(script), component, version, "--print-bin-dir"], check=False)
+    if proc.returncode != 0:
+        raise ClusterError(proc.stderr.strip() or f"{script} {component} {version} failed")
+    return Path(proc.stdout.strip())
+
+
+def kueue_dir(bin_dir: Path) -> Path:
+    """The directory of the `kueue` binary and its `share/` manifests: `bin_dir` unless `KUEUE_VERSION` names another."""
+    wanted = os.environ.get(KUEUE_VERSION_ENV, "").strip().lstrip("v")
+    return pinned_bin_dir("kueue", wanted) if wanted else bin_dir
 
 
 def k8s_tools_present(version: str) -> bool:
@@ -587,16 +605,17 @@ def built_version(versions: str, component: str) -> str | None:
 
 
 def kueue_version_problem(versions: str, wanted: str | None) -> str | None:
-    """Why the tool cache's Kueue is not the one `TRAINJOB_OPERATOR_KUEUE_VERSION` asks for (None: it is, or
-    nothing is asked): a run must never test another Kueue than the one it names."""
+    """Why the tool cache's Kueue (the `share/VERSIONS` text of its directory) is not the one `KUEUE_VERSION` asks
+    for (None: it is, or nothing is asked): a run must never test another Kueue than the one it names."""
     if not wanted:
         return None
+    wanted = "v" + wanted.lstrip("v")
     built = built_version(versions, "kueue")
     if built == wanted:
         return None
     return (
-        f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'}; the Kueue built is the one "
-        "hack/harness/tools/go.mod pins (docs/development.md: v0.19.14 and v0.20.7 are not on the Go proxy here)"
+        f"{KUEUE_VERSION_ENV}={wanted} but the tool cache has Kueue {built or '(none)'} there; run `make tools-kueue "
+        f'{KUEUE_VERSION_ENV}={wanted.lstrip("v")}` (docs/compatibility.md, "Kubernetes versions")'
     )
 
 
@@ -610,7 +629,9 @@ def _check_tools(bin_dir: Path, *, kueue: bool) -> None:
             + (" WITH_KUEUE=1" if kueue else "")
         )
     if kueue:
-        problem = kueue_version_problem((bin_dir / "share" / "VERSIONS").read_text(), os.environ.get(KUEUE_VERSION_ENV))
+        versions = kueue_dir(bin_dir) / "share" / "VERSIONS"
+        text = versions.read_text() if versions.exists() else ""
+        problem = kueue_version_problem(text, os.environ.get(KUEUE_VERSION_ENV))
         if problem:
             raise ClusterError(problem)
 
@@ -828,7 +849,7 @@ def _wait_ready(info: ClusterInfo) -> None:
 
 def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Optional stage (`kueue=True`): Kueue's CRDs and manifests, its controller, then its webhooks."""
-    share = info.bin_dir / "share"
+    share = kueue_dir(info.bin_dir) / "share"
     _log(f"starting Kueue {built_version((share / 'VERSIONS').read_text(), 'kueue') or '(version unknown)'}")
     KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for f in ("tls.crt", "tls.key"):
@@ -841,7 +862,7 @@ def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     start_controller(
         info,
         "kueue",
-        info.bin_dir / "kueue",
+        share.parent / "kueue",
         {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
             "kind": "Configuration",

@@ -17,6 +17,9 @@ REAL_NODES ?=
 # K8S_FEATURE_GATES and K8S_RUNTIME_CONFIG pass gates and API settings to that control plane. The test fixtures read
 # the same variables from the environment.
 K8S_VERSION ?=
+# Another Kueue than hack/harness/tools/go.mod's (empty: that one), e.g. 0.17.0 (hack/harness/tools/kueue-0.17); the
+# test fixtures read it too.
+KUEUE_VERSION ?=
 # One real-node cluster per machine (fixed pod subnet, global kube-proxy chains): real-node runs take this lock.
 REALNODE_LOCK ?= /tmp/trainjob-realnode.lock
 DEMO_PREBUILD_DIR ?= $(or $(TMPDIR),/tmp)/trainjob-operator-demo-prebuild
@@ -30,7 +33,7 @@ switch = $(filter-out 0,$(1))
 cluster_kueue_flag = $(if $(call switch,$(WITH_KUEUE)),--with-kueue)
 cluster_helm_flag = $(if $(call switch,$(WITH_HELM)),--with-helm)
 
-.PHONY: tools tools-helm tools-kueue tools-nodes tools-nodes-debs tools-upstream tools-browser cluster-up cluster-down
+.PHONY: tools tools-helm tools-kueue tools-coscheduling tools-nodes tools-nodes-debs tools-upstream tools-browser cluster-up cluster-down
 .PHONY: cluster-status cluster-test test-realnodes bench-realnodes demo demo-down
 
 ##@ Harness: tools and clusters (hack/harness)
@@ -42,8 +45,13 @@ tools: ## build the control plane's binaries into the tool cache (no-op when war
 tools-helm: ## build the control plane's binaries and helm into the tool cache (no-op when warm)
 	@bash $(CLUSTER_HACK_DIR)/build.sh --with-helm
 
-tools-kueue: ## build the control plane's binaries and Kueue into the tool cache (no-op when warm)
+tools-kueue: ## build the control plane's binaries and Kueue into the tool cache (no-op when warm; KUEUE_VERSION, K8S_VERSION too)
 	@bash $(CLUSTER_HACK_DIR)/build.sh --with-kueue
+	@$(if $(strip $(KUEUE_VERSION)),bash $(CLUSTER_HACK_DIR)/build-pinned.sh kueue $(KUEUE_VERSION))
+	@$(if $(strip $(K8S_VERSION)),bash $(CLUSTER_HACK_DIR)/build-k8s.sh $(K8S_VERSION))
+
+tools-coscheduling: ## build scheduler-plugins' kube-scheduler (the Coscheduling plugin) into the tool cache (no-op when warm)
+	@bash $(CLUSTER_HACK_DIR)/build-pinned.sh scheduler-plugins 0.35.4-devel
 
 tools-upstream: ## build upstream Kubeflow Trainer v2.3.0's controller into the tool cache (no-op when warm)
 	@bash $(CLUSTER_HACK_DIR)/build-upstream.sh

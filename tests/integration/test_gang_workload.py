@@ -12,7 +12,11 @@ K8S_VERSION=1.37.2` builds it (CI: the same command before the tests; the cache 
 from __future__ import annotations
 
 import os
+import ssl
+import statistics
+import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +26,7 @@ import yaml
 from builders import torch_runtime, trainjob_object
 from cluster_fixtures import RUN_FOR_ANNOTATION, wait_for
 from harness import cluster as cluster_lib
-from operator_fixtures import OPERATOR_NAMESPACE, REPO, Kube, OperatorProcess, eventually
+from operator_fixtures import OPERATOR_NAMESPACE, REPO, Kube, OperatorProcess, eventually, free_port
 from trainjob_operator.runtime.plugins.workload import GATE
 
 pytestmark = pytest.mark.cluster
@@ -322,19 +326,123 @@ def test_the_same_runtime_without_scheduling_places_pods_one_by_one_as_today(
     delete_and_wait(gkube, "plain")
 
 
+COSCHEDULING = "coscheduling-scheduler"
+"""The scheduler name of scheduler-plugins' kube-scheduler, a second scheduler beside the cluster's own."""
+SCHEDULER_PLUGINS = "0.35.4-devel"
+"""The newest scheduler-plugins release (no v0.36 or v0.37 exists); `make tools-coscheduling` builds it."""
+
+
+@pytest.fixture(scope="module")
+def coscheduling(gkube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """scheduler-plugins' kube-scheduler with the Coscheduling plugin as a second scheduler (its own name), when the
+    tool cache has it; else None and the reason."""
+    binary = cluster_lib.pinned_bin_dir("scheduler-plugins", SCHEDULER_PLUGINS) / "kube-scheduler"
+    if not binary.exists():
+        yield None
+        return
+    tmp = tmp_path_factory.mktemp("coscheduling")
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(gkube.cluster.kubeconfig), "qps": 5000, "burst": 10000},
+        "profiles": [
+            {
+                "schedulerName": COSCHEDULING,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+                },
+                "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 600}}],
+            }
+        ],
+    }
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    log = (tmp / "scheduler.log").open("wb")
+    proc = subprocess.Popen(
+        [str(binary), "--config", str(tmp / "config.yaml"), "--bind-address=127.0.0.1", f"--secure-port={port}"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"scheduler-plugins' kube-scheduler exited: {(tmp / 'scheduler.log').read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=context) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
+
+    try:
+        eventually(healthy, "scheduler-plugins' kube-scheduler healthy", timeout=120)
+        yield COSCHEDULING
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def bench_runtime(kind: str) -> dict[str, Any]:
+    """Trainer pods that request no GPU (the four kwok nodes take 110 pods each), gang-scheduled by `kind`."""
+    rt = torch_runtime(NS, name=f"bench-{kind}", pod_annotations={RUN_FOR_ANNOTATION: "3600s"})
+    if kind == "workload":
+        rt["spec"]["scheduling"] = GANG
+    else:
+        rt["spec"]["podGroupPolicy"] = {"coscheduling": {"scheduleTimeoutSeconds": 600}}
+        rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["schedulerName"] = (
+            COSCHEDULING
+        )
+    return rt
+
+
+def measure(kube: Kube, name: str, kind: str, size: int) -> tuple[float, float]:
+    """Seconds from the TrainJob's creation to all its pods created, and to all bound."""
+    t0 = time.monotonic()
+    kube.apply(trainjob_object(NS, name, runtime_name=f"bench-{kind}", trainer={"numNodes": size}))
+    eventually(lambda: len(pods(kube, name)) == size, f"{size} pods created", timeout=900)
+    created = time.monotonic() - t0
+    eventually(lambda: bound(kube, name) == size, f"{size} pods bound", timeout=900)
+    return created, time.monotonic() - t0
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [int(os.environ.get("TRAINJOB_GANG_BENCH_SIZE", "256"))])
-def test_bind_latency_of_a_large_gang(gkube: Kube, gang_operator: OperatorProcess, size: int) -> None:
-    """From the TrainJob's creation to every pod of a `size`-pod gang bound (printed). Its pods request no GPU: the
-    four kwok nodes take 110 pods each."""
-    rt = torch_runtime(NS, name="bench", pod_annotations={RUN_FOR_ANNOTATION: "3600s"})
-    rt["spec"]["scheduling"] = GANG
-    gkube.apply(rt)
-    t0 = time.monotonic()
-    gkube.apply(trainjob_object(NS, "bench", runtime_name="bench", trainer={"numNodes": size}))
-    eventually(lambda: len(pods(gkube, "bench")) == size, f"{size} pods created", timeout=900)
-    created = time.monotonic() - t0
-    eventually(lambda: bound(gkube, "bench") == size, f"{size} pods bound", timeout=900)
-    elapsed = time.monotonic() - t0
-    print(f"\ngang of {size}: all pods created after {created:.1f} s, all bound after {elapsed:.1f} s")
-    delete_and_wait(gkube, "bench")
+def test_bind_latency_of_a_large_gang(
+    gkube: Kube, gang_operator: OperatorProcess, coscheduling: str | None, size: int
+) -> None:
+    """From the TrainJob's creation to every pod of a `size`-pod gang bound, by the Workload API and (when built:
+    `make tools-coscheduling`) by scheduler-plugins' Coscheduling, alternating, `TRAINJOB_GANG_BENCH_RUNS` times
+    each (default 1); the medians and the load average are printed."""
+    kinds = ["workload"] + (["coscheduling"] if coscheduling else [])
+    if not coscheduling:
+        print("\ncoscheduling not measured: scheduler-plugins' kube-scheduler is not built (make tools-coscheduling)")
+    gkube.apply(*(bench_runtime(kind) for kind in kinds))
+    results: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
+    print(f"\nload average before: {load()}")
+    for run in range(int(os.environ.get("TRAINJOB_GANG_BENCH_RUNS", "1"))):
+        for kind in kinds:
+            name = f"bench-{kind}-{run}"
+            created, elapsed = measure(gkube, name, kind, size)
+            results[kind].append((created, elapsed))
+            print(
+                f"{kind} run {run + 1}: {size} pods created after {created:.1f} s, all bound after {elapsed:.1f} s "
+                f"(load {load()})"
+            )
+            delete_and_wait(gkube, name)
+    for kind, runs in results.items():
+        created = statistics.median(c for c, _ in runs)
+        elapsed = statistics.median(e for _, e in runs)
+        print(
+            f"{kind}: median of {len(runs)}: created {created:.1f} s, bound {elapsed:.1f} s, "
+            f"{elapsed - created:.1f} s after the last pod"
+        )
+    print(f"load average after: {load()}")
