@@ -5,8 +5,10 @@ other waits whole, one that fits binds all its pods, and the same runtime withou
 (pods placed one by one).
 
 The cluster is this module's own (its own directory and name), at `K8S_VERSION` when that is 1.37 or later, else
-1.37.2. Skipped, saying so, when that version's control plane is not in the tool cache: `make tools
-K8S_VERSION=1.37.2` builds it (CI: the same command before the tests; the cache key is the version's go.sum).
+1.37.2. Skipped, saying so, when that version's control plane is not in the tool cache, as in `make test` (whose
+CI time cannot hold its cold build): `make test-gang` builds it once (the cache key is the version's go.sum) and runs
+this module. The bind-latency test measures scheduler-plugins' Coscheduling beside it when `make tools-coscheduling`
+built that scheduler.
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ def gang_cluster() -> Iterator[cluster_lib.ClusterInfo]:
     version = _version()
     if not cluster_lib.k8s_tools_present(version):
         pytest.skip(
-            f"Kubernetes {version} is not in the tool cache ({cluster_lib.k8s_bin_dir(version)}): "
-            f"run `make tools K8S_VERSION={version}` first"
+            f"Kubernetes {version} is not in the tool cache ({cluster_lib.k8s_bin_dir(version)}); `make test` does "
+            f"not build it (about an hour cold): `make test-gang` builds it once and runs these tests "
+            f"(docs/gang-scheduling.md)"
         )
     env = _Env(
         {
