@@ -426,3 +426,118 @@ def test_a_user_changes_num_nodes_of_a_running_elastic_torch_job(
         )
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
+
+
+INDEX0_STEPS = 500
+"""Steps of the run that loses index 0: at one a second until the test saw it grow back, then fast."""
+
+
+@pytest.mark.timeout(1200)
+def test_losing_index_0_moves_the_rendezvous_to_the_survivor_and_index_0_rejoins(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """The rendezvous is not pinned to a pod that can disappear: the node of index 0 (whose store the rendezvous
+    Service selects at first) is lost mid-run. Once its pod is evicted the operator moves the Service to index 1's
+    store (every agent serves one); the survivor's torchrun, which lost the store, restarts in its container
+    (one failure-restart) and trains alone from the checkpoint. The JobSet is not shrunk: an Indexed Job would drop
+    index 1, the survivor. The node back, index 0's pending replacement is placed and joins the survivor's
+    rendezvous, and the TrainJob completes with every step done once."""
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    try:
+        runtime = elastic_runtime(image, "torch-elastic", ckpt, INDEX0_STEPS)
+        container = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"
+        ][0]
+        for env in container["env"]:
+            if env["name"] == "PET_RDZV_CONF":  # notice a lost store after 20 s, not torch's 60
+                env["value"] += ",read_timeout=20"
+        kube.create(runtime, namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",
+                "torch-elastic",
+                numNodes=2,
+                numProcPerNode=1,
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        created = time.monotonic()
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        two = steps(ckpt)
+        eventually(lambda: steps(ckpt) >= two + 3, "3 steps at world size 2", timeout=120)
+        trained = time.monotonic()
+        victim = next(
+            p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-0")
+        )
+        index = int(victim["spec"]["nodeName"].rsplit("-", 1)[1])
+        jobset_uid = (kube.get("jobset", "elastic", namespace) or {})["metadata"]["uid"]
+        service = kube.get("service", "elastic-rdzv", namespace) or {}
+        assert service["spec"]["selector"]["batch.kubernetes.io/job-completion-index"] == "0", service
+
+        realnodes.kill_kubelet(kube.cluster, index)
+        killed_tasks = kill_pod_containers(kube, index, namespace)
+        killed, at_kill, starts_at_kill = time.monotonic(), steps(ckpt), len(starts(ckpt))
+        try:
+
+            def moved() -> dict[str, Any] | None:
+                job = kube.get("trainjob", "elastic", namespace) or {}
+                elastic = (job.get("status") or {}).get("elastic") or {}
+                return job if elastic.get("rendezvousIndex") == 1 else None
+
+            eventually(moved, "the operator moving the rendezvous to index 1", timeout=240)
+            moved_at = time.monotonic()
+            eventually(
+                lambda: any(s["world"] == "1" for s in starts(ckpt)[starts_at_kill:]),
+                "the survivor training alone",
+                timeout=240,
+            )
+            alone = time.monotonic()
+            eventually(lambda: steps(ckpt) >= at_kill + 3, "steps on the survivor", timeout=120)
+            service = kube.get("service", "elastic-rdzv", namespace) or {}
+            assert service["spec"]["selector"]["batch.kubernetes.io/job-completion-index"] == "1", service
+            rjob = (kube.get("jobset", "elastic", namespace) or {})["spec"]["replicatedJobs"][0]
+            assert rjob["template"]["spec"]["parallelism"] == 2  # not shrunk: that would drop index 1, the survivor
+        finally:
+            realnodes.restart_kubelet(kube.cluster, index)
+        back = time.monotonic()
+        regrown_at = len(starts(ckpt))
+        eventually(
+            lambda: any(s["world"] == "2" for s in starts(ckpt)[regrown_at:]), "training at world size 2 again", 300
+        )
+        regrown = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=300)
+        done = time.monotonic()
+        assert condition(job, "Complete"), job.get("status")
+
+        jobset = kube.get("jobset", "elastic", namespace) or {}
+        assert jobset["metadata"]["uid"] == jobset_uid and int((jobset.get("status") or {}).get("restarts") or 0) == 0
+        state = json.loads((ckpt / "state.json").read_text())
+        assert [s for s, _, _ in state["done"]] == list(range(1, INDEX0_STEPS + 1))
+        worlds = [w for _, w, _ in state["done"]]
+        assert 1 in worlds[at_kill:] and worlds[-1] == 2, worlds
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
+        elastic = job["status"]["elastic"]
+        assert (elastic["rendezvousIndex"], elastic["desiredNodes"], elastic["resizes"]) == (1, 2, 0), elastic
+        events = elastic_events(kube, namespace, "elastic")
+        assert [e.split(":")[0] for e in events] == ["ElasticRendezvousMoved"], events
+        workers = worker_worlds(ckpt)
+        assert "world=1" in workers["elastic-node-0-1"] and workers["elastic-node-0-1"][-1] == "world=2", workers
+        assert workers["elastic-node-0-0"][-1] == "world=2", workers
+        print(
+            f"elastic torch 1..2, index 0 lost: world 2 {trained - created:.1f}s after create; node of index 0 "
+            f"killed ({killed_tasks} tasks) at step {at_kill}; rendezvous moved to index 1 after "
+            f"{moved_at - killed:.1f}s; survivor alone (world 1) after {alone - killed:.1f}s; kubelet back after "
+            f"{back - killed:.1f}s; world 2 again {regrown - back:.1f}s after that; Complete {done - regrown:.1f}s "
+            f"later, {INDEX0_STEPS} steps each once; longest pause between steps {idle:.1f}s; status.restarts "
+            f"{job['status'].get('restarts')}, resizes {elastic['resizes']}; events {events}; workers' world sizes "
+            f"{workers}"
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
