@@ -279,6 +279,7 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
             ),
             namespace,
         )
+        created = time.monotonic()
         eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
         eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
         victim = next(
@@ -299,6 +300,7 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
         again = time.monotonic()
         (ckpt / "fast").touch()
         job = finished(kube, "elastic", namespace, timeout=600)
+        done = time.monotonic()
         state = json.loads((ckpt / "state.json").read_text())
         stamps = [t for _, _, t in state["done"]]
         idle = max(b - a for a, b in itertools.pairwise(stamps))
@@ -308,7 +310,10 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
         print(
             f"fixed-size torch 2: node away {back - killed:.1f}s, {trained_meanwhile} steps meanwhile; training again "
             f"{again - back:.1f}s after it was back; longest pause between steps {idle:.1f}s (node-seconds idle: "
-            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}"
+            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}; create to Complete "
+            f"{done - created:.1f}s; steps in order each once: "
+            f"{[s for s, _, _ in state['done']] == list(range(1, TOTAL_STEPS + 1))}; starts: "
+            + "; ".join(f"world={s['world']} step={s['step']} restart={s['restart']}" for s in starts(ckpt))
         )
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
