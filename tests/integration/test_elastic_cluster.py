@@ -69,7 +69,7 @@ def test_a_users_numnodes_edit_resizes_a_running_elastic_trainjob_or_says_why_no
         }
     )
     eventually(lambda: len(trainer_pods(kube, namespace)) == 1, "one trainer pod", timeout=90)
-    service = kube.get("service", "grow-node-0-0", namespace)
+    service = kube.get("service", "grow-rdzv", namespace)
     assert service is not None and service["spec"]["clusterIP"] == "None"
     eventually(lambda: elastic_of(kube, namespace).get("currentNodes") == 1, "status.elastic", timeout=60)
 

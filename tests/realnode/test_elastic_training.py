@@ -55,6 +55,8 @@ print(line, flush=True)
 if rank == 0:
     with open("/ckpt/starts.log", "a") as f:
         f.write(line + "\\n")
+with open(f"/ckpt/worker-{socket.gethostname()}.log", "a") as f:  # each worker's own record of its world sizes
+    f.write(line + "\\n")
 while step < TOTAL:
     t = torch.tensor([1.0])
     dist.all_reduce(t)  # the world size, summed by gloo across the nodes
@@ -73,7 +75,7 @@ dist.destroy_process_group()
 """
 
 
-def elastic_runtime(image: str, name: str, ckpt: Path) -> dict[str, Any]:
+def elastic_runtime(image: str, name: str, ckpt: Path, total_steps: int = TOTAL_STEPS) -> dict[str, Any]:
     runtime = real_node_runtime(image, name, torch_env=True, backoff_limit=10)
     runtime["spec"]["mlPolicy"]["torch"] = {
         "elasticPolicy": {"minNodes": 1, "maxNodes": 2, "maxRestarts": 10, "belowMinNodesSeconds": 600}
@@ -103,7 +105,7 @@ def elastic_runtime(image: str, name: str, ckpt: Path) -> dict[str, Any]:
     container = pod["containers"][0]
     container["volumeMounts"] = [*container.get("volumeMounts", []), {"name": "ckpt", "mountPath": "/ckpt"}]
     container["env"] += [
-        {"name": "TOTAL_STEPS", "value": str(TOTAL_STEPS)},
+        {"name": "TOTAL_STEPS", "value": str(total_steps)},
         # Close a rendezvous round 5 s after minNodes joined (torch's default waits 30 s for more).
         {"name": "PET_RDZV_CONF", "value": "join_timeout=900,last_call_timeout=5"},
     ]
@@ -277,6 +279,7 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
             ),
             namespace,
         )
+        created = time.monotonic()
         eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
         eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
         victim = next(
@@ -297,6 +300,7 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
         again = time.monotonic()
         (ckpt / "fast").touch()
         job = finished(kube, "elastic", namespace, timeout=600)
+        done = time.monotonic()
         state = json.loads((ckpt / "state.json").read_text())
         stamps = [t for _, _, t in state["done"]]
         idle = max(b - a for a, b in itertools.pairwise(stamps))
@@ -306,7 +310,239 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
         print(
             f"fixed-size torch 2: node away {back - killed:.1f}s, {trained_meanwhile} steps meanwhile; training again "
             f"{again - back:.1f}s after it was back; longest pause between steps {idle:.1f}s (node-seconds idle: "
-            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}"
+            f"{idle:.1f} on the one survivor); status.restarts {job['status'].get('restarts')}; create to Complete "
+            f"{done - created:.1f}s; steps in order each once: "
+            f"{[s for s, _, _ in state['done']] == list(range(1, TOTAL_STEPS + 1))}; starts: "
+            + "; ".join(f"world={s['world']} step={s['step']} restart={s['restart']}" for s in starts(ckpt))
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+
+
+def worker_worlds(ckpt: Path) -> dict[str, list[str]]:
+    """Each worker's (pod hostname's) record: the world size of each of its starts, in order."""
+    return {
+        path.stem.removeprefix("worker-"): [line.split()[2] for line in path.read_text().splitlines()]
+        for path in sorted(ckpt.glob("worker-*.log"))
+    }
+
+
+def elastic_events(kube: Kube, namespace: str, name: str) -> list[str]:
+    return [
+        f"{e['reason']}: {e.get('message')}"
+        for e in kube.items("events", namespace)
+        if e["involvedObject"].get("name") == name and e["reason"].startswith("Elastic")
+    ]
+
+
+NUMNODES_STEPS = 200
+"""Steps of the numNodes run: at one a second until the test saw it grow back, then fast."""
+
+
+@pytest.mark.timeout(900)
+def test_a_user_changes_num_nodes_of_a_running_elastic_torch_job(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """A user edits `spec.trainer.numNodes` of a running elastic TrainJob (its own `elasticPolicy` makes the field
+    mutable), 2 -> 1 -> 2: the operator resizes the JobSet each time (an Event, `status.elastic`), torchrun's agents
+    re-rendezvous at world 1 then 2, training goes on from the checkpoint, every step done once, and RESTARTS stays
+    0 (a resize is not a failure: `status.elastic.resizes` counts it)."""
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    try:
+        kube.create(elastic_runtime(image, "torch-elastic", ckpt, NUMNODES_STEPS), namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",
+                "torch-elastic",
+                numNodes=2,
+                numProcPerNode=1,
+                elasticPolicy={"minNodes": 1, "maxNodes": 2},
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        created = time.monotonic()
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        two = steps(ckpt)
+        eventually(lambda: steps(ckpt) >= two + 3, "3 steps at world size 2", timeout=120)
+        trained = time.monotonic()
+        jobset_uid = (kube.get("jobset", "elastic", namespace) or {})["metadata"]["uid"]
+
+        def resized_to(size: int) -> bool:
+            job = kube.get("trainjob", "elastic", namespace) or {}
+            rjob = ((kube.get("jobset", "elastic", namespace) or {}).get("spec") or {}).get("replicatedJobs") or [{}]
+            elastic = (job.get("status") or {}).get("elastic") or {}
+            return elastic.get("desiredNodes") == size and rjob[0]["template"]["spec"].get("parallelism") == size
+
+        kube.run(
+            "patch", "trainjob", "elastic", "-n", namespace, "--type=merge", "-p", '{"spec":{"trainer":{"numNodes":1}}}'
+        )
+        edited, at_edit, starts_at_edit = time.monotonic(), steps(ckpt), len(starts(ckpt))
+        eventually(lambda: resized_to(1), "the operator shrinking the JobSet to 1", timeout=60)
+        shrank = time.monotonic()
+        eventually(
+            lambda: any(s["world"] == "1" for s in starts(ckpt)[starts_at_edit:]), "training at world size 1", 120
+        )
+        alone = time.monotonic()
+        eventually(lambda: steps(ckpt) >= at_edit + 3, "steps at world size 1", timeout=120)
+
+        kube.run(
+            "patch", "trainjob", "elastic", "-n", namespace, "--type=merge", "-p", '{"spec":{"trainer":{"numNodes":2}}}'
+        )
+        grown_at, starts_at_grow = time.monotonic(), len(starts(ckpt))
+        eventually(lambda: resized_to(2), "the operator growing the JobSet to 2", timeout=60)
+        grew = time.monotonic()
+        eventually(
+            lambda: any(s["world"] == "2" for s in starts(ckpt)[starts_at_grow:]), "training at world size 2 again", 180
+        )
+        regrown = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=300)
+        done = time.monotonic()
+        assert condition(job, "Complete"), job.get("status")
+
+        jobset = kube.get("jobset", "elastic", namespace) or {}
+        assert jobset["metadata"]["uid"] == jobset_uid and int((jobset.get("status") or {}).get("restarts") or 0) == 0
+        state = json.loads((ckpt / "state.json").read_text())
+        assert [s for s, _, _ in state["done"]] == list(range(1, NUMNODES_STEPS + 1))
+        worlds = [w for _, w, _ in state["done"]]
+        assert 1 in worlds[at_edit:] and worlds[-1] == 2, worlds
+        elastic = job["status"]["elastic"]
+        assert (elastic["desiredNodes"], elastic["resizes"], elastic["scaling"]) == (2, 2, "Enabled"), elastic
+        assert not job["status"].get("restarts"), job["status"]  # RESTARTS: failures only
+        events = elastic_events(kube, namespace, "elastic")
+        assert [e.split(":")[0] for e in events] == ["ElasticScaleDown", "ElasticScaleUp"], events
+        assert "numNodes is 1" in events[0], events
+        workers = worker_worlds(ckpt)
+        # Index 0 saw 2, 1, 2; index 1 saw 2, then (a new pod after the growth) 2 again.
+        assert workers["elastic-node-0-0"][-2:] == ["world=1", "world=2"], workers
+        assert workers["elastic-node-0-1"][-1] == "world=2", workers
+        print(
+            f"elastic numNodes edit 2->1->2: world 2 {trained - created:.1f}s after create; edit to 1 at step "
+            f"{at_edit}; JobSet at 1 after {shrank - edited:.1f}s, world 1 training after {alone - edited:.1f}s; "
+            f"edit to 2: JobSet at 2 after {grew - grown_at:.1f}s, world 2 training after {regrown - grown_at:.1f}s; "
+            f"Complete {done - regrown:.1f}s later, {NUMNODES_STEPS} steps each once; status.restarts "
+            f"{job['status'].get('restarts')}, status.elastic.resizes {elastic['resizes']}; events {events}; "
+            f"workers' world sizes {workers}"
+        )
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+
+
+INDEX0_STEPS = 500
+"""Steps of the run that loses index 0: at one a second until the test saw it grow back, then fast."""
+
+
+@pytest.mark.timeout(1200)
+def test_losing_index_0_moves_the_rendezvous_to_the_survivor_and_index_0_rejoins(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """The rendezvous is not pinned to a pod that can disappear: the node of index 0 (whose store the rendezvous
+    Service selects at first) is lost mid-run. Once its pod is evicted the operator moves the Service to index 1's
+    store (every agent serves one); the survivor's torchrun, which lost the store, restarts in its container
+    (one failure-restart) and trains alone from the checkpoint. The JobSet is not shrunk: an Indexed Job would drop
+    index 1, the survivor. The node back, index 0's pending replacement is placed and joins the survivor's
+    rendezvous, and the TrainJob completes with every step done once."""
+    image = realnodes.load_image(kube.cluster, "torch")
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    try:
+        runtime = elastic_runtime(image, "torch-elastic", ckpt, INDEX0_STEPS)
+        container = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"
+        ][0]
+        for env in container["env"]:
+            if env["name"] == "PET_RDZV_CONF":  # notice a lost store after 20 s, not torch's 60
+                env["value"] += ",read_timeout=20"
+        kube.create(runtime, namespace)
+        kube.create(
+            real_trainjob(
+                "elastic",
+                "torch-elastic",
+                numNodes=2,
+                numProcPerNode=1,
+                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
+            ),
+            namespace,
+        )
+        created = time.monotonic()
+        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        two = steps(ckpt)
+        eventually(lambda: steps(ckpt) >= two + 3, "3 steps at world size 2", timeout=120)
+        trained = time.monotonic()
+        victim = next(
+            p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-0")
+        )
+        index = int(victim["spec"]["nodeName"].rsplit("-", 1)[1])
+        jobset_uid = (kube.get("jobset", "elastic", namespace) or {})["metadata"]["uid"]
+        service = kube.get("service", "elastic-rdzv", namespace) or {}
+        assert service["spec"]["selector"]["batch.kubernetes.io/job-completion-index"] == "0", service
+
+        realnodes.kill_kubelet(kube.cluster, index)
+        killed_tasks = kill_pod_containers(kube, index, namespace)
+        killed, at_kill, starts_at_kill = time.monotonic(), steps(ckpt), len(starts(ckpt))
+        try:
+
+            def moved() -> dict[str, Any] | None:
+                job = kube.get("trainjob", "elastic", namespace) or {}
+                elastic = (job.get("status") or {}).get("elastic") or {}
+                return job if elastic.get("rendezvousIndex") == 1 else None
+
+            eventually(moved, "the operator moving the rendezvous to index 1", timeout=240)
+            moved_at = time.monotonic()
+            eventually(
+                lambda: any(s["world"] == "1" for s in starts(ckpt)[starts_at_kill:]),
+                "the survivor training alone",
+                timeout=240,
+            )
+            alone = time.monotonic()
+            eventually(lambda: steps(ckpt) >= at_kill + 3, "steps on the survivor", timeout=120)
+            service = kube.get("service", "elastic-rdzv", namespace) or {}
+            assert service["spec"]["selector"]["batch.kubernetes.io/job-completion-index"] == "1", service
+            rjob = (kube.get("jobset", "elastic", namespace) or {})["spec"]["replicatedJobs"][0]
+            assert rjob["template"]["spec"]["parallelism"] == 2  # not shrunk: that would drop index 1, the survivor
+        finally:
+            realnodes.restart_kubelet(kube.cluster, index)
+        back = time.monotonic()
+        regrown_at = len(starts(ckpt))
+        eventually(
+            lambda: any(s["world"] == "2" for s in starts(ckpt)[regrown_at:]), "training at world size 2 again", 300
+        )
+        regrown = time.monotonic()
+        (ckpt / "fast").touch()
+        job = finished(kube, "elastic", namespace, timeout=300)
+        done = time.monotonic()
+        assert condition(job, "Complete"), job.get("status")
+
+        jobset = kube.get("jobset", "elastic", namespace) or {}
+        assert jobset["metadata"]["uid"] == jobset_uid and int((jobset.get("status") or {}).get("restarts") or 0) == 0
+        state = json.loads((ckpt / "state.json").read_text())
+        assert [s for s, _, _ in state["done"]] == list(range(1, INDEX0_STEPS + 1))
+        worlds = [w for _, w, _ in state["done"]]
+        assert 1 in worlds[at_kill:] and worlds[-1] == 2, worlds
+        stamps = [t for _, _, t in state["done"]]
+        idle = max(b - a for a, b in itertools.pairwise(stamps))
+        elastic = job["status"]["elastic"]
+        assert (elastic["rendezvousIndex"], elastic["desiredNodes"], elastic["resizes"]) == (1, 2, 0), elastic
+        events = elastic_events(kube, namespace, "elastic")
+        assert [e.split(":")[0] for e in events] == ["ElasticRendezvousMoved"], events
+        workers = worker_worlds(ckpt)
+        assert "world=1" in workers["elastic-node-0-1"] and workers["elastic-node-0-1"][-1] == "world=2", workers
+        assert workers["elastic-node-0-0"][-1] == "world=2", workers
+        print(
+            f"elastic torch 1..2, index 0 lost: world 2 {trained - created:.1f}s after create; node of index 0 "
+            f"killed ({killed_tasks} tasks) at step {at_kill}; rendezvous moved to index 1 after "
+            f"{moved_at - killed:.1f}s; survivor alone (world 1) after {alone - killed:.1f}s; kubelet back after "
+            f"{back - killed:.1f}s; world 2 again {regrown - back:.1f}s after that; Complete {done - regrown:.1f}s "
+            f"later, {INDEX0_STEPS} steps each once; longest pause between steps {idle:.1f}s; status.restarts "
+            f"{job['status'].get('restarts')}, resizes {elastic['resizes']}; events {events}; workers' world sizes "
+            f"{workers}"
         )
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)

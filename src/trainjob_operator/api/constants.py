@@ -65,8 +65,10 @@ TORCH_ENV_RDZV_BACKEND: Final = "PET_RDZV_BACKEND"
 TORCH_ENV_RDZV_ENDPOINT: Final = "PET_RDZV_ENDPOINT"
 TORCH_ENV_RDZV_ID: Final = "PET_RDZV_ID"
 TORCH_ENV_MAX_RESTARTS: Final = "PET_MAX_RESTARTS"
+TORCH_ENV_RDZV_CONF: Final = "PET_RDZV_CONF"
+"""torchrun's rendezvous options (`key=value,...`): a user's are kept; an elastic TrainJob's get `is_host=true`."""
 TORCH_RDZV_PORT: Final = 29400
-"""torchrun's default c10d rendezvous port (the store the rendezvous host's agent serves)."""
+"""torchrun's default c10d rendezvous port (the store every elastic agent serves; the rendezvous Service picks one)."""
 KUEUE_QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 ELASTIC_ANNOTATION: Final = "trainer.kubeflow.org/elastic"
 """On an elastic TrainJob's JobSet: the bounds it was built with (JSON), what the scaling decisions read."""
@@ -76,6 +78,7 @@ REASON_BELOW_MIN_NODES: Final = "BelowMinNodes"
 EVENT_ELASTIC_SCALE_DOWN: Final = "ElasticScaleDown"
 EVENT_ELASTIC_SCALE_UP: Final = "ElasticScaleUp"
 EVENT_ELASTIC_UNAVAILABLE: Final = "ElasticScalingUnavailable"
+EVENT_ELASTIC_RENDEZVOUS_MOVED: Final = "ElasticRendezvousMoved"
 TORCH_RESERVED_ENVS: Final = frozenset(
     {
         TORCH_ENV_NUM_NODES,

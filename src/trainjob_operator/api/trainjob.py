@@ -370,6 +370,9 @@ class ElasticStatus(ApiModel):
     """Since when fewer than minNodes trainer pods run (after the TrainJob had reached minNodes)."""
     jobset_uid: str | None = Field(default=None, max_length=64)
     """The JobSet these counts are of (a rebuilt JobSet starts afresh)."""
+    rendezvous_index: int = Field(default=0, ge=0, json_schema_extra={"format": "int32"})
+    """The completion index of the trainer pod whose c10d store the rendezvous Service selects: 0 until that pod is
+    lost, then the lowest index still running (docs/elastic.md, "The rendezvous")."""
 
 
 class Goodput(ApiModel):

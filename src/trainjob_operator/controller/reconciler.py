@@ -215,9 +215,18 @@ class Reconciler:
                 else:  # a stale view (the uid test failed) or an outage: decided again on the next pass
                     log.warning("elastic resize failed", namespace=job.namespace, name=job.name, error=str(err))
                     return status, 1.0
-        if event is not None:
+        events = [event] if event is not None else []
+        if decision.moved is not None:  # the rendezvous Service goes; the next build makes it at the new index
+            moved = await self._move_rendezvous(job, *decision.moved, now)
+            if moved is None:  # not deleted: the status keeps the index the Service selects, decided again soon
+                kept = decision.status.model_copy(update={"rendezvous_index": decision.moved[0]})
+                decision = replace(decision, status=kept, moved=None)
+            else:
+                events.append(moved)
+            decision = replace(decision, requeue_after=min(decision.requeue_after or 1.0, 1.0))
+        for body in events:
             try:
-                await self._write("event", self.client.create(event))
+                await self._write("event", self.client.create(body))
             except ApiError as err:
                 log.warning("cannot record event", error=str(err))
         if decision.failed is not None:
@@ -226,6 +235,26 @@ class Reconciler:
                 await self._send(delete)
                 self.store.jobsets.remove((job.namespace, job.name))
         return elastic.with_elastic(status, decision, now), decision.requeue_after
+
+    async def _move_rendezvous(self, job: TrainJob, was: int, index: int, now: dt.datetime) -> dict[str, Any] | None:
+        """Delete the rendezvous Service and create it again selecting `index` (the build makes it once, before the
+        JobSet runs); the Event that says so (None: not moved, decided again on the next pass)."""
+        try:
+            try:
+                await self._send(plan.Delete("v1", "Service", elastic.rendezvous_service(job.name), job.namespace))
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+            await self._send(plan.Create(elastic.rendezvous_manifest(job, index)))
+        except ApiError as err:
+            log.warning("cannot move the elastic rendezvous", namespace=job.namespace, name=job.name, error=str(err))
+            return None
+        log.info("elastic rendezvous moved", namespace=job.namespace, name=job.name, was=was, index=index)
+        message = (
+            f"the rendezvous moved from index {was} to index {index}: what ran at index {was} is gone; the agents "
+            f"rendezvous again on the store of index {index}'s pod"
+        )
+        return plan.event_body(job, c.EVENT_ELASTIC_RENDEZVOUS_MOVED, message, "Normal", "Resizing", now)
 
     async def _why_kueue_stopped(self, job: TrainJob) -> tuple[str, str] | None:
         """A suspended TrainJob queued in Kueue: the reason on its Workload (one LIST by the TrainJob's uid label).

@@ -9,9 +9,12 @@ anywhere else: a restarted operator decides the same from the same objects. No c
 
 The rules, in order:
 - scaling Unavailable for this JobSet (JobSet refused a resize): nothing is patched; the counts are still shown;
+- the rendezvous: the Service selects one index's c10d store (every agent serves one); when what ran at that index
+  is gone (its pod being deleted, failed or unplaceable) and another index runs, it moves to the lowest running
+  index (`rendezvous`);
 - a trainer pod that cannot be placed (Pending, Unschedulable) while the job is above minNodes: shrink to the
-  pods that run (at least minNodes). An Indexed Job drops its highest indexes, so a lost low index takes the place
-  a dropped high one frees;
+  highest running index (at least minNodes). An Indexed Job drops its highest indexes, so a shrink never goes
+  below a running index: a lost index under a running one keeps its size, and its pod joins when it is placed;
 - numNodes below the current size: shrink to it (a user's edit);
 - every pod of the current size running, none unplaceable, the current size below the target (numNodes within
   the bounds, never above what Kueue admitted) and, after a shrink for want of capacity, `GROW_RETRY_SECONDS`
@@ -32,6 +35,7 @@ from .conditions import rfc3339, set_condition
 from .errors import printable
 from .health import current_pods
 from .lifecycle import parse_time
+from .manifests import owned_metadata
 
 STALE_SECONDS = 30.0
 """How long after a resize a JobSet of another size is taken for the cache's older copy (only the operator resizes
@@ -39,6 +43,31 @@ it): nothing is decided on it, the reconcile looks again shortly."""
 GROW_RETRY_SECONDS = 30.0
 """After a shrink for want of capacity, how long before growing back is tried (the operator watches no nodes: a
 grow is the probe; a pod that still cannot be placed costs a Pending pod and one more shrink)."""
+
+
+def rendezvous_service(trainjob: str) -> str:
+    """The name of an elastic TrainJob's rendezvous Service (the torch plugin builds it; a move deletes it)."""
+    return f"{trainjob}-rdzv"
+
+
+def rendezvous_manifest(job: TrainJob, index: int) -> dict[str, Any]:
+    """The rendezvous Service: headless, selecting the trainer pod of completion index `index`, whose agent's c10d
+    store is then the rendezvous (every elastic agent serves one; docs/elastic.md, "The rendezvous")."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": owned_metadata(job, rendezvous_service(job.name)),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                c.JOBSET_NAME_LABEL: job.name,
+                c.JOBSET_REPLICATED_JOB_LABEL: c.NODE,
+                c.JOB_COMPLETION_INDEX_LABEL: str(index),
+            },
+            "ports": [{"name": "c10d", "port": c.TORCH_RDZV_PORT, "targetPort": c.TORCH_RDZV_PORT}],
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -108,13 +137,45 @@ def _unschedulable(pod: dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Census:
     running: int
-    """Indexes below the current size with a Running pod."""
+    """Indexes below the current size with a Running pod that is not being deleted."""
     unplaceable: tuple[tuple[str, str], ...]
     """(pod, scheduler's message) of the trainer pods that cannot be placed."""
+    alive: frozenset[int] = frozenset()
+    """Those indexes."""
+    lost: frozenset[int] = frozenset()
+    """Indexes with a pod being deleted, Failed, or that cannot be placed, and none alive: what ran there is gone."""
 
 
-def census(pods: list[dict[str, Any]], size: int) -> Census:
-    running: set[int] = set()
+def _gone(pod: dict[str, Any]) -> bool:
+    """Being deleted (an eviction from a lost node, a scale-down) or ended in failure."""
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (pod.get("status") or {}).get("phase") in (
+        "Failed",
+        "Succeeded",
+    )
+
+
+def deleting(pods: list[dict[str, Any]], jobset: dict[str, Any]) -> set[int]:
+    """The indexes of this JobSet's trainer pods being deleted (`current_pods` leaves them out)."""
+    meta = jobset.get("metadata") or {}
+    found: set[int] = set()
+    for pod in pods:
+        labels = ((pod.get("metadata") or {}).get("labels")) or {}
+        if (
+            (pod.get("metadata") or {}).get("deletionTimestamp")
+            and labels.get(c.JOBSET_NAME_LABEL) == meta.get("name")
+            and labels.get(c.JOBSET_UID_LABEL, meta.get("uid")) == meta.get("uid")
+            and labels.get(c.JOBSET_REPLICATED_JOB_LABEL) == c.NODE
+        ):
+            index = _index(pod)
+            if index is not None:
+                found.add(index)
+    return found
+
+
+def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None) -> Census:
+    """What runs, from the current pods; `ended`: indexes known gone besides (their pods being deleted)."""
+    alive: set[int] = set()
+    ended = {i for i in ended or set() if i < size}
     unplaceable: list[tuple[str, str]] = []
     for pod in pods:
         if (((pod.get("metadata") or {}).get("labels")) or {}).get(c.JOBSET_REPLICATED_JOB_LABEL) != c.NODE:
@@ -122,12 +183,24 @@ def census(pods: list[dict[str, Any]], size: int) -> Census:
         index = _index(pod)
         if index is None or index >= size:
             continue
-        if (pod.get("status") or {}).get("phase") == "Running":
-            running.add(index)
+        if _gone(pod):
+            ended.add(index)
+        elif (pod.get("status") or {}).get("phase") == "Running":
+            alive.add(index)
         message = _unschedulable(pod)
         if message is not None:
             unplaceable.append((str((pod.get("metadata") or {}).get("name") or ""), message))
-    return Census(len(running), tuple(sorted(unplaceable)))
+            ended.add(index)
+    return Census(len(alive), tuple(sorted(unplaceable)), frozenset(alive), frozenset(ended - alive))
+
+
+def rendezvous(current: int, seen: Census) -> int:
+    """The index whose store the rendezvous Service selects: kept while its pod runs, or while nothing else runs;
+    moved to the lowest running index once what ran there is gone (the Service never moves away from a running
+    store: the agents connected to it would split from the ones that resolve the name again)."""
+    if current in seen.alive or current not in seen.lost or not seen.alive:
+        return current
+    return min(seen.alive)
 
 
 @dataclass(frozen=True)
@@ -147,6 +220,9 @@ class ResizeDecision:
     status: ElasticStatus
     """`status.elastic` as it is once the resize (if any) is made."""
     resize: Resize | None = None
+    moved: tuple[int, int] | None = None
+    """(from, to): the rendezvous Service moves to another index's store (deleted and created again selecting
+    `to`, `rendezvous_manifest`), said by an Event."""
     failed: tuple[str, str] | None = None
     """(reason, message): the TrainJob fails (below minNodes too long)."""
     requeue_after: float | None = None
@@ -198,7 +274,10 @@ def decide(
     uid = str((jobset.get("metadata") or {}).get("uid") or "")
     previous = (job.status.elastic if job.status is not None else None) or ElasticStatus()
     if previous.jobset_uid != uid:  # a new JobSet (rebuilt, or the first): its counts start afresh
-        previous = ElasticStatus(scaling=previous.scaling if previous.jobset_uid is None else "Enabled")
+        previous = ElasticStatus(
+            scaling=previous.scaling if previous.jobset_uid is None else "Enabled",
+            rendezvous_index=previous.rendezvous_index,  # what the Service still selects
+        )
     resized = _since(previous.last_resize_time, now)
     if (
         previous.jobset_uid == uid
@@ -207,7 +286,7 @@ def decide(
         and resized < STALE_SECONDS
     ):
         return ResizeDecision(previous, requeue_after=1.0)  # the resize is not in the cache yet
-    seen = census(current_pods(pods, jobset), size)
+    seen = census(current_pods(pods, jobset), size, deleting(pods, jobset))
     status = previous.model_copy(
         update={
             "current_nodes": seen.running,
@@ -234,20 +313,27 @@ def decide(
             return ResizeDecision(status, failed=(c.REASON_BELOW_MIN_NODES, message))
         requeue = limits.below_min_seconds - waited
 
+    moved: tuple[int, int] | None = None
+    host = rendezvous(previous.rendezvous_index, seen)
+    if host != previous.rendezvous_index:
+        moved = (previous.rendezvous_index, host)
+        status.rendezvous_index = host
+
     if status.scaling == "Unavailable":
-        return ResizeDecision(status, requeue_after=requeue)
+        return ResizeDecision(status, moved=moved, requeue_after=requeue)
 
     want = target(job, limits, size)
     resize: Resize | None = None
-    if seen.unplaceable and size > limits.min_nodes:
-        new = max(limits.min_nodes, min(seen.running, size - 1))
+    # An Indexed Job drops its highest indexes: a shrink never goes below a running index (it would stop a survivor).
+    keep = max(limits.min_nodes, max(seen.alive, default=-1) + 1)
+    if seen.unplaceable and keep < size:
         pod, why = seen.unplaceable[0]
         resize = Resize(
             size,
-            new,
-            _patch(jobset, index, new),
+            keep,
+            _patch(jobset, index, keep),
             c.EVENT_ELASTIC_SCALE_DOWN,
-            printable(f"scaled down from {size} to {new} node(s): pod {pod} cannot be placed: {why}"),
+            printable(f"scaled down from {size} to {keep} node(s): pod {pod} cannot be placed: {why}"),
         )
         status.last_shrink_time = rfc3339(now)
     elif size > want:
@@ -276,7 +362,13 @@ def decide(
         status.resizes = previous.resizes + 1
         status.last_resize_time = rfc3339(now)
         status.message = resize.message
-    return ResizeDecision(status, resize, requeue_after=requeue)
+    elif seen.unplaceable and size > limits.min_nodes:
+        pod, why = seen.unplaceable[0]
+        status.message = printable(
+            f"pod {pod} cannot be placed: {why}; the size stays {size}: index {keep - 1} runs above it (an Indexed "
+            "Job drops its highest indexes), the pod joins when it can be placed"
+        )[:1024]
+    return ResizeDecision(status, resize, moved, requeue_after=requeue)
 
 
 def refused(job: TrainJob, decision: ResizeDecision, message: str) -> ResizeDecision:
@@ -296,7 +388,7 @@ def refused(job: TrainJob, decision: ResizeDecision, message: str) -> ResizeDeci
             )[:1024],
         }
     )
-    return ResizeDecision(status, None, decision.failed, decision.requeue_after)
+    return ResizeDecision(status, None, decision.moved, decision.failed, decision.requeue_after)
 
 
 def with_elastic(status: TrainJobStatus, decision: ResizeDecision, now: datetime) -> TrainJobStatus:

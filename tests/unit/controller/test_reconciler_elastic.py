@@ -145,3 +145,38 @@ def test_a_trainjob_that_is_not_elastic_is_never_patched() -> None:
     asyncio.run(rec.reconcile(KEY))
     assert [call for call in client.calls if call[:2] == ("patch", c.JOBSET_KIND)] == []
     assert "elastic" not in (stored(client, c.TRAINJOB_KIND).get("status") or {})
+
+
+def test_a_lost_rendezvous_host_moves_the_service_to_a_survivor_once() -> None:
+    client = FakeClient()
+    evicted = PodBuilder.make(index=0).running().raw()
+    evicted["metadata"]["deletionTimestamp"] = "2026-11-28T11:59:50Z"
+    pods = [evicted, PodBuilder.make(index=1).running().raw()]
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "test-job-rdzv", "namespace": "default", "ownerReferences": OWNED},
+        "spec": {"selector": {c.JOB_COMPLETION_INDEX_LABEL: "0"}},
+    }
+    rec = reconciler(client, JOB.set("status", {"elastic": SEEN}), jobset(2), pods)
+    client.put(service)
+    asyncio.run(rec.reconcile(KEY))
+    # No shrink (it would drop index 1, the survivor); the Service deleted, the status names index 1, one Event.
+    assert [call for call in client.calls if call[:2] == ("patch", c.JOBSET_KIND)] == []
+    made = client.stored("v1", "Service", "test-job-rdzv", "default")
+    assert made is not None and made["spec"]["selector"][c.JOB_COMPLETION_INDEX_LABEL] == "1"
+    assert made["metadata"]["ownerReferences"][0]["uid"] == "uid"
+    elastic = stored(client, c.TRAINJOB_KIND)["status"]["elastic"]
+    assert (elastic["rendezvousIndex"], elastic["desiredNodes"], elastic["resizes"]) == (1, 2, 0)
+    (event,) = events(client)
+    assert (event["reason"], event["type"]) == (c.EVENT_ELASTIC_RENDEZVOUS_MOVED, "Normal")
+    assert event["message"].startswith("the rendezvous moved from index 0 to index 1")
+
+    assert [call[:3] for call in client.calls if call[1] == "Service"] == [
+        ("delete", "Service", "test-job-rdzv"),
+        ("create", "Service", "test-job-rdzv"),
+    ]
+
+    rec.store.trainjobs.put(stored(client, c.TRAINJOB_KIND))
+    asyncio.run(rec.reconcile(KEY))
+    assert len(events(client)) == 1  # moved once

@@ -54,6 +54,14 @@ def pending(index: int) -> dict[str, Any]:
     return PodBuilder.make(index=index, suffix=f"p{index}").raw()
 
 
+def evicted(index: int) -> dict[str, Any]:
+    """A pod on a lost node: still Running to the API, being deleted (its taint's toleration ran out)."""
+    pod = running(index)
+    pod["metadata"]["name"] += "-evicted"
+    pod["metadata"]["deletionTimestamp"] = at(5)
+    return pod
+
+
 def resize(size: int) -> list[dict[str, Any]]:
     return [
         {"op": "test", "path": "/metadata/uid", "value": "jobset-uid"},
@@ -77,6 +85,8 @@ class Case:
     requeue: float | None = None
     status: dict[str, Any] = field(default_factory=dict)
     """More fields `status.elastic` must have."""
+    moved: tuple[int, int] | None = None
+    """The rendezvous Service moves (from, to)."""
 
 
 SEEN = {"jobsetUid": "jobset-uid", "currentNodes": 2, "desiredNodes": 2, "minNodes": 1, "maxNodes": 2}
@@ -99,14 +109,75 @@ CASES = [
     pytest.param(
         Case(
             jobset(2),
-            [unplaceable(0), running(1)],
+            [evicted(0), unplaceable(0), running(1)],
             previous=SEEN,
-            patch=resize(1),
-            reason=c.EVENT_ELASTIC_SCALE_DOWN,
             current=1,
-            desired=1,
+            desired=2,
+            moved=(0, 1),
+            status={"rendezvousIndex": 1, "resizes": 0},
         ),
-        id="a lost index 0 shrinks too: the dropped highest index frees its place",
+        id="a lost index 0 keeps the size (a shrink would drop the survivor, index 1) and the rendezvous moves to 1",
+    ),
+    pytest.param(
+        Case(
+            jobset(3, high=3),
+            [running(0), unplaceable(1), running(2)],
+            num_nodes=3,
+            previous={**SEEN, "currentNodes": 3, "desiredNodes": 3, "maxNodes": 3},
+            current=2,
+            desired=3,
+        ),
+        id="a lost middle index keeps the size too: its pod joins when it can be placed",
+    ),
+    pytest.param(
+        Case(
+            jobset(2),
+            [evicted(0), unplaceable(0), running(1)],
+            previous={**SEEN, "rendezvousIndex": 1},
+            current=1,
+            desired=2,
+            status={"rendezvousIndex": 1},
+        ),
+        id="a moved rendezvous stays where it is",
+    ),
+    pytest.param(
+        Case(
+            jobset(2),
+            [running(0), running(1)],
+            previous={**SEEN, "rendezvousIndex": 1},
+            current=2,
+            desired=2,
+            status={"rendezvousIndex": 1},
+        ),
+        id="and stays there when index 0 is back: a move restarts every agent",
+    ),
+    pytest.param(
+        Case(jobset(2), [pending(0), running(1)], previous=SEEN, current=1, desired=2, status={"rendezvousIndex": 0}),
+        id="index 0 not running yet at the start moves nothing: nothing ran there",
+    ),
+    pytest.param(
+        Case(
+            jobset(3, high=3),
+            [evicted(0), running(1), running(2)],
+            num_nodes=3,
+            previous={**SEEN, "currentNodes": 3, "desiredNodes": 3, "maxNodes": 3},
+            current=2,
+            desired=3,
+            moved=(0, 1),
+        ),
+        id="the rendezvous moves to the lowest running index",
+    ),
+    pytest.param(
+        Case(
+            jobset(2),
+            [evicted(1), running(0)],
+            previous={**SEEN, "rendezvousIndex": 1, "scaling": "Unavailable"},
+            current=1,
+            desired=2,
+            moved=(1, 0),
+            status={"scaling": "Unavailable"},
+        ),
+        id="it moves without the ElasticJobSet gate too (the rendezvous is torch's, not JobSet's)",
     ),
     pytest.param(
         Case(jobset(2), [running(0), pending(1)], previous=SEEN, current=1, desired=2),
@@ -265,6 +336,7 @@ def test_the_elastic_decision(case: Case) -> None:
     assert (decision.status.current_nodes, decision.status.desired_nodes) == (case.current, case.desired)
     assert (decision.failed[0] if decision.failed else None) == case.failed
     assert decision.requeue_after == case.requeue
+    assert decision.moved == case.moved
     wire = decision.status.to_wire()
     assert {k: wire.get(k) for k in case.status} == case.status
 

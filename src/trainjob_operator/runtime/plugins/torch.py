@@ -8,6 +8,7 @@ from ...api import constants as c
 from ...api.core import ContainerPort, EnvVar
 from ...api.runtime import TorchElasticPolicy
 from ...api.trainjob import TrainJob
+from ..elastic import rendezvous_manifest, rendezvous_service
 from ..errors import BuildError, FieldError, Validation, invalid
 from ..framework import (
     ChildKind,
@@ -21,7 +22,6 @@ from ..framework import (
 )
 from ..info import RuntimeInfo
 from ..limits import INDEXED_JOB_LIMIT
-from ..manifests import owned_metadata
 from ..observed import Observed
 from ..resources import cpu_count, gpu_count
 from ..upsert import upsert_env, upsert_port
@@ -55,18 +55,35 @@ def elastic_bounds(policy: TorchElasticPolicy, num_nodes: int) -> tuple[int, int
 
 
 def rendezvous_host(job: TrainJob) -> str:
-    """The c10d rendezvous host of an elastic TrainJob: a headless Service named as the hostname of the trainer pod
-    of completion index 0 (`<tj>-node-0-0`) and selecting that index's pod.
+    """The c10d rendezvous endpoint's host of an elastic TrainJob: a headless Service `<tj>-rdzv` selecting one
+    trainer pod, index `status.elastic.rendezvousIndex` (0 until that pod is lost; runtime/elastic.py moves it).
 
-    torch's c10d backend keeps the rendezvous in a TCPStore that one agent serves: the agent whose hostname (or
-    FQDN) equals the endpoint's host serves it, every other agent connects to it. The Service's name is index 0's
-    hostname, so that pod's agent knows it is the host; the others resolve the name through their namespace's
-    search domain, whatever the cluster domain. A shrink removes the highest indexes, never 0, and a lost index 0
-    comes back under the same name (the Job re-creates the index, the Service follows its labels): the endpoint
-    outlives any one pod. Pod 0's JobSet DNS name (`<tj>-node-0-0.<tj>`) would resolve too, but no agent would
-    recognise it as its own, and a headless Service over every trainer pod resolves to all of them, so nobody
-    would serve the store (docs/elastic.md, "The rendezvous")."""
-    return f"{job.name}-{c.NODE}-0-0"
+    torch's c10d backend keeps the rendezvous in a TCPStore served by one agent's process. Every elastic agent is
+    told to serve one (`is_host=true`, `rendezvous_conf`), and every agent connects to the store at the endpoint's
+    address: the Service decides whose store is the rendezvous, so it can move to a survivor when its pod is lost.
+    The name is no pod's hostname (a pod resolves its own hostname to itself through /etc/hosts, so index 0 would
+    keep its own store after a move) and resolves in every pod through its namespace's search domain, whatever the
+    cluster domain (docs/elastic.md, "The rendezvous")."""
+    return rendezvous_service(job.name)
+
+
+def rendezvous_index(job: TrainJob) -> int:
+    """The completion index the rendezvous Service selects (`status.elastic.rendezvousIndex`, 0 at first)."""
+    elastic = job.status.elastic if job.status is not None else None
+    return elastic.rendezvous_index if elastic is not None else 0
+
+
+def rendezvous_conf(env: list[EnvVar] | None) -> EnvVar:
+    """`PET_RDZV_CONF` of an elastic trainer: the options the runtime's trainer container sets (as a value; one from
+    `valueFrom` cannot be read and is replaced), with `is_host=true` in place of any of theirs: every agent serves a
+    store, the Service picks the one used. (A TrainJob's own is refused: ELASTIC_RESERVED_ENVS.)"""
+    given = next((e for e in env or [] if e.name == c.TORCH_ENV_RDZV_CONF), None)
+    options = [
+        option.strip()
+        for option in ((given.value or "") if given is not None else "").split(",")
+        if option.strip() and option.split("=", 1)[0].strip() != "is_host"
+    ]
+    return EnvVar(name=c.TORCH_ENV_RDZV_CONF, value=",".join([*options, "is_host=true"]))
 
 
 class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, OwnsKinds):
@@ -128,6 +145,8 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
         node = trainer.container(c.NODE) if trainer is not None else None
         if trainer_spec is not None and node is not None:
             upsert_env(node, trainer_spec.env or [])
+            if policy is not None:
+                pet.append(rendezvous_conf(node.env))
             if torchtune.is_torchtune(trainer_spec.command):
                 info.trainer_command = torchtune.rewrite_command(job, num_nodes, num_proc, gpus, node.command)
                 upsert_env(node, pet, fresh=True)
@@ -180,24 +199,7 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
     def build(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> list[Manifest]:
         if info.trainer_owner != self.name or elastic_policy(info, job) is None:
             return []
-        name = rendezvous_host(job)
-        return [
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": owned_metadata(job, name),
-                "spec": {
-                    "clusterIP": "None",
-                    "publishNotReadyAddresses": True,
-                    "selector": {
-                        c.JOBSET_NAME_LABEL: job.name,
-                        c.JOBSET_REPLICATED_JOB_LABEL: c.NODE,
-                        c.JOB_COMPLETION_INDEX_LABEL: "0",
-                    },
-                    "ports": [{"name": "c10d", "port": c.TORCH_RDZV_PORT, "targetPort": c.TORCH_RDZV_PORT}],
-                },
-            }
-        ]
+        return [rendezvous_manifest(job, rendezvous_index(job))]
 
     def kinds(self) -> list[ChildKind]:
         return [
@@ -207,15 +209,22 @@ class Torch(ClaimsTrainer, EnforceMLPolicy, CustomValidation, ComponentBuilder, 
                 "services",
                 Mode.CREATE_ONCE,
                 optional=True,
-                purpose="elastic PyTorch rendezvous Services (created once)",
+                purpose="elastic PyTorch rendezvous Services (created once; a move deletes and creates one)",
             )
         ]
 
 
 ELASTIC_RESERVED_ENVS = frozenset(
-    {c.TORCH_ENV_RDZV_BACKEND, c.TORCH_ENV_RDZV_ENDPOINT, c.TORCH_ENV_RDZV_ID, c.TORCH_ENV_MAX_RESTARTS}
+    {
+        c.TORCH_ENV_RDZV_BACKEND,
+        c.TORCH_ENV_RDZV_ENDPOINT,
+        c.TORCH_ENV_RDZV_ID,
+        c.TORCH_ENV_MAX_RESTARTS,
+        c.TORCH_ENV_RDZV_CONF,
+    }
 )
-"""Set by the operator for an elastic TrainJob (a TrainJob's own would break its rendezvous)."""
+"""Set by the operator for an elastic TrainJob (a TrainJob's own would break its rendezvous; rendezvous options
+go in the runtime's env, where the operator adds `is_host=true` to them)."""
 
 
 def _validate_elastic(info: RuntimeInfo, job: TrainJob, policy: TorchElasticPolicy) -> list[FieldError]:

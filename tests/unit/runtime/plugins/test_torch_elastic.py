@@ -27,7 +27,7 @@ def render(job: TrainJobBuilder, rt: RuntimeBuilder) -> list[dict[str, Any]]:
     return FRAMEWORK.desired_objects(job.obj(), rt.source(), Observed(keys=KEYS))
 
 
-def test_an_elastic_trainjob_runs_torchrun_elastic_with_a_c10d_rendezvous_at_index_0s_service() -> None:
+def test_an_elastic_trainjob_runs_torchrun_elastic_with_every_agent_serving_a_store_and_a_service_at_index_0() -> None:
     objects = render(TrainJobBuilder.make().trainer(numNodes=2), runtime(minNodes=1, maxNodes=3, maxRestarts=5))
     jobset = jobset_of(objects)
     node = container_of(jobset, c.NODE)
@@ -36,8 +36,9 @@ def test_an_elastic_trainjob_runs_torchrun_elastic_with_a_c10d_rendezvous_at_ind
         "PET_NPROC_PER_NODE": "1",  # the standard runtime's node asks for CPU only
         "PET_NODE_RANK": NODE_RANK,
         "PET_RDZV_BACKEND": "c10d",
-        "PET_RDZV_ENDPOINT": "test-job-node-0-0:29400",
+        "PET_RDZV_ENDPOINT": "test-job-rdzv:29400",
         "PET_RDZV_ID": "uid",
+        "PET_RDZV_CONF": "is_host=true",
         "PET_MAX_RESTARTS": "5",
         "PET_MASTER_ADDR": "test-job-node-0-0.test-job",
         "PET_MASTER_PORT": "29500",
@@ -51,7 +52,7 @@ def test_an_elastic_trainjob_runs_torchrun_elastic_with_a_c10d_rendezvous_at_ind
     rjob = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == c.NODE)
     assert (rjob["template"]["spec"]["parallelism"], rjob["template"]["spec"]["completions"]) == (2, 2)
     (service,) = by_kind(objects, "Service")
-    assert service["metadata"]["name"] == "test-job-node-0-0"
+    assert service["metadata"]["name"] == "test-job-rdzv"  # no pod's hostname: no pod resolves it to itself
     assert service["metadata"]["ownerReferences"][0]["uid"] == "uid"
     assert service["spec"] == {
         "clusterIP": "None",
@@ -63,6 +64,36 @@ def test_an_elastic_trainjob_runs_torchrun_elastic_with_a_c10d_rendezvous_at_ind
         },
         "ports": [{"name": "c10d", "port": 29400, "targetPort": 29400}],
     }
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        pytest.param(None, "is_host=true", id="no options: every agent serves a store"),
+        pytest.param(
+            "join_timeout=900, last_call_timeout=5",
+            "join_timeout=900,last_call_timeout=5,is_host=true",
+            id="the runtime's options are kept",
+        ),
+        pytest.param(
+            "is_host=false,read_timeout=20", "read_timeout=20,is_host=true", id="the runtime's is_host is replaced"
+        ),
+    ],
+)
+def test_the_rendezvous_options_keep_the_runtimes_and_make_every_agent_a_store_host(
+    given: str | None, want: str
+) -> None:
+    rt = runtime(minNodes=1, maxNodes=2)
+    if given is not None:
+        rt = rt.node_container(env=[{"name": "PET_RDZV_CONF", "value": given}])
+    env = env_of(container_of(jobset_of(render(TrainJobBuilder.make().trainer(numNodes=2), rt)), c.NODE))
+    assert env["PET_RDZV_CONF"] == want
+
+
+def test_the_rendezvous_service_selects_the_index_status_names_after_a_move() -> None:
+    job = TrainJobBuilder.make().trainer(numNodes=2).set("status", {"elastic": {"rendezvousIndex": 1}})
+    (service,) = by_kind(render(job, runtime(minNodes=1, maxNodes=2)), "Service")
+    assert service["spec"]["selector"][c.JOB_COMPLETION_INDEX_LABEL] == "1"
 
 
 def test_the_defaults_are_min_1_max_numnodes_3_restarts_and_a_kueue_job_carries_what_was_admitted() -> None:
@@ -148,6 +179,17 @@ ADMISSIONS = [
     ),
     pytest.param(
         Admission(
+            TrainJobBuilder.make().trainer(numNodes=2, env=[{"name": "PET_RDZV_CONF", "value": "is_host=false"}]),
+            runtime(),
+            [
+                'spec.trainer.env: Invalid value: [{"name":"PET_RDZV_CONF","value":"is_host=false"}]: must not have '
+                "reserved envs, invalid envs configured: [PET_RDZV_CONF]"
+            ],
+        ),
+        id="so are its rendezvous options (the runtime's env carries them, the operator adds is_host)",
+    ),
+    pytest.param(
+        Admission(
             TrainJobBuilder.make().trainer(numNodes=2, env=[{"name": "PET_RDZV_ENDPOINT", "value": "x:1"}]),
             RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}),
             [],
@@ -190,7 +232,7 @@ def test_a_trainjobs_elastic_policy_alone_makes_a_torch_trainjob_elastic() -> No
     job = TrainJobBuilder.make().trainer(numNodes=2, elasticPolicy={"minNodes": 1, "maxNodes": 3})
     objects = render(job, RuntimeBuilder.make().ml_policy(num_nodes=2, torch={}))
     assert env_of(container_of(jobset_of(objects), c.NODE))["PET_NNODES"] == "1:3"
-    assert [s["metadata"]["name"] for s in by_kind(objects, "Service")] == ["test-job-node-0-0"]
+    assert [s["metadata"]["name"] for s in by_kind(objects, "Service")] == ["test-job-rdzv"]
 
 
 def test_a_trainjobs_elastic_policy_with_another_framework_is_refused() -> None:
