@@ -919,21 +919,62 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
         drop_namespace(info, ns)
 
 
-def huge_section(contenders: list[Contender], sizes: list[int], runs: int, logs: Path) -> dict[str, Any]:
+def huge_jobset_run(info: cluster.ClusterInfo, nodes: int, split: int) -> dict[str, Any]:
+    """No operator: the TrainJob's JobSet created directly, its trainer cut into `split` Jobs (1: as built)."""
+    ns = namespace(info, f"huge-js{split}")
+    try:
+        out = loadgen(info, "huge-jobset", ns, nodes, 64, ("--timeout", "1800", "--split", str(split)))
+        out["load"] = load_average()
+        return out
+    finally:
+        drop_namespace(info, ns)
+
+
+def controller_manager_args() -> str:
+    """The kube-controller-manager's client settings as it runs (its QPS bounds the Job controller's pod creates)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            argv
+            and argv[0].endswith(b"kube-controller-manager")
+            and os.environ["TRAINJOB_CLUSTER_DIR"].encode() in b" ".join(argv)
+        ):
+            flags = [a.decode() for a in argv if a.startswith((b"--kube-api-", b"--concurrent-job"))]
+            return " ".join(flags) or "defaults (--kube-api-qps 20, --kube-api-burst 30, --concurrent-job-syncs 5)"
+    return "unknown"
+
+
+def huge_section(
+    contenders: list[Contender], sizes: list[int], runs: int, logs: Path, splits: Sequence[int] = ()
+) -> dict[str, Any]:
     """Huge TrainJobs (issue 37, item 1): per size, ours, upstream (when built) and the ceiling alternate, `runs`
-    times each, on a control plane of their own whose JobSet controller runs (the other sections stop it)."""
+    times each, on a control plane of their own whose JobSet controller runs (the other sections stop it); `splits`:
+    also the JobSet alone, created directly with its trainer cut into that many Jobs (where the split would help)."""
     say(f"huge TrainJobs: numNodes {sizes}, {runs} run(s) each, on a control plane with the JobSet controller running")
     info = cluster.up(nodes=max(sizes) // HUGE_PODS_PER_NODE + 2)
     info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
     wait(lambda: cluster.crds_established(info, "trainer.kubeflow.org", 3), "our CRDs established", 60)
     info.kubectl("apply", "-f", "-", input=json.dumps(TORCH_RUNTIME))
-    section: dict[str, Any] = {"sizes": sizes, "load_before": load_average(), "scenarios": []}
+    section: dict[str, Any] = {
+        "sizes": sizes,
+        "load_before": load_average(),
+        "controller_manager": controller_manager_args(),
+        "scenarios": [],
+    }
+    say(f"kube-controller-manager: {section['controller_manager']}")
     for nodes in sizes:
         scenario: dict[str, Any] = {"n": nodes, "runs": {}}
         for _ in range(runs):
-            for contender in [*contenders, None]:
-                name = contender.name if contender is not None else "ceiling"
-                result = huge_run(info, contender, nodes, logs)
+            for contender in [*contenders, None, *(k for k in splits if nodes % k == 0)]:
+                if isinstance(contender, int):
+                    name = f"JobSet alone, {contender} Job(s)"
+                    result = huge_jobset_run(info, nodes, contender)
+                else:
+                    name = contender.name if contender is not None else "ceiling"
+                    result = huge_run(info, contender, nodes, logs)
                 scenario["runs"].setdefault(name, []).append(result)
                 say(
                     f"huge {name} numNodes={nodes}: JobSet {_fmt(result.get('jobset_s'))}s, last pod "
@@ -955,8 +996,11 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
         "",
         f"Load average before/after: {section['load_before']} / {section['load_after']}",
     ]
+    if section.get("controller_manager"):
+        lines += [f"kube-controller-manager client: {section['controller_manager']}"]
     for scenario in section["scenarios"]:
         columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in scenario["medians"]]
+        columns += [name for name in scenario["medians"] if name.startswith("JobSet alone")]
         lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, scenario["medians"], columns)]
     return lines
 
@@ -1003,6 +1047,12 @@ def main() -> int:
     )
     parser.add_argument("--huge-only", action="store_true", help="run only the huge TrainJobs section")
     parser.add_argument(
+        "--huge-splits",
+        default="",
+        help="huge TrainJobs: also the JobSet alone (no operator) with its trainer cut into K Jobs, comma-separated "
+        "K (1: one Indexed Job as built; a K that does not divide numNodes is skipped)",
+    )
+    parser.add_argument(
         "--steady-only",
         action="store_true",
         help="only the steady state: per contender, one unmeasured burst of the largest size, then --runs restarts",
@@ -1032,7 +1082,8 @@ def main() -> int:
     huge_sizes = [] if args.smoke else [int(s) for s in args.huge_nodes.split(",") if s.strip()]
     try:
         if huge_sizes:
-            report["huge"] = huge_section(contenders, huge_sizes, runs, logs)
+            splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
+            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits)
             write(report, args.out, stamp, args.smoke)
             if args.huge_only:
                 text = write(report, args.out, stamp, args.smoke)

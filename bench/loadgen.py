@@ -9,7 +9,8 @@ takes them and watches for the operator's answers. Prints one JSON document with
                         with C workers)
   loadgen.py complete   --kubeconfig K --namespace NS                 (mark every JobSet Completed, time Complete)
   loadgen.py huge       --kubeconfig K --namespace NS --n NODES    (one TrainJob of NODES nodes: its JobSet,
-                        Jobs and pods, until every pod is Running; huge-ceiling creates the same pods directly)
+                        Jobs and pods, until every pod is Running; huge-ceiling creates the same pods directly;
+                        huge-jobset --split K creates its JobSet directly, the trainer cut into K Jobs)
   loadgen.py kueue      --kubeconfig K --namespace NS --n N --wave W [--operator-pid P]
                         (Kueue admission: N queued TrainJobs behind a ClusterQueue with no quota, then the quota
                         raised W TrainJobs at a time; times each TrainJob's unsuspend by Kueue to its JobSet's)
@@ -523,6 +524,33 @@ def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
     return pods
 
 
+def huge_jobset(namespace: str, runtime: str, nodes: int, split: int) -> dict[str, Any]:
+    """The JobSet a TrainJob of `nodes` nodes gets from the operator's pipeline, owned by nothing, its trainer's
+    replicated job cut into `split` Jobs of nodes/split pods each (1: as built). For the `huge-jobset` mode, which
+    measures what JobSet and the Job controller do with one Indexed Job against several, with no operator at work (the
+    pods' rank env is not rewritten: kwok runs nothing)."""
+    from trainjob_operator.api.runtime import ClusterTrainingRuntime
+    from trainjob_operator.api.trainjob import TrainJob
+    from trainjob_operator.runtime.info import RuntimeSource
+    from trainjob_operator.runtime.pipeline import Framework
+
+    if split < 1 or nodes % split:
+        raise SystemExit(f"--split {split} does not divide --n {nodes}")
+    runtime_path = Path(__file__).resolve().parent / "runtime.json"
+    source = RuntimeSource.of(ClusterTrainingRuntime.model_validate(json.loads(runtime_path.read_text())))
+    raw = trainjob(namespace, HUGE, runtime)
+    raw["spec"]["trainer"]["numNodes"] = nodes
+    raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+    objects = Framework.from_registry().desired_objects(TrainJob.model_validate(raw), source)
+    jobset = next(obj for obj in objects if obj["kind"] == c.JOBSET_KIND)
+    jobset["metadata"].pop("ownerReferences", None)  # no TrainJob: the garbage collector would delete it
+    [trainer] = [r for r in jobset["spec"]["replicatedJobs"] if r["template"]["spec"].get("parallelism") == nodes]
+    trainer["replicas"] = split
+    trainer["template"]["spec"]["parallelism"] = nodes // split
+    trainer["template"]["spec"]["completions"] = nodes // split
+    return jobset
+
+
 async def huge(args: argparse.Namespace) -> dict[str, Any]:
     """One TrainJob of `--n` nodes (mode `huge`), or its trainer pods created directly (`huge-ceiling`, `--concurrency`
     workers): seconds from the start to its JobSet, its first and last Job, its first and last pod, and every pod
@@ -587,6 +615,8 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
                 await client.create(queue.get_nowait())
 
         await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    elif args.mode == "huge-jobset":
+        await client.create(huge_jobset(args.namespace, args.runtime, args.n, args.split))
     else:
         raw = trainjob(args.namespace, HUGE, args.runtime)
         raw["spec"]["trainer"]["numNodes"] = args.n
@@ -610,7 +640,8 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "mode", choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue", "huge", "huge-ceiling")
+        "mode",
+        choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue", "huge", "huge-ceiling", "huge-jobset"),
     )
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
@@ -620,6 +651,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64, help="ceiling: workers doing the operator's writes")
     parser.add_argument("--wave", type=int, default=100, help="kueue: TrainJobs admitted per quota raise")
     parser.add_argument("--operator-pid", type=int, help="kueue: the operator's process, for its CPU during the waves")
+    parser.add_argument(
+        "--split", type=int, default=1, help="huge-jobset: the trainer's Jobs (numNodes/split pods each)"
+    )
     args = parser.parse_args()
     modes = {
         "trainjobs": trainjobs,
@@ -629,6 +663,7 @@ def main() -> int:
         "kueue": kueue_waves,
         "huge": huge,
         "huge-ceiling": huge,
+        "huge-jobset": huge,
     }
     result = asyncio.run(modes[args.mode](args))
     print(json.dumps(result))

@@ -113,7 +113,9 @@ def configure(fmt: str = "json", level: str = "INFO") -> None:
         _redact,
     ]
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # A line below the logger's level is dropped before the processors run (issue 37: "JobSet built" per new
+        # TrainJob took 1.4% of the operator's CPU in a burst at level WARNING, then was dropped by logging anyway).
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -174,6 +174,10 @@ class Manager:
         cache = self.store.children[(kind.api_version, kind.kind)]
         if event.get("type") == "DELETED":
             cache.removed(obj)
+        elif event.get("type") is not None and cache.holds(obj):
+            # The answer to this operator's own write, cached by the pass that wrote it, which computed the status
+            # from it: its watch event queues nothing (issue 37: a second pass per new TrainJob in a burst).
+            return
         else:
             cache.put(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:

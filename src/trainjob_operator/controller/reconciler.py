@@ -419,13 +419,9 @@ class Reconciler:
         uid = job.metadata.uid or ""
         observed = self._observed(job)
         children = plan.children(self.framework, job, runtime, observed)
-        if children.probes:  # children not known yet: read whether they exist and whose they are, then plan again
-            read: dict[ObjectRef, dict[str, Any] | None] = {}
-            try:
-                for ref in children.probes:
-                    read[ref] = await self.client.get(ref.api_version, ref.kind, ref.name, job.namespace)
-            except ApiError as err:
-                raise Failure(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
+        made: dict[ObjectRef, tuple[dict[str, Any], dict[str, Any]]] = {}
+        if children.probes:  # children not known yet: created, or read (whose are they?), then planned again
+            read = await self._probe(job, children, made)
             observed = self._observed(job, read)
             if any(obj is not None for obj in read.values()):  # reads that found nothing change no write
                 children = plan.children(self.framework, job, runtime, observed)  # raises Blocked for a stranger
@@ -440,7 +436,10 @@ class Reconciler:
             known = self.store.known.get(uid)
             if plan.unchanged(write, known.applied if known is not None else {}):
                 continue
-            written = await self._send_child(job, write, observed)
+            body, answer = made.get(plan.ref_of(write.obj), (None, None))
+            if isinstance(write, plan.Create) and body is not None:
+                continue  # created by the probe
+            written = answer if body == write.obj else await self._send_child(job, write, observed)
             if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
                 continue
             ref = plan.ref_of(write.obj)
@@ -470,6 +469,30 @@ class Reconciler:
                 created = dt.datetime.fromisoformat(job.metadata.creation_timestamp.replace("Z", "+00:00"))
                 self.metrics.create_to_jobset_seconds.observe(max((now - created).total_seconds(), 0.0))
         return children.nodes
+
+    async def _probe(
+        self, job: TrainJob, children: plan.Children, made: dict[ObjectRef, tuple[dict[str, Any], dict[str, Any]]]
+    ) -> dict[ObjectRef, dict[str, Any] | None]:
+        """Whether the children not known yet exist, and whose they are. Each is created with its build's body until
+        one conflicts (`made` gets the body and the API server's answer: this TrainJob's, no read needed; its write
+        in the plan is not sent again unless a later plan changed its body); that one and the rest are read (what
+        they found: the plan judges it)."""
+        read: dict[ObjectRef, dict[str, Any] | None] = {}
+        creates = plan.probe_creates(children)
+        for ref in children.probes:
+            create = creates.get(ref) if not read else None
+            if create is not None:
+                try:
+                    made[ref] = (create.obj, await self._send(create))
+                    continue
+                except ApiError as err:
+                    if not err.conflict:
+                        raise plan.write_failed(plan.Apply(create.obj), err.message) from err
+            try:
+                read[ref] = await self.client.get(ref.api_version, ref.kind, ref.name, job.namespace)
+            except ApiError as err:
+                raise Failure(c.REASON_APPLY_FAILED, f"cannot read existing objects: {err}") from err
+        return read
 
     async def _send_child(
         self, job: TrainJob, write: plan.Apply | plan.Create, observed: Observed

@@ -65,6 +65,11 @@ class ObjectCache:
         self._versions[key] = version
         self._data[key] = jsontext.compact(slim(obj, self.keep_spec))
 
+    def holds(self, obj: dict[str, Any]) -> bool:
+        """This very version (key and resourceVersion) is cached already: an event of it brings nothing new."""
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        return bool(version) and str(self._versions.get(key_of(obj), "")) == str(version)
+
     def remove(self, key: Key) -> None:
         self._data.pop(key, None)
         self._versions.pop(key, None)

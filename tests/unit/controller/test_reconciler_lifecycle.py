@@ -234,10 +234,11 @@ GANG_RT = RT.coscheduling()
 
 
 def child_writes(client: FakeClient) -> list[tuple[Any, ...]]:
+    """The reads, creates and applies of the children (the runtime snapshot's aside)."""
     return [
         call[:3]
         for call in client.calls
-        if (call[0] in ("get", "create", "apply") and call[1] != "ConfigMap") or call[:2] == ("apply", "ConfigMap")
+        if call[0] in ("get", "create", "apply") and not str(call[2]).endswith("-runtime-snapshot")
     ]
 
 
@@ -253,8 +254,8 @@ def test_an_mpi_ssh_secret_is_created_once_and_never_again() -> None:
     asyncio.run(rec.reconcile(KEY))
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [
+        ("create", "ConfigMap", "test-job-mpi-hostfile"),  # not known yet: created, which says nothing was there
         ("create", "Secret", "test-job-mpi-ssh-auth"),
-        ("apply", "ConfigMap", "test-job-mpi-hostfile"),
         ("apply", c.JOBSET_KIND, "test-job"),
         ("apply", c.JOBSET_KIND, "test-job"),  # the hostfile, unchanged, is not applied again
     ]
@@ -283,8 +284,7 @@ def test_a_podgroup_is_probed_once_and_applied_again_only_when_it_changes() -> N
     asyncio.run(rec.reconcile(KEY))
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [
-        ("get", c.POD_GROUP_KIND, "test-job"),
-        ("apply", c.POD_GROUP_KIND, "test-job"),
+        ("create", c.POD_GROUP_KIND, "test-job"),  # the probe: a create that succeeds needs no read (issue 37)
         ("apply", c.JOBSET_KIND, "test-job"),
         ("apply", c.JOBSET_KIND, "test-job"),  # unchanged: the JobSet only (a changed body: see the CA test below)
     ]
@@ -301,7 +301,7 @@ def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_ch
     asyncio.run(rec.reconcile(KEY))
     first = child_writes(client)
     assert first == [
-        ("apply", "ConfigMap", "test-job-tls-config"),
+        ("create", "ConfigMap", "test-job-tls-config"),
         ("apply", c.JOBSET_KIND, "test-job"),
         ("apply", c.JOBSET_KIND, "test-job"),
     ]
@@ -313,6 +313,8 @@ def test_on_resume_the_jobset_is_the_first_write_unless_the_status_servers_ca_ch
     rec.store.trainjobs.put(JOB.set("spec.suspend", False).raw())
     asyncio.run(rec.reconcile(KEY))
     assert child_writes(client) == [
+        ("create", "ConfigMap", "test-job-tls-config"),  # another process: not known, and it exists (409)
+        ("get", "ConfigMap", "test-job-tls-config"),  # whose: this TrainJob's
         ("apply", "ConfigMap", "test-job-tls-config"),
         ("apply", c.JOBSET_KIND, "test-job"),
         ("apply", "ConfigMap", "test-job-tls-config"),
@@ -331,7 +333,66 @@ def test_a_podgroup_found_by_the_probe_is_not_applied_again_after_a_restart() ->
     rec = reconciler(client, JOB)
     rec.store.runtimes.put(GANG_RT.raw())
     asyncio.run(rec.reconcile(KEY))
-    assert child_writes(client) == [("get", c.POD_GROUP_KIND, "test-job"), ("apply", c.JOBSET_KIND, "test-job")]
+    assert child_writes(client) == [
+        ("create", c.POD_GROUP_KIND, "test-job"),  # conflicts: it exists
+        ("get", c.POD_GROUP_KIND, "test-job"),  # whose: this TrainJob's, so the plan skips it
+        ("apply", c.JOBSET_KIND, "test-job"),
+    ]
+
+
+def test_a_predecessors_child_found_by_the_probes_create_stops_the_build_before_anything_is_written() -> None:
+    """The probe's create conflicts: the object is read, and a predecessor's blocks the build (the JobSet is not
+    written, nothing is applied over the predecessor's)."""
+    client = fake(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "test-job-tls-config",
+                "namespace": "default",
+                "ownerReferences": [{**OWNED[0], "uid": "old-uid"}],
+            },
+        }
+    )
+    rec = reconciler(client, JOB)
+    rec.status_server = lambda: StatusEndpoint("https://127.0.0.1:10443", "CA-1")
+    asyncio.run(rec.reconcile(KEY))
+    assert [call for call in child_writes(client) if call[1] != "Event"] == [
+        ("create", "ConfigMap", "test-job-tls-config"),
+        ("get", "ConfigMap", "test-job-tls-config"),
+    ]
+    assert rec.store.jobsets.get(KEY) is None
+
+
+def test_after_a_probe_conflicts_the_other_probes_are_read_not_created() -> None:
+    """Two children not known yet (MPI's hostfile, the status server's CA ConfigMap): the first create conflicts
+    (this TrainJob's, left by another process), so the other is read as before, then both are applied."""
+    client = fake(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "test-job-mpi-hostfile", "namespace": "default", "ownerReferences": OWNED},
+        }
+    )
+    rec = suspended_with(MPI_RT, client)
+    rec.status_server = lambda: StatusEndpoint("https://127.0.0.1:10443", "CA-1")
+    assert asyncio.run(rec.reconcile(KEY)).error is False
+    assert [call for call in child_writes(client) if call[1] == "ConfigMap"] == [
+        ("create", "ConfigMap", "test-job-mpi-hostfile"),
+        ("get", "ConfigMap", "test-job-mpi-hostfile"),
+        ("get", "ConfigMap", "test-job-tls-config"),
+        ("apply", "ConfigMap", "test-job-mpi-hostfile"),
+        ("apply", "ConfigMap", "test-job-tls-config"),
+    ]
+
+
+def test_a_probes_create_the_api_server_refuses_fails_as_the_apply_did() -> None:
+    client = FakeClient().fail("create", ApiError(403, "Forbidden", "podgroups is forbidden"), kind=c.POD_GROUP_KIND)
+    rec = suspended_with(GANG_RT, client)
+    assert asyncio.run(rec.reconcile(KEY)).error is True
+    [event] = [obj for obj in client.objects.values() if obj["kind"] == "Event"]
+    assert event["message"].endswith("failed to apply PodGroup default/test-job: podgroups is forbidden")
+    assert not [call for call in client.calls if call[1] == c.JOBSET_KIND]
 
 
 # --- D24 rebuilds: only on resume, only the version read (issue 17) ------------------------------------------------

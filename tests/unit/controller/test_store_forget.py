@@ -75,7 +75,10 @@ async def one_trainjob_lived_and_went(manager: Manager, client: FakeClient, uid:
     await manager.reconciler.reconcile(KEY)
     built = client.stored(c.JOBSET_API_VERSION, c.JOBSET_KIND, "test-job", "default")
     assert built is not None
-    jobset = {**built, "metadata": {**built["metadata"], "uid": f"js-{uid}"}, "status": {}}
+    version = str(
+        int(built["metadata"]["resourceVersion"]) + 1
+    )  # a later version: the one the pass cached queues nothing
+    jobset = {**built, "metadata": {**built["metadata"], "uid": f"js-{uid}", "resourceVersion": version}, "status": {}}
     jobset_kind = next(k for k in manager.watched if k.kind == c.JOBSET_KIND)
     manager.on_child(jobset_kind, {"type": "MODIFIED", "object": jobset})
     pod = PodBuilder.make(jobset_uid=f"js-{uid}").crash_looping(restarts=5).raw()

@@ -490,3 +490,23 @@ def test_probes_that_find_nothing_leave_the_plan_as_it_was_but_for_the_probes(ca
     again = plan.children(FRAMEWORK, job, case.runtime.source(), nothing)
     assert again.writes == first.writes
     assert (again.nodes, again.probes) == (first.nodes, ())
+
+
+@pytest.mark.parametrize("case", CHILDREN.values(), ids=CHILDREN.keys())
+def test_each_probe_can_be_created_with_the_body_its_write_would_send(case: ChildCase) -> None:
+    """The shell creates a child not known yet instead of reading it first (issue 37): the create carries exactly the
+    body the plan would write, probe by probe in order, and nothing the plan does not probe."""
+    job = case.job.obj()
+    children = plan.children(
+        FRAMEWORK, job, case.runtime.source(), Observed(keys=FixedKeys(KEY), status_server=case.status_server)
+    )
+    bodies = {plan.ref_of(w.obj): w.obj for w in children.writes if not isinstance(w, plan.Delete)}
+    creates = plan.probe_creates(children)
+    assert list(creates) == list(children.probes)
+    assert creates == {ref: plan.Create(bodies[ref]) for ref in children.probes}
+    assert all(ref.kind != c.JOBSET_KIND for ref in creates), "the JobSet is watched, never probed"
+
+
+def test_a_probe_without_a_write_of_its_own_is_read() -> None:
+    ref = ObjectRef("v1", "ConfigMap", "elsewhere")
+    assert plan.probe_creates(plan.Children(writes=(), probes=(ref,))) == {}
