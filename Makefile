@@ -33,7 +33,7 @@ junit = $(if $(filter-out 0,$(WITH_JUNIT)),--junitxml=$(TEST_RESULTS)/$(1).xml)
 
 .DEFAULT_GOAL := help
 .PHONY: help install lock lock-images deps-latest lint typecheck crds crds-check chart-sync manifests chart-check
-.PHONY: chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-unit
+.PHONY: chart-test chart-cluster-test chart-golden test test-fast test-lane-a test-lane-b test-lane-c test-lane-d test-unit
 .PHONY: test-integration test-e2e test-gang test-differential test-chaos test-multikueue test-corpus bench-smoke chaos fuzz
 .PHONY: bench bench-render bench-cli bench-cluster demo-offline clean
 
@@ -169,48 +169,49 @@ bench-smoke: $(STAMP) tools ## the cluster benchmark's smoke run (N=50, its own 
 bench-cli-guard: $(STAMP) ## the CLI's start-up against a fixed yardstick measured in the same run: fails when it doubles
 	@$(PY) bench/cli_bench.py --guard --runs 5
 
-# `make test` (docs/testing.md, "Where the time goes"): the real nodes' parts and images build in the background from
-# the start; then lint and the tools; then the sessions in three lanes side by side (`make -j3`; TEST_LANES=1 runs
-# them one after another), each cluster in a directory and under a name of its own. The lanes call the sessions
-# above, nothing else. Lane A: the unit tests, then every real-node test once the background build is over (under
-# the machine's real-node lock). Lane B: chart and integration, then e2e with Kueue. Lane C: the benchmark's smoke
-# run and the CLI's start-up guard, the unit tests on Python 3.13, chaos, the differential test, MultiKueue. The lanes mostly wait on clusters,
-# so three fit on 2 cores.
-TEST_LANES ?= 3
+# `make test` (docs/development.md, "Where the time goes"): the real nodes' parts and images build in the background
+# from the start, and four lanes run side by side at once (`make -j4`; TEST_LANES=1 runs them one after another), each
+# cluster in a directory and under a name of its own. The lanes call the sessions above, nothing else; each session
+# builds the tools it needs first (its prerequisites; the tool cache's lock makes a second lane wait for a build and
+# then find it done). Lane A: every real-node test, once the background build is over (under the machine's real-node
+# lock): the longest session, so it starts first and alone. Lane B: chart and integration, then MultiKueue. Lane C:
+# the benchmark's smoke run, chaos, the differential test, e2e with Kueue. Lane D needs no cluster: the unit tests on
+# Python 3.11 and 3.13, the CLI's start-up guard, then lint; on a cold machine it runs while the tools compile. Lanes
+# A-C mostly wait on clusters, so four fit on 2 cores.
+TEST_LANES ?= 4
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
 lane_cluster = TRAINJOB_CLUSTER_DIR=$(CLUSTER_DIR_BASE)/lane-$(1) TRAINJOB_CLUSTER_NAME=$(CLUSTER_NAME_BASE)-lane-$(1)
 
 ##@ Start here
-test: $(STAMP) ## everything CI runs: lint, the tools, then every test session in three lanes (real nodes as root)
+test: $(STAMP) ## everything CI runs: every test session and lint in four lanes at once (real nodes as root)
 	@$(if $(IS_ROOT),$(MAKE) --no-print-directory tools-nodes-debs)
 	@$(REALNODE_PREBUILD) start
-	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory tools WITH_HELM=1 WITH_KUEUE=1
-	@$(MAKE) --no-print-directory tools-upstream
-	@$(MAKE) --no-print-directory tools-browser
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
-	@echo ">> sessions 1-5 in $(TEST_LANES) lanes (each lane's output appears when it ends)"
-	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c
+	@echo ">> the sessions and lint in $(TEST_LANES) lanes at once (each lane's output appears when it ends)"
+	@$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=target test-lane-a test-lane-b test-lane-c test-lane-d
 	@$(PY) hack/test_summary.py $(TEST_RESULTS)
 
 ##@ Test sessions (each defined once; `make test` runs them in lanes)
-test-lane-a: ## lane A of `make test`: the unit tests, then every real-node test (expects the tools and TEST_RESULTS)
-	@$(MAKE) --no-print-directory test-unit WITH_JUNIT=1
+test-lane-a: ## lane A of `make test`: every real-node test, once the background build is over (expects TEST_RESULTS)
 	@$(REALNODE_PREBUILD) wait
 	@$(MAKE) --no-print-directory test-realnodes WITH_JUNIT=1
 
-test-lane-b: ## lane B of `make test`: chart and integration, then e2e with Kueue (lane B's control plane)
+test-lane-b: ## lane B of `make test`: chart and integration, then MultiKueue (lane B's control plane)
 	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-integration WITH_JUNIT=1
-	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-e2e WITH_JUNIT=1
+	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-multikueue WITH_JUNIT=1 WITH_SLOW=0
 
-test-lane-c: ## lane C of `make test`: the benchmark's smoke run, the CLI's start-up guard, the unit tests on Python 3.13, chaos, the differential test, MultiKueue (lane C's)
+test-lane-c: ## lane C of `make test`: the benchmark's smoke run, chaos, the differential test, e2e with Kueue (lane C's control plane)
 	@$(MAKE) --no-print-directory bench-smoke WITH_JUNIT=1
-	@$(MAKE) --no-print-directory bench-cli-guard
-	@$(MAKE) --no-print-directory test-unit-py313 WITH_JUNIT=1
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-chaos WITH_JUNIT=1
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-differential WITH_JUNIT=1 DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt
-	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-multikueue WITH_JUNIT=1 WITH_SLOW=0
+	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-e2e WITH_JUNIT=1
+
+test-lane-d: ## lane D of `make test` (no cluster): the unit tests on Python 3.11 and 3.13, the CLI's start-up guard, lint
+	@$(MAKE) --no-print-directory test-unit WITH_JUNIT=1
+	@$(MAKE) --no-print-directory test-unit-py313 WITH_JUNIT=1
+	@$(MAKE) --no-print-directory bench-cli-guard
+	@$(MAKE) --no-print-directory lint
 
 ##@ Deep runs and benchmarks
 chaos: $(STAMP) ## make fuzz (2,000 cases per fuzz property), then the chaos session at full size (figures: CHAOS_REPORT)

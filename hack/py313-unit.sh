@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unit suite (not `slow`) on Python 3.13 (`make test-unit-py313`, and lane C of `make test`): 3.13 is where ssl's default
+# The unit suite (not `slow`) on Python 3.13 (`make test-unit-py313`, and lane D of `make test`): 3.13 is where ssl's default
 # context turns on VERIFY_X509_STRICT, which trainer images on Debian trixie run; the other sessions run 3.11.
 # The interpreter: $PY313 if set, else the first 3.13 found among `uv python find` (never downloading: uv's
 # managed Pythons come from GitHub, not a package registry), python3.13 on PATH, pyenv's versions and /usr(/local)/bin.

@@ -15,7 +15,8 @@
 # and the libseccomp runc links against, so a warm cache makes this a no-op.
 # The control plane's own key (build.sh) does not change.
 #
-# Usage: build-nodes.sh [--print-dir]
+# Usage: build-nodes.sh [--print-dir] [--without-kubelet]  (the latter: the parts outside the control plane's
+# module only, beside its compile: `make demo`'s background build)
 # Needs Debian's libseccomp-dev, gcc and pkg-config (make tools-nodes-debs).
 set -euo pipefail
 
@@ -25,11 +26,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=hack/harness/tools/lib.sh
 . "$HERE/lib.sh"
 
-print_only=0
+print_only=0 without_kubelet=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --print-dir) print_only=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --without-kubelet) without_kubelet=1 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "build-nodes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -90,7 +92,7 @@ COREDNS_VERSION=$(mod_version github.com/coredns/coredns "$HERE/coredns")
 
 has() { [[ -x "$OUT/$1" ]]; }
 
-if ! has bin/kubelet || ! has bin/kube-proxy; then
+if [[ $without_kubelet == 0 ]] && { ! has bin/kubelet || ! has bin/kube-proxy; }; then
   # Same module, versions and stamps as the control plane (build.sh).
   (cd "$HERE" && go_build kubelet "kubelet, kube-proxy $K8S_VERSION" -- \
     -trimpath -tags "$GO_TAGS" -ldflags "$(k8s_ldflags "$K8S_VERSION")" -o "$OUT/bin/" \
@@ -129,6 +131,7 @@ if ! has bin/coredns; then
     -trimpath -ldflags "-s -w" -o "$OUT/bin/coredns" .)
 fi
 
+[[ -z $(missing_bins) ]] || { echo "tools-nodes: [$(ts)] all but kubelet and kube-proxy built (--without-kubelet)"; exit 0; }
 {
   echo "kubelet kube-proxy $K8S_VERSION"
   echo "containerd $CONTAINERD_VERSION"

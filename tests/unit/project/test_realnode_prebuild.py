@@ -56,6 +56,16 @@ def test_the_build_is_the_session_images_then_the_control_plane_then_node_parts_
     assert steps[2].endswith("tools-nodes") and "images.build_operator" in steps[3]
 
 
+def test_the_demos_build_is_its_images_with_the_node_parts_but_the_kubelet_beside_them() -> None:
+    """The node parts outside the control plane's module compile beside the images; the build's status is the
+    images' (the demo's foreground builds any node part the background could not)."""
+    command = realnode_prebuild.build_command("/venv/bin/python", ("torch", "pause"), images_only=True)
+    nodes, images = command.split(" & ", 1)
+    assert nodes == "{ bash hack/harness/tools/build-nodes.sh --without-kubelet || true; }"
+    assert images == "/venv/bin/python hack/harness/images.py --jobs 2 torch pause; rc=$?; wait; exit $rc"
+    assert "build.sh" not in command and "build_operator" not in command
+
+
 def test_wait_reports_how_long_the_build_took_not_how_long_ago_it_started(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
