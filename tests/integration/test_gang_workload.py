@@ -110,6 +110,15 @@ def gkube(gang_cluster: cluster_lib.ClusterInfo) -> Kube:
     kube.run("create", "namespace", OPERATOR_NAMESPACE, check=False)
     kube.run("create", "namespace", NS, check=False)
     eventually(lambda: kube.get("serviceaccount", "default", NS), "ServiceAccount default")
+    # Kueue's TrainJob webhook refuses TrainJobs until it noticed the Trainer CRDs (it polls for them); v0.17.0 refuses
+    # even those without a queue label meanwhile (`unsupported runtime: TrainingRuntime.trainer.kubeflow.org`).
+    kube.apply(runtime("gang", GANG))
+    probe = yaml.safe_dump(trainjob_object(NS, "probe", runtime_name="gang"))
+    eventually(
+        lambda: kube.run("create", "--dry-run=server", "-f", "-", stdin=probe, check=False).returncode == 0,
+        "Kueue's webhook accepting TrainJobs",
+        timeout=150,
+    )
     return kube
 
 
@@ -410,7 +419,14 @@ def measure(kube: Kube, name: str, kind: str, size: int) -> tuple[float, float]:
     eventually(lambda: len(pods(kube, name)) == size, f"{size} pods created", timeout=900)
     created = time.monotonic() - t0
     eventually(lambda: bound(kube, name) == size, f"{size} pods bound", timeout=900)
-    return created, time.monotonic() - t0
+    elapsed = time.monotonic() - t0
+    pod = pods(kube, name)[0]["spec"]
+    if kind == "workload":
+        assert pod["schedulingGroup"] == {"podGroupName": name}
+    else:  # placed by scheduler-plugins' scheduler, gated by its PodGroup
+        assert pod["schedulerName"] == COSCHEDULING
+        assert kube.existing("podgroups.v1alpha1.scheduling.x-k8s.io", name, NS)["spec"]["minMember"] == size
+    return created, elapsed
 
 
 def load() -> str:
