@@ -143,14 +143,14 @@ class Census:
     alive: frozenset[int] = frozenset()
     """Those indexes."""
     lost: frozenset[int] = frozenset()
-    """Indexes with a pod being deleted, Failed, or that cannot be placed, and none alive: what ran there is gone."""
+    """Indexes with a pod being deleted, failed, or that cannot be placed, and none alive: what ran there is gone."""
 
 
 def _gone(pod: dict[str, Any]) -> bool:
-    """Being deleted (an eviction from a lost node, a scale-down) or ended in failure."""
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (pod.get("status") or {}).get("phase") in (
-        "Failed",
-        "Succeeded",
+    """Being deleted (an eviction from a lost node, a scale-down) or failed. (A pod that succeeded is the training
+    ending: nothing to move for.)"""
+    return (
+        bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (pod.get("status") or {}).get("phase") == "Failed"
     )
 
 
