@@ -144,6 +144,8 @@ class Census:
     """Those indexes."""
     lost: frozenset[int] = frozenset()
     """Indexes with a pod being deleted, failed, or that cannot be placed, and none alive: what ran there is gone."""
+    ending: bool = False
+    """A trainer pod succeeded: the training is ending (nothing is resized or moved, no time below minNodes)."""
 
 
 def _gone(pod: dict[str, Any]) -> bool:
@@ -176,6 +178,7 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
     """What runs, from the current pods; `ended`: indexes known gone besides (their pods being deleted)."""
     alive: set[int] = set()
     ended = {i for i in ended or set() if i < size}
+    ending = False
     unplaceable: list[tuple[str, str]] = []
     for pod in pods:
         if (((pod.get("metadata") or {}).get("labels")) or {}).get(c.JOBSET_REPLICATED_JOB_LABEL) != c.NODE:
@@ -183,6 +186,8 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
         index = _index(pod)
         if index is None or index >= size:
             continue
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            ending = True
         if _gone(pod):
             ended.add(index)
         elif (pod.get("status") or {}).get("phase") == "Running":
@@ -191,7 +196,7 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
         if message is not None:
             unplaceable.append((str((pod.get("metadata") or {}).get("name") or ""), message))
             ended.add(index)
-    return Census(len(alive), tuple(sorted(unplaceable)), frozenset(alive), frozenset(ended - alive))
+    return Census(len(alive), tuple(sorted(unplaceable)), frozenset(alive), frozenset(ended - alive), ending)
 
 
 def rendezvous(current: int, seen: Census) -> int:
@@ -298,6 +303,9 @@ def decide(
     )
     requeue: float | None = None
 
+    if seen.ending:  # the pods are completing: their count says nothing of the capacity
+        status.below_min_nodes_since = None
+        return ResizeDecision(status)
     # Below minNodes: counted only once the TrainJob had reached minNodes (the start-up has its own deadline).
     if seen.running >= limits.min_nodes:
         status.below_min_nodes_since = None

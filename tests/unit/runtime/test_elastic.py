@@ -180,6 +180,18 @@ CASES = [
     ),
     pytest.param(
         Case(
+            jobset(1, low=2),
+            [PodBuilder.make(index=0, suffix="s0").succeeded().raw()],
+            num_nodes=2,
+            previous={**SEEN, "desiredNodes": 1},
+            current=0,
+            desired=1,
+            status={"belowMinNodesSince": None, "resizes": 0},
+        ),
+        id="pods completing are not below minNodes and grow nothing",
+    ),
+    pytest.param(
+        Case(
             jobset(2),
             [PodBuilder.make(index=1, suffix="f1").failed().raw(), running(0)],
             previous={**SEEN, "rendezvousIndex": 1},
