@@ -8,6 +8,7 @@ parallelism and completions: JobSet's ElasticJobSet gate makes them mutable), wh
 anywhere else: a restarted operator decides the same from the same objects. No clock: `now` comes in.
 
 The rules, in order:
+- a trainer pod succeeded: the training is ending, nothing is decided;
 - scaling Unavailable for this JobSet (JobSet refused a resize): nothing is patched; the counts are still shown;
 - the rendezvous: the Service selects one index's c10d store (every agent serves one); when what ran at that index
   is gone (its pod being deleted, failed or unplaceable) and another index runs, it moves to the lowest running
