@@ -242,7 +242,8 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
             f"({killed_tasks} tasks) at step {at_kill}; survivor alone (world 1) after {alone - killed:.1f}s; "
             f"JobSet shrunk to 1 after {shrank - killed:.1f}s; kubelet back after {back - killed:.1f}s; world 2 again "
             f"{regrown - back:.1f}s after that; Complete {done - regrown:.1f}s later; longest pause between steps "
-            f"{idle:.1f}s (node-seconds idle: {idle:.1f} on the one survivor); starts: "
+            f"{idle:.1f}s (node-seconds idle: {idle:.1f} on the one survivor); status.restarts "
+            f"{job['status'].get('restarts')}, resizes {elastic['resizes']}; starts: "
             + "; ".join(f"world={s['world']} step={s['step']} restart={s['restart']}" for s in history)
         )
     finally:

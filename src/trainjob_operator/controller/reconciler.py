@@ -216,7 +216,7 @@ class Reconciler:
                     log.warning("elastic resize failed", namespace=job.namespace, name=job.name, error=str(err))
                     return status, 1.0
         events = [event] if event is not None else []
-        if decision.moved is not None:  # the rendezvous Service goes; the next build makes it at the new index
+        if decision.moved is not None:  # the rendezvous Service is made again, selecting the new index
             moved = await self._move_rendezvous(job, *decision.moved, now)
             if moved is None:  # not deleted: the status keeps the index the Service selects, decided again soon
                 kept = decision.status.model_copy(update={"rendezvous_index": decision.moved[0]})
@@ -239,12 +239,19 @@ class Reconciler:
     async def _move_rendezvous(self, job: TrainJob, was: int, index: int, now: dt.datetime) -> dict[str, Any] | None:
         """Delete the rendezvous Service and create it again selecting `index` (the build makes it once, before the
         JobSet runs); the Event that says so (None: not moved, decided again on the next pass)."""
+        name = elastic.rendezvous_service(job.name)
         try:
-            try:
-                await self._send(plan.Delete("v1", "Service", elastic.rendezvous_service(job.name), job.namespace))
-            except ApiError as err:
-                if err.status != 404:
-                    raise
+            found = await self.client.get("v1", "Service", name, job.namespace)
+            if found is not None:
+                if own(job, found) is None:  # not this TrainJob's: never deleted (the build reports a stranger)
+                    log.warning("elastic rendezvous Service is not this TrainJob's", namespace=job.namespace, name=name)
+                    return None
+                uid = (found.get("metadata") or {}).get("uid")
+                try:
+                    await self._send(plan.Delete("v1", "Service", name, job.namespace, uid=uid))
+                except ApiError as err:
+                    if err.status != 404:
+                        raise
             await self._send(plan.Create(elastic.rendezvous_manifest(job, index)))
         except ApiError as err:
             log.warning("cannot move the elastic rendezvous", namespace=job.namespace, name=job.name, error=str(err))

@@ -8,6 +8,7 @@ parallelism and completions: JobSet's ElasticJobSet gate makes them mutable), wh
 anywhere else: a restarted operator decides the same from the same objects. No clock: `now` comes in.
 
 The rules, in order:
+- a trainer pod succeeded: the training is ending, nothing is decided;
 - scaling Unavailable for this JobSet (JobSet refused a resize): nothing is patched; the counts are still shown;
 - the rendezvous: the Service selects one index's c10d store (every agent serves one); when what ran at that index
   is gone (its pod being deleted, failed or unplaceable) and another index runs, it moves to the lowest running
@@ -143,14 +144,16 @@ class Census:
     alive: frozenset[int] = frozenset()
     """Those indexes."""
     lost: frozenset[int] = frozenset()
-    """Indexes with a pod being deleted, Failed, or that cannot be placed, and none alive: what ran there is gone."""
+    """Indexes with a pod being deleted, failed, or that cannot be placed, and none alive: what ran there is gone."""
+    ending: bool = False
+    """A trainer pod succeeded: the training is ending (nothing is resized or moved, no time below minNodes)."""
 
 
 def _gone(pod: dict[str, Any]) -> bool:
-    """Being deleted (an eviction from a lost node, a scale-down) or ended in failure."""
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (pod.get("status") or {}).get("phase") in (
-        "Failed",
-        "Succeeded",
+    """Being deleted (an eviction from a lost node, a scale-down) or failed. (A pod that succeeded is the training
+    ending: nothing to move for.)"""
+    return (
+        bool((pod.get("metadata") or {}).get("deletionTimestamp")) or (pod.get("status") or {}).get("phase") == "Failed"
     )
 
 
@@ -176,6 +179,7 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
     """What runs, from the current pods; `ended`: indexes known gone besides (their pods being deleted)."""
     alive: set[int] = set()
     ended = {i for i in ended or set() if i < size}
+    ending = False
     unplaceable: list[tuple[str, str]] = []
     for pod in pods:
         if (((pod.get("metadata") or {}).get("labels")) or {}).get(c.JOBSET_REPLICATED_JOB_LABEL) != c.NODE:
@@ -183,6 +187,8 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
         index = _index(pod)
         if index is None or index >= size:
             continue
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            ending = True
         if _gone(pod):
             ended.add(index)
         elif (pod.get("status") or {}).get("phase") == "Running":
@@ -191,7 +197,7 @@ def census(pods: list[dict[str, Any]], size: int, ended: set[int] | None = None)
         if message is not None:
             unplaceable.append((str((pod.get("metadata") or {}).get("name") or ""), message))
             ended.add(index)
-    return Census(len(alive), tuple(sorted(unplaceable)), frozenset(alive), frozenset(ended - alive))
+    return Census(len(alive), tuple(sorted(unplaceable)), frozenset(alive), frozenset(ended - alive), ending)
 
 
 def rendezvous(current: int, seen: Census) -> int:
@@ -298,6 +304,9 @@ def decide(
     )
     requeue: float | None = None
 
+    if seen.ending:  # the pods are completing: their count says nothing of the capacity
+        status.below_min_nodes_since = None
+        return ResizeDecision(status)
     # Below minNodes: counted only once the TrainJob had reached minNodes (the start-up has its own deadline).
     if seen.running >= limits.min_nodes:
         status.below_min_nodes_since = None

@@ -173,6 +173,7 @@ def test_a_lost_rendezvous_host_moves_the_service_to_a_survivor_once() -> None:
     assert event["message"].startswith("the rendezvous moved from index 0 to index 1")
 
     assert [call[:3] for call in client.calls if call[1] == "Service"] == [
+        ("get", "Service", "test-job-rdzv"),
         ("delete", "Service", "test-job-rdzv"),
         ("create", "Service", "test-job-rdzv"),
     ]
@@ -180,3 +181,17 @@ def test_a_lost_rendezvous_host_moves_the_service_to_a_survivor_once() -> None:
     rec.store.trainjobs.put(stored(client, c.TRAINJOB_KIND))
     asyncio.run(rec.reconcile(KEY))
     assert len(events(client)) == 1  # moved once
+
+
+def test_a_service_of_that_name_that_is_not_the_trainjobs_is_never_deleted() -> None:
+    client = FakeClient()
+    evicted = PodBuilder.make(index=0).running().raw()
+    evicted["metadata"]["deletionTimestamp"] = "2026-11-28T11:59:50Z"
+    rec = reconciler(
+        client, JOB.set("status", {"elastic": SEEN}), jobset(2), [evicted, PodBuilder.make(index=1).running().raw()]
+    )
+    client.put({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "test-job-rdzv", "namespace": "default"}})
+    asyncio.run(rec.reconcile(KEY))
+    assert [call[0] for call in client.calls if call[1] == "Service"] == ["get"]
+    assert stored(client, c.TRAINJOB_KIND)["status"]["elastic"]["rendezvousIndex"] == 0
+    assert events(client) == []

@@ -170,6 +170,40 @@ CASES = [
     pytest.param(
         Case(
             jobset(2),
+            [PodBuilder.make(index=1, suffix="s1").succeeded().raw(), running(0)],
+            previous={**SEEN, "rendezvousIndex": 1},
+            current=1,
+            desired=2,
+            status={"rendezvousIndex": 1},
+        ),
+        id="a rendezvous pod that succeeded is the training ending: nothing moves",
+    ),
+    pytest.param(
+        Case(
+            jobset(1, low=2),
+            [PodBuilder.make(index=0, suffix="s0").succeeded().raw()],
+            num_nodes=2,
+            previous={**SEEN, "desiredNodes": 1},
+            current=0,
+            desired=1,
+            status={"belowMinNodesSince": None, "resizes": 0},
+        ),
+        id="pods completing are not below minNodes and grow nothing",
+    ),
+    pytest.param(
+        Case(
+            jobset(2),
+            [PodBuilder.make(index=1, suffix="f1").failed().raw(), running(0)],
+            previous={**SEEN, "rendezvousIndex": 1},
+            current=1,
+            desired=2,
+            moved=(1, 0),
+        ),
+        id="one that failed is gone: the rendezvous moves",
+    ),
+    pytest.param(
+        Case(
+            jobset(2),
             [evicted(1), running(0)],
             previous={**SEEN, "rendezvousIndex": 1, "scaling": "Unavailable"},
             current=1,
