@@ -9,8 +9,11 @@ goodput the status reports matches the phases this test timed."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -25,11 +28,7 @@ from cluster_fixtures import wait_for
 from harness import images, realexamples, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition
 
-# Not in `make test` yet: on the merged tree (all 22 real-node tests in one session) this TrainJob went Running ->
-# Complete in 112 s without ever being Stalled, so its first attempt did not hang as written; alone on the merged tree
-# it failed the same way (Complete 77 s after Running), while it passed on its branch (273 s): something the merge
-# brought changes the first attempt. Run it by hand: `pytest tests/realnode/test_hang.py -m realnode_pending` (issue 35 stays open).
-pytestmark = [pytest.mark.cluster, pytest.mark.realnode_pending]
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 LIMIT = 20
 #: Seconds allowed past the limit before Stalled shows: the requeue (about a second), the reconcile, the status
@@ -98,6 +97,42 @@ def sdk_into(directory: Path) -> None:
             shutil.copyfile(source, target)
 
 
+class States:
+    """Every `status.state` the TrainJob was written with, in order, with when this test received it: a watch
+    (`kubectl get --watch`), not a poll, which can miss a state that lasts less than its interval."""
+
+    def __init__(self, kube: Kube, name: str, namespace: str) -> None:
+        self.seen: list[tuple[float, str]] = []
+        self.proc = subprocess.Popen(
+            [
+                str(kube.cluster.kubectl_path),
+                *("get", "trainjob", name, "-n", namespace, "--watch"),
+                *("-o", 'jsonpath={.status.state}{"\\n"}'),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "KUBECONFIG": str(kube.cluster.kubeconfig)},
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.seen.append((time.time(), line.strip() or "-"))
+
+    def first(self, state: str, after: float = 0.0) -> float | None:
+        """When `state` was first seen (at or after `after`)."""
+        return next((at for at, s in list(self.seen) if s == state and at >= after), None)
+
+    def stop(self) -> list[tuple[float, str]]:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.reader.join(timeout=10)
+        return self.seen
+
+
 def runtime(image: str) -> dict[str, Any]:
     rt = real_node_runtime(image, "stall-real", torch_env=True)
     spec = rt["spec"]["template"]["spec"]
@@ -132,34 +167,34 @@ def test_a_rank_blocked_in_a_collective_is_stalled_restarted_and_the_second_atte
         job["spec"]["stallPolicy"] = {"progressTimeoutSeconds": LIMIT, "action": "Restart"}
         created = time.time()
         kube.create(job, namespace)
-        seen: dict[str, float] = {}
-        last: dict[str, Any] = {}
-
-        def watch() -> bool:
-            tj = kube.get("trainjob", "hang", namespace) or {}
-            status = tj.get("status") or {}
-            state = status.get("state") or "-"
-            last.update(status)
-            now = time.time()
-            seen.setdefault(state, now)
-            if state == "Running" and "Stalled" in seen:
-                seen.setdefault("Running again", now)
-            return bool(condition(tj, "Complete") or condition(tj, "Failed"))
-
-        wait_for(watch, what="the TrainJob to stall, restart and finish", timeout=600, interval=0.5)
-        done = time.time()
-        final = finished(kube, "hang", namespace, timeout=30)
+        states = States(kube, "hang", namespace)
+        try:
+            wait_for(
+                lambda: bool(
+                    condition(tj := kube.get("trainjob", "hang", namespace), "Complete") or condition(tj, "Failed")
+                ),
+                what="the TrainJob to stall, restart and finish",
+                timeout=600,
+                interval=1.0,
+            )
+            final = finished(kube, "hang", namespace, timeout=30)
+        finally:
+            written = states.stop()
+        done = states.first("Complete") or time.time()
     finally:
         kube.delete("persistentvolume", pv)
     status = final["status"]
     assert condition(final, "Complete"), (status, operator.log()[-3000:])
-    assert "Stalled" in seen, (seen, status)
+    running, stalled = states.first("Running"), states.first("Stalled")
+    assert running is not None and stalled is not None, (written, status)
+    running_again = states.first("Running", after=stalled)
+    assert running_again is not None, written
 
     # Stalled within the limit plus a bounded delay after the last report of the first attempt.
     goodput = status["goodput"]
     stalled_after = goodput["stalledReport"]
-    detection = seen["Stalled"] - stamp(stalled_after) - LIMIT
-    assert 0 <= detection + 1 <= DETECTION_SLACK, (detection, seen, stalled_after)
+    detection = stalled - stamp(stalled_after) - LIMIT
+    assert 0 <= detection + 1 <= DETECTION_SLACK, (detection, written, stalled_after)
 
     # One restart, counted against maxRestarts; the progress history kept; one Warning Event naming the report.
     job_set = (status.get("restartCounts") or {}).get("jobSet", status.get("restarts"))
@@ -176,8 +211,8 @@ def test_a_rank_blocked_in_a_collective_is_stalled_restarted_and_the_second_atte
     total = sum(goodput[f"{p}Seconds"] for p in ("queued", "starting", "training", "restarting", "stalled"))
     timed = {
         "total": done - created,
-        "starting": seen["Running"] - created,
-        "stalled+restarting": seen["Running again"] - seen["Stalled"],
+        "starting": running - created,
+        "stalled+restarting": running_again - stalled,
     }
     got = {
         "total": total,
@@ -196,5 +231,5 @@ def test_a_rank_blocked_in_a_collective_is_stalled_restarted_and_the_second_atte
     print(
         f"stall caught {detection + LIMIT:.1f}s after the last report (limit {LIMIT}s, +{detection:.1f}s); "
         f"goodput {goodput['percent']}%; timed { ({k: round(v, 1) for k, v in timed.items()}) } "
-        f"reported {got}"
+        f"reported {got}; states {[(round(at - created, 1), state) for at, state in written]}"
     )

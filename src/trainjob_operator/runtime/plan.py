@@ -431,7 +431,9 @@ def watch_progress(
         # A stall restart decided (and recorded) before: delete that JobSet until it is gone, never count it again.
         if not meta.get("deletionTimestamp"):
             delete = Delete(c.JOBSET_API_VERSION, c.JOBSET_KIND, job.name, job.namespace, "Foreground", uid=jobset_uid)
-        if result.state == c.STATE_RUNNING:
+        # Its teardown is still the stall (the stalled pods hold their nodes until they are gone): Stalled, not the
+        # Pending its terminating pods would say, so the state is seen for more than the one pass that deleted it.
+        if result.state in (c.STATE_RUNNING, c.STATE_PENDING, c.STATE_RESTARTING):
             result.state, result.reason, result.message = c.STATE_STALLED, was.reason, was.message
     else:
         verdict = stall.check(policy.stall_policy, result.trainer_status, g, now, result.state == c.STATE_RUNNING)

@@ -228,6 +228,35 @@ def test_restart_records_the_restart_then_deletes_the_jobset_once_across_operato
 
 
 @pytest.mark.parametrize(
+    "pods",
+    [
+        pytest.param("terminating", id="its pods terminating (deleted, not gone yet)"),
+        pytest.param("gone", id="its pods gone, the JobSet not yet"),
+    ],
+)
+def test_the_state_says_stalled_until_the_stalled_jobset_is_gone(pods: str) -> None:
+    """A restart's teardown is still the stall: the stalled attempt's pods hold their nodes until they are gone, so
+    `kubectl get` and the UI say Stalled (not Pending) until the JobSet is gone, and the goodput counts it stalled;
+    the JobSet being deleted is not deleted again."""
+    client = api(training_job("Restart"), jobset(max_restarts=2))
+    Operator(client, 175).reconcile(175)
+    deleting = jobset(max_restarts=2)
+    deleting["metadata"]["deletionTimestamp"] = rfc3339(at(175))
+    client.put(deleting)
+    op = Operator(client, 178)
+    op.reconciler.store.pods = PodCache()
+    if pods == "terminating":
+        op.reconciler.store.pods.put(
+            PodBuilder.make().running().set("metadata.deletionTimestamp", rfc3339(at(176))).raw()
+        )
+    op.reconcile(178)
+    got = status(client)
+    assert (got["state"], got["reason"], got["goodput"]["phase"]) == ("Stalled", "ProgressStalled", "Stalled")
+    assert "restarting the JobSet" in got["message"]
+    assert len(jobset_deletes(client)) == 1
+
+
+@pytest.mark.parametrize(
     ("max_restarts", "restarts"),
     [pytest.param(None, 0, id="no maxRestarts"), pytest.param(0, 0, id="spent: maxRestarts 0 left")],
 )
