@@ -3,6 +3,7 @@
 
 import asyncio
 import functools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,8 @@ class Manager:
     synced: bool = False
     listing: dict[str, set[Key]] = field(default_factory=dict)
     """Per watched collection: the keys its current listing delivered so far (`on_listed` drops the others)."""
+    pod_passes: dict[Key, float] = field(default_factory=dict)
+    """Per TrainJob: when a pod event last queued it at once (`queue_for_pods`)."""
     listings_replace: bool = False
     """A listing is whole when it ends (paged LISTs: kopf lists again from the start after any failure), so what it
     lacks was deleted. Not with streamed listings: kopf resumes a stream cut during its initial events from the last
@@ -150,6 +153,7 @@ class Manager:
         key = key_of(obj)
         self._seen("trainjobs", event, key)
         if event.get("type") == "DELETED":
+            self.pod_passes.pop(key, None)
             if self.store.trainjobs.removed(obj):  # this incarnation's: its successor's state stays counted
                 self.gauge.drop(key)
             self.store.known.forget((obj.get("metadata") or {}).get("uid", ""))
@@ -213,7 +217,27 @@ class Manager:
             return
         owner = self.store.pods.remove(obj) if event.get("type") == "DELETED" else self.store.pods.put(obj)
         if owner is not None and owner[1]:
-            self.queue.add(owner)
+            self.queue_for_pods(owner)
+
+    def queue_for_pods(self, key: Key) -> None:
+        """A pod event queues its TrainJob at once unless a pod event did so within the last window; then once, at
+        the window's end. The window is a second per 1,000 of its pods, at least one: a huge TrainJob's thousands of
+        pod events make a pass or two per window, not one each (issue 37: 1,000 pods starting cost the operator 7.9 s
+        of CPU, taken from the control plane on the same cores), while one pod's change after a quiet second is
+        followed at once."""
+        now = time.monotonic()
+        last = self.pod_passes.get(key)
+        window = max(1.0, (self.store.pods.count(key) if self.store.pods is not None else 0) / 1000)
+        if last is not None and now - last < window:
+            try:
+                self.queue.add_after(key, last + window - now)  # one timer per key: later events join it
+                return
+            except RuntimeError:  # no running event loop (a synchronous caller): queued at once
+                pass
+        if len(self.pod_passes) > 4096:  # bounded: entries older than any window say nothing
+            self.pod_passes = {k: v for k, v in self.pod_passes.items() if now - v < 60}
+        self.pod_passes[key] = now
+        self.queue.add(key)
 
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:
         obj = event.get("object") or {}

@@ -258,6 +258,10 @@ class PodCache:
     def snapshot_keys(self) -> list[Key]:
         return list(self._data)
 
+    def count(self, key: Key) -> int:
+        """How many pods of the JobSet `key` are cached."""
+        return len(self._by_jobset.get(key, ()))
+
     def of_jobset(self, key: Key) -> list[dict[str, Any]]:
         """The pods labelled with this JobSet's name (the health check narrows them to the JobSet's uid)."""
         names = sorted(self._by_jobset.get(key, ()))
