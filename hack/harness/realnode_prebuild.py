@@ -56,28 +56,25 @@ IMAGE_JOBS = 2
 
 
 def build_command(python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> str:
-    """The background build: the images (session 4's by default), then, unless `images_only` (the demo, whose
-    foreground builds the rest but for the node parts outside the control plane's module), the control plane's
-    binaries, the node parts and the operator image.
+    """The background build: the images (session 4's by default) and, beside them, the node parts outside the
+    control plane's module (containerd, runc, CNI, CoreDNS), then, unless `images_only` (the demo, whose foreground
+    builds the rest), the control plane's binaries, kubelet and kube-proxy and the operator image.
 
-    Images first: they are mostly downloads and file copies, which leave the CPU to the control plane's compile in
-    the foreground. The control plane before kubelet and kube-proxy: they share its module and most of its packages,
-    and two `go build`s compiling the same packages at the same time both compile them (the Go cache dedupes only
-    finished work). `build.sh` takes the tool cache's lock, so when the foreground's build holds it this step waits
-    and then finds the core built."""
+    The images mostly wait on downloads; the node parts are CPU-bound, at nice 10, so they take the CPU the
+    foreground's compile leaves idle. The control plane before kubelet and kube-proxy: they share its module and
+    most of its packages, and two `go build`s compiling the same packages at the same time both compile them (the
+    Go cache dedupes only finished work). `build.sh` takes the tool cache's lock, so when the foreground's build
+    holds it this step waits and then finds the core built. The status is the images' unless they passed."""
     py = shlex.quote(python)
-    steps = [f"{py} hack/harness/images.py --jobs {IMAGE_JOBS} {' '.join(images)}"]
-    if images_only:
-        # Beside them the node parts outside the control plane's module (containerd, runc, CNI, CoreDNS) soak up the
-        # CPU its compile leaves idle; the foreground's `make tools-nodes` waits for them, then builds the kubelet.
-        nodes = "bash hack/harness/tools/build-nodes.sh --without-kubelet || true"
-        return f"{{ {nodes}; }} & {steps[0]}; rc=$?; wait; exit $rc"
-    steps += [
-        "bash hack/harness/tools/build.sh",
-        "make --no-print-directory tools-nodes",
-        f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
-    ]
-    return " && ".join(steps)
+    image_step = f"{py} hack/harness/images.py --jobs {IMAGE_JOBS} {' '.join(images)}"
+    nodes = ["bash hack/harness/tools/build-nodes.sh --without-kubelet" + (" || true" if images_only else "")]
+    if not images_only:
+        nodes += [
+            "bash hack/harness/tools/build.sh",
+            "make --no-print-directory tools-nodes",
+            f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
+        ]
+    return f"{{ {' && '.join(nodes)}; }} & pid=$!; {image_step}; rc=$?; wait $pid; n=$?; exit $((rc ? rc : n))"
 
 
 def start(state: Path, python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> int:
