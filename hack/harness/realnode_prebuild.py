@@ -1,8 +1,8 @@
-"""Build the real nodes' parts and images in the background while `make test`'s earlier sessions run.
+"""Build the real nodes' parts and images in the background while `make test`'s tools compile and lanes run.
 
 Cold, the node parts take about 10 minutes and the images about 15 (docs/harness.md, "Real nodes"); session 4
-(tests/realnode) needs both. `make test` calls `start` before lint and `wait` before session 4, so the build
-overlaps lint and sessions 1-3, which spend most of their time waiting on clusters. The build runs at nice 10 in a
+(tests/realnode) needs both. `make test` calls `start` first and lane A calls `wait` before session 4, so the
+build overlaps the tools' compile and the other lanes, which need no real node. The build runs at nice 10 in a
 session of its own and writes everything to `<dir>/build.log`; its exit status goes to `<dir>/rc`.
 
     python hack/harness/realnode_prebuild.py start   # returns at once
