@@ -1,8 +1,8 @@
-"""Build the real nodes' parts and images in the background while `make test`'s earlier sessions run.
+"""Build the real nodes' parts and images in the background while `make test`'s tools compile and lanes run.
 
 Cold, the node parts take about 10 minutes and the images about 15 (docs/harness.md, "Real nodes"); session 4
-(tests/realnode) needs both. `make test` calls `start` before lint and `wait` before session 4, so the build
-overlaps lint and sessions 1-3, which spend most of their time waiting on clusters. The build runs at nice 10 in a
+(tests/realnode) needs both. `make test` calls `start` first and lane A calls `wait` before session 4, so the
+build overlaps the tools' compile and the other lanes, which need no real node. The build runs at nice 10 in a
 session of its own and writes everything to `<dir>/build.log`; its exit status goes to `<dir>/rc`.
 
     python hack/harness/realnode_prebuild.py start   # returns at once
@@ -56,28 +56,25 @@ IMAGE_JOBS = 2
 
 
 def build_command(python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> str:
-    """The background build: the images (session 4's by default), then, unless `images_only` (the demo, whose
-    foreground builds the rest but for the node parts outside the control plane's module), the control plane's
-    binaries, the node parts and the operator image.
+    """The background build: the images (session 4's by default) and, beside them, the node parts outside the
+    control plane's module (containerd, runc, CNI, CoreDNS), then, unless `images_only` (the demo, whose foreground
+    builds the rest), the control plane's binaries, kubelet and kube-proxy and the operator image.
 
-    Images first: they are mostly downloads and file copies, which leave the CPU to the control plane's compile in
-    the foreground. The control plane before kubelet and kube-proxy: they share its module and most of its packages,
-    and two `go build`s compiling the same packages at the same time both compile them (the Go cache dedupes only
-    finished work). `build.sh` takes the tool cache's lock, so when the foreground's build holds it this step waits
-    and then finds the core built."""
+    The images mostly wait on downloads; the node parts are CPU-bound, at nice 10, so they take the CPU the
+    foreground's compile leaves idle. The control plane before kubelet and kube-proxy: they share its module and
+    most of its packages, and two `go build`s compiling the same packages at the same time both compile them (the
+    Go cache dedupes only finished work). `build.sh` takes the tool cache's lock, so when the foreground's build
+    holds it this step waits and then finds the core built. The status is the images' unless they passed."""
     py = shlex.quote(python)
-    steps = [f"{py} hack/harness/images.py --jobs {IMAGE_JOBS} {' '.join(images)}"]
-    if images_only:
-        # Beside them the node parts outside the control plane's module (containerd, runc, CNI, CoreDNS) soak up the
-        # CPU its compile leaves idle; the foreground's `make tools-nodes` waits for them, then builds the kubelet.
-        nodes = "bash hack/harness/tools/build-nodes.sh --without-kubelet || true"
-        return f"{{ {nodes}; }} & {steps[0]}; rc=$?; wait; exit $rc"
-    steps += [
-        "bash hack/harness/tools/build.sh",
-        "make --no-print-directory tools-nodes",
-        f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
-    ]
-    return " && ".join(steps)
+    image_step = f"{py} hack/harness/images.py --jobs {IMAGE_JOBS} {' '.join(images)}"
+    nodes = ["bash hack/harness/tools/build-nodes.sh --without-kubelet" + (" || true" if images_only else "")]
+    if not images_only:
+        nodes += [
+            "bash hack/harness/tools/build.sh",
+            "make --no-print-directory tools-nodes",
+            f"{py} -c 'from pathlib import Path; from harness import images; images.build_operator(Path.cwd())'",
+        ]
+    return f"{{ {' && '.join(nodes)}; }} & pid=$!; {image_step}; rc=$?; wait $pid; n=$?; exit $((rc ? rc : n))"
 
 
 def start(state: Path, python: str, images: tuple[str, ...] = SESSION_IMAGES, images_only: bool = False) -> int:

@@ -2,6 +2,7 @@
 says what happened, in one line, from the state the background build left."""
 
 import os
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,25 +46,47 @@ def test_wait(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert "libseccomp not found" in said.err
 
 
-def test_the_build_is_the_session_images_then_the_control_plane_then_node_parts_then_the_operator_image() -> None:
-    steps = realnode_prebuild.build_command("/venv/bin/python").split(" && ")
+def test_the_build_is_the_session_images_beside_the_node_parts_then_the_control_plane_kubelet_and_operator_image() -> (
+    None
+):
+    command = realnode_prebuild.build_command("/venv/bin/python")
+    nodes, images = command.split(" & pid=$!; ", 1)
+    steps = nodes.removeprefix("{ ").removesuffix("; }").split(" && ")
     assert [step.split()[0:2] for step in steps] == [
-        ["/venv/bin/python", "hack/harness/images.py"],
+        ["bash", "hack/harness/tools/build-nodes.sh"],
         ["bash", "hack/harness/tools/build.sh"],
         ["make", "--no-print-directory"],
         ["/venv/bin/python", "-c"],
     ]
-    assert steps[2].endswith("tools-nodes") and "images.build_operator" in steps[3]
+    assert steps[0].endswith("--without-kubelet") and steps[2].endswith("tools-nodes")
+    assert "images.build_operator" in steps[3]
+    assert images.startswith("/venv/bin/python hack/harness/images.py --jobs 2 tensorflow torch ")
 
 
 def test_the_demos_build_is_its_images_with_the_node_parts_but_the_kubelet_beside_them() -> None:
-    """The node parts outside the control plane's module compile beside the images; the build's status is the
-    images' (the demo's foreground builds any node part the background could not)."""
+    """The demo's foreground builds the control plane, kubelet and kube-proxy, and any node part the background
+    could not: the background's status is its images'."""
     command = realnode_prebuild.build_command("/venv/bin/python", ("torch", "pause"), images_only=True)
-    nodes, images = command.split(" & ", 1)
+    nodes, images = command.split(" & pid=$!; ", 1)
     assert nodes == "{ bash hack/harness/tools/build-nodes.sh --without-kubelet || true; }"
-    assert images == "/venv/bin/python hack/harness/images.py --jobs 2 torch pause; rc=$?; wait; exit $rc"
+    assert images.startswith("/venv/bin/python hack/harness/images.py --jobs 2 torch pause; rc=$?; wait $pid")
     assert "build.sh" not in command and "build_operator" not in command
+
+
+@pytest.mark.parametrize(
+    ("sentence", "images_rc", "nodes_rc", "rc"),
+    [
+        ("both passed", 0, 0, 0),
+        ("the images failed: their status", 3, 0, 3),
+        ("the node parts failed: theirs", 0, 2, 2),
+        ("both failed: the images'", 3, 2, 3),
+    ],
+)
+def test_the_builds_status(sentence: str, images_rc: int, nodes_rc: int, rc: int) -> None:
+    """The command's own shell, with each stream replaced by an exit code."""
+    images = realnode_prebuild.build_command("py").split(" & pid=$!; ", 1)[1]
+    script = f"{{ exit {nodes_rc}; }} & pid=$!; " + images.replace(images.split(";")[0], f"(exit {images_rc})", 1)
+    assert subprocess.run(["bash", "-c", script], check=False).returncode == rc, sentence
 
 
 def test_wait_reports_how_long_the_build_took_not_how_long_ago_it_started(
