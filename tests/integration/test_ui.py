@@ -121,6 +121,9 @@ def test_the_ui_in_a_real_browser(
         "the runtime snapshot",
     )
     assert "25%" in text(browser, "#progress") and "loss" in text(browser, "#progress")
+    # The goodput timeline's segments have their widths (set through the CSSOM: the CSP drops style attributes).
+    eventually(lambda: "Training" in text(browser, "#goodput"), "the goodput timeline")
+    assert browser.js("return document.querySelector('#goodput .timeline .seg').offsetWidth") > 0
 
     # Live: a new report reaches the open page (watch → SSE), and the chart grows a point.
     report(kube, namespace, "llm-finetune", 40, 0.42, 0)

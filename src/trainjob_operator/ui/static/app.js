@@ -182,8 +182,12 @@ function goodputTimeline(g) {
   if (!g) return el("p", { class: "muted" }, "not accounted (no status.goodput)");
   const bar = el("div", { class: "timeline", role: "img",
     "aria-label": g.segments.map((s) => `${s.phase} ${seconds(s.seconds)}`).join(", ") },
-    ...g.segments.map((s) => el("span", { class: `seg seg-${s.phase.toLowerCase()}${s.running ? " running" : ""}`,
-      style: `width: ${Math.max(s.share, 0.5)}%`, title: `${s.phase}: ${seconds(s.seconds)} (${s.share}%)` })));
+    ...g.segments.map((s) => {
+      const seg = el("span", { class: `seg seg-${s.phase.toLowerCase()}${s.running ? " running" : ""}`,
+        title: `${s.phase}: ${seconds(s.seconds)} (${s.share}%)` });
+      seg.style.width = `${Math.max(s.share, 0.5)}%`;  // CSSOM: the CSP (style-src 'self') drops style attributes
+      return seg;
+    }));
   const facts = [`goodput ${g.percent ?? "–"}%`, `now ${g.phase} since ${g.since}`,
     ...(g.firstProgressSeconds !== null && g.firstProgressSeconds !== undefined ? [`first progress after ${seconds(g.firstProgressSeconds)}`] : []),
     ...(g.stalls ? [`${g.stalls} stall${g.stalls > 1 ? "s" : ""}`] : []),
