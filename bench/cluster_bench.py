@@ -994,6 +994,8 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
         "",
         "## Huge TrainJobs: created→all pods Running on kwok nodes (medians)",
         "",
+        "A control plane of its own, whose JobSet controller and kube-controller-manager run (unlike the bursts').",
+        "",
         f"Load average before/after: {section['load_before']} / {section['load_after']}",
     ]
     if section.get("controller_manager"):

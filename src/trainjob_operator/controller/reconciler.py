@@ -443,10 +443,8 @@ class Reconciler:
             known = self.store.known.get(uid)
             if plan.unchanged(write, known.applied if known is not None else {}):
                 continue
-            body, answer = made.get(plan.ref_of(write.obj), (None, None))
-            if isinstance(write, plan.Create) and body is not None:
-                continue  # created by the probe
-            written = answer if body == write.obj else await self._send_child(job, write, observed)
+            body, answer = made.get(plan.ref_of(write.obj), (None, None))  # created by the probe: recorded below
+            written = answer if body is not None and body == write.obj else await self._send_child(job, write, observed)
             if written is None:  # kept as it is (plan.rebuild_after_refusal): a resume or a watch event comes back
                 continue
             ref = plan.ref_of(write.obj)
