@@ -5,12 +5,17 @@ The SDK reads the kubeconfig of the session cluster; kwok serves the same fake c
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from e2e_support import COMPLETE, REPO, RUN_FOR, pods
+from e2e_support import COMPLETE, REPO, RUN_FOR, kwok_patch, pods, trainjob
 
 from builders import env_of, rjob
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
@@ -248,4 +253,84 @@ def test_data_cache_initializer_end_to_end(client: TrainerClient, kube: Kube, na
     assert job.status == "Complete" and job.num_nodes == 2
     steps = {s.name: s.status for s in job.steps}
     assert steps == {"dataset-initializer": "Succeeded", "node-0": "Succeeded", "node-1": "Succeeded"}
+    assert_deleted(client, kube, namespace, name)
+
+
+# --- a Stalled TrainJob (issue 35) as the unmodified SDK sees it ---------------------------------------------------
+
+UPSTREAM_CONDITION_TYPES = {"Suspended", "Complete", "Failed"}
+"""The TrainJob condition types upstream v2.3 writes (its trainjob_types.go)."""
+REPORT = """
+import sys
+from kubeflow.trainer import update_trainjob_status
+sys.exit(0 if update_trainjob_status(progress_percent=37, metrics={"step": 12, "loss": 0.5}) else 1)
+"""
+
+
+def report_progress_as_the_pod(kube: Kube, namespace: str, name: str, tmp: Path) -> None:
+    """The unmodified SDK's `update_trainjob_status`, run here with what the TrainJob's (kwok) trainer pod is given:
+    the status server's URL, the CA of the TrainJob's ConfigMap and a token the API server issued bound to that pod
+    with the projected volume's audience."""
+    pod = eventually(
+        lambda: next((p for p in pods(kube, namespace, name, "node") if p["status"].get("phase") == "Running"), None),
+        f"a running trainer pod of {name}",
+        timeout=90,
+    )
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0].get("env") or []}
+    ca, token = tmp / "ca.crt", tmp / "token"
+    ca.write_text(kube.existing("configmap", f"{name}-tls-config", namespace)["data"]["ca.crt"])
+    audience = f"trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+    bound = ["--bound-object-kind", "Pod", "--bound-object-name", pod["metadata"]["name"]]
+    bound += ["--bound-object-uid", pod["metadata"]["uid"]]
+    token.write_text(kube.run("create", "token", "default", "-n", namespace, "--audience", audience, *bound).stdout)
+    pod_env = {
+        **os.environ,
+        "KUBEFLOW_TRAINER_SERVER_URL": str(env["KUBEFLOW_TRAINER_SERVER_URL"]),
+        "KUBEFLOW_TRAINER_SERVER_CA_CERT": str(ca),
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token),
+    }
+    result = subprocess.run([sys.executable, "-c", REPORT], env=pod_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"update_trainjob_status returned False: {result.stderr}"
+
+
+def test_a_stalled_trainjob_is_running_to_the_unmodified_sdk(
+    client: TrainerClient, kube: Kube, namespace: str, tmp_path: Path
+) -> None:
+    """Our `status.state: Stalled` (reason ProgressStalled) after one progress report and 3 s of silence, while the
+    conditions stay upstream's: SDK 0.5.0's get_job and list_jobs derive `Running` from them, as for any running
+    TrainJob, and its API model reads the reported progress."""
+    name = "sdk-stall"
+    stall = {"progressTimeoutSeconds": 3, "action": "Report"}
+    running = [kwok_patch({"node": {RUN_FOR: "600s"}})]
+    kube.apply(trainjob(name, "torch-distributed", stallPolicy=stall, runtimePatches=running), namespace=namespace)
+    report_progress_as_the_pod(kube, namespace, name, tmp_path)
+    reported = time.monotonic()
+
+    def stalled() -> dict[str, Any] | None:
+        cr = kube.get("trainjob", name, namespace)
+        return cr if cr and cr.get("status", {}).get("state") == "Stalled" else None
+
+    cr: dict[str, Any] = eventually(stalled, f"TrainJob {name} Stalled", timeout=60)
+    print(f"\nStalled {time.monotonic() - reported:.1f} s after the report (limit 3 s)")
+    status = cr["status"]
+    assert status["reason"] == "ProgressStalled" and status["trainerStatus"]["progressPercentage"] == 37
+    assert {c["type"] for c in status.get("conditions") or []} <= UPSTREAM_CONDITION_TYPES
+    assert not any(
+        c["status"] == "True" and c["type"] in {"Complete", "Failed"} for c in status.get("conditions") or []
+    )
+
+    job = client.get_job(name)
+    print(f"SDK get_job: status={job.status} steps={[(s.name, s.status) for s in job.steps]}")
+    assert (job.status, job.num_nodes) == ("Running", 1)
+    assert [(s.name, s.status) for s in job.steps] == [("node-0", "Running")]
+    listed = {j.name: j.status for j in client.list_jobs()}
+    assert listed[name] == "Running"
+    # SDK 0.5.0's TrainJob type has no progress; the API model it parses the object with reads our trainerStatus.
+    from kubeflow_trainer_api import models
+
+    parsed = models.TrainerV1alpha1TrainJob.from_dict(kube.existing("trainjob", name, namespace))
+    assert parsed is not None and parsed.status is not None and parsed.status.trainer_status is not None
+    assert parsed.status.trainer_status.progress_percentage == 37
+    assert {m.name: m.value for m in parsed.status.trainer_status.metrics or []} == {"step": "12", "loss": "0.5"}
+    assert kube.existing("trainjob", name, namespace)["status"]["state"] == "Stalled", "still Stalled after the reads"
     assert_deleted(client, kube, namespace, name)
