@@ -16,8 +16,10 @@ from operator_fixtures import Kube, OperatorProcess, condition, eventually
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 MAX_RESTARTS = 2
-# Rank 1 fails a moment after it starts, every attempt; rank 0 waits (and is killed by each restart).
-FLAKY = 'if [ "$PET_NODE_RANK" = 1 ]; then sleep 1; echo "rank 1 fails"; exit 1; fi; exec sleep 600'
+# Rank 1 fails 5 s after it starts, every attempt; rank 0 waits (and is killed by each restart). The restarted
+# attempts must last long enough for a poll to see RESTARTS count while the job runs: with 1 s the two later attempts
+# gave a 9 s window, which a cold `make test` at load 8 missed once (the operator's log showed no fault).
+FLAKY = 'if [ "$PET_NODE_RANK" = 1 ]; then sleep 5; echo "rank 1 fails"; exit 1; fi; exec sleep 600'
 
 
 def printer_column(kube: Kube, name: str, namespace: str, column: str) -> str:
