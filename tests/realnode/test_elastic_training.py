@@ -331,11 +331,15 @@ def worker_worlds(ckpt: Path) -> dict[str, list[str]]:
 
 
 def elastic_events(kube: Kube, namespace: str, name: str) -> list[str]:
-    return [
-        f"{e['reason']}: {e.get('message')}"
+    """The Elastic* Events of that TrainJob, oldest first: a list of Events comes in the order of their names (random
+    suffixes), not of time, so it is sorted by when each was first seen (the resizes it checks are seconds apart)."""
+    events = [
+        e
         for e in kube.items("events", namespace)
         if e["involvedObject"].get("name") == name and e["reason"].startswith("Elastic")
     ]
+    events.sort(key=lambda e: e.get("firstTimestamp") or e.get("eventTime") or e["metadata"]["creationTimestamp"])
+    return [f"{e['reason']}: {e.get('message')}" for e in events]
 
 
 NUMNODES_STEPS = 200
