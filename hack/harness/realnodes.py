@@ -63,13 +63,18 @@ HOST_FOR_PODS = API_SERVER_ADVERTISE
 SOCKET_PATH_MAX = 100
 CLUSTER_DOMAIN = "cluster.local"
 NODE_READY_TIMEOUT_S = 120.0
-#: kwokctl options: the node lifecycle controller marks a silent kubelet's node NotReady (Unknown) after 40 s,
-#: looking every 5 s; kwok's own nodes keep their 40 s lease (renewed every 10 s) with the factor 1.
+#: kwokctl options: the node lifecycle controller marks a silent kubelet's node NotReady (Unknown) after 16 s,
+#: looking every 2 s (Kubernetes' defaults are 40 s and 5 s; every real-node test that stops a kubelet waits for
+#: it). The grace holds eight lease renewals, so a loaded machine does not lose a live node: our kubelets' lease
+#: lasts 8 s, renewed every 2 s (`NODE_LEASE_SECONDS`, the kubelet renews at a quarter of it), and kwok's own
+#: nodes' lease 8 s too (kwok-controller renews at a quarter, 4% jitter: kwok v0.8.0's `controllers/controller.go`).
 NODE_MONITOR_OPTIONS = {
     "heartbeatFactor": 1,
-    "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": 40000,
-    "kubeControllerManagerNodeMonitorPeriodMilliseconds": 5000,
+    "kubeControllerManagerNodeMonitorGracePeriodMilliseconds": 16000,
+    "kubeControllerManagerNodeMonitorPeriodMilliseconds": 2000,
+    "nodeLeaseDurationSeconds": 8,
 }
+NODE_LEASE_SECONDS = 8
 CONTAINERD_TIMEOUT_S = 60.0
 #: The kubelet's device manager listens here whatever its --root-dir (k8s.io/kubelet's deviceplugin/v1beta1
 #: `KubeletSocket`): one path for every kubelet on the machine.
@@ -231,6 +236,7 @@ def kubelet_config(node: RealNode, *, port: int, healthz_port: int, dns: str) ->
         "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "100Mi"},
         "nodeStatusUpdateFrequency": "5s",
+        "nodeLeaseDurationSeconds": NODE_LEASE_SECONDS,
         "shutdownGracePeriod": "0s",
     }
 

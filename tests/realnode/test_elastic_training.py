@@ -250,9 +250,10 @@ def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
         shutil.rmtree(ckpt, ignore_errors=True)
 
 
-AWAY_S = 70
-"""How long the fixed-size contrast keeps the node away: a little more than the elastic run's shrink takes (50 s in
-the merged run: the 40 s node monitor grace, the 5 s toleration, the eviction), so the lost pod is evicted."""
+AWAY_S = 40
+"""How long the fixed-size contrast keeps the node away: a little more than the elastic run's shrink takes (the 16 s
+node monitor grace of `realnodes.NODE_MONITOR_OPTIONS`, the 5 s toleration, the eviction), so the lost pod is
+evicted."""
 
 
 @pytest.mark.timeout(1500)

@@ -55,6 +55,21 @@ def test_kubelet_config_for_cgroup_v1_taint_and_cluster_dns() -> None:
     assert (config["clusterDNS"], config["resolvConf"]) == (["10.244.1.1"], "/s/real/n0/resolv.conf")
 
 
+def test_a_silent_node_turns_unknown_in_16_s_and_a_live_one_renews_eight_times_within_that() -> None:
+    """The node lifecycle controller's grace is short (the kubelet-killed and elastic tests wait for it), and every
+    lease it watches (our kubelets', kwok's nodes') is renewed at a quarter of its duration: eight renewals fit in
+    the grace, so a loaded machine delaying one or two does not turn a live node NotReady."""
+    options = realnodes.NODE_MONITOR_OPTIONS
+    grace_s = options["kubeControllerManagerNodeMonitorGracePeriodMilliseconds"] / 1000
+    node = realnodes.plan("c", 1, Path("/s/real"))[0]
+    kubelet_lease_s = realnodes.kubelet_config(node, port=1, healthz_port=2, dns="10.244.1.1")[
+        "nodeLeaseDurationSeconds"
+    ]
+    assert grace_s == 16 and options["kubeControllerManagerNodeMonitorPeriodMilliseconds"] == 2000
+    for lease_s in (kubelet_lease_s, options["nodeLeaseDurationSeconds"]):
+        assert grace_s / (lease_s / 4) >= 8
+
+
 def test_corefile_serves_cluster_local_and_forwards_nothing() -> None:
     text = realnodes.corefile("10.244.1.1", Path("/k"), "ctx", 9)
     assert text.startswith("cluster.local:53 {")
