@@ -26,6 +26,7 @@ each node's containerd; pods use ``imagePullPolicy: IfNotPresent`` or ``Never`` 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -36,6 +37,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -632,14 +634,45 @@ def load_image(info: plumbing.ClusterInfo, name: str) -> str:
     return load_image_archive(info, str(images.build(name)["ref"]), images.archive(name))
 
 
+#: One import of an image at a time in this process (a test and `prefetch_images` asking for the same image: the
+#: second waits for the first and finds it there); other images are not held up.
+_IMPORTS: dict[str, threading.Lock] = {}
+_IMPORTS_GUARD = threading.Lock()
+
+
 def load_image_archive(info: plumbing.ClusterInfo, image_ref: str, archive: Path) -> str:
-    """Import the OCI archive of `image_ref` into every real node's containerd where it is not yet."""
+    """Import the OCI archive of `image_ref` into every real node's containerd where it is not yet, the nodes side by
+    side (each has its own containerd; an import is mostly unpacking layers)."""
     bins = Path(info.real["bins"])
-    for socket in info.real["sockets"]:
+
+    def import_into(socket: str) -> None:
         ctr = [str(bins / "ctr"), "--address", socket, "--namespace", "k8s.io", "images"]
         if image_ref not in plumbing.run([*ctr, "ls", "-q"]).stdout.split():
             plumbing.run([*ctr, "import", str(archive)], timeout=1200)
+
+    with _IMPORTS_GUARD:
+        lock = _IMPORTS.setdefault(image_ref, threading.Lock())
+    with lock, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(info.real["sockets"]))) as pool:
+        list(pool.map(import_into, info.real["sockets"]))
     return image_ref
+
+
+def prefetch_images(info: plumbing.ClusterInfo, names: list[str]) -> threading.Thread:
+    """Import the images `names` (those already built: never a build here) into the real nodes in the background,
+    in that order, so a test finds its image there instead of waiting for the import (about 20 s a node for
+    torch). A failure is left for the test that needs the image to meet and report."""
+
+    def run() -> None:
+        for name in names:
+            try:
+                if images.archive(name).exists():
+                    load_image(info, name)
+            except Exception as exc:  # reported by the test that needs the image, which imports it again
+                print(f"real nodes: prefetching image {name} failed: {exc}", file=sys.stderr)
+
+    thread = threading.Thread(target=run, name="prefetch-images", daemon=True)
+    thread.start()
+    return thread
 
 
 def _http_ok(url: str) -> bool:

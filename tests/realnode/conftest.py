@@ -7,6 +7,7 @@ its own pytest session: importing this conftest asks the session cluster for rea
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except cluster_lib.ClusterError as exc:
         for item in ours:
             item.add_marker(pytest.mark.skip(reason=str(exc)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def images_ahead(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The images the session's modules name in `IMAGES`, in the order the modules run, imported into the real nodes
+    in the background while the first tests run (`realnodes.prefetch_images`): a module then finds its image there
+    instead of waiting for its import. Waited for at the end, so no import outlives the nodes."""
+    names: list[str] = []
+    for item in request.session.items:
+        for name in getattr(getattr(item, "module", None), "IMAGES", ()):
+            if name not in names:
+                names.append(name)
+    thread = realnodes.prefetch_images(request.getfixturevalue("cluster"), names)
+    yield
+    thread.join(timeout=PREFETCH_JOIN_TIMEOUT_S)
+
+
+#: How long the session's end waits for the prefetch (it has usually finished long before).
+PREFETCH_JOIN_TIMEOUT_S = 300.0

@@ -30,6 +30,8 @@ from operator_fixtures import Kube, OperatorProcess, condition, eventually
 os.environ.setdefault("TRAINJOB_JOBSET_FEATURE_GATES", "ElasticJobSet=true")
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("torch",)
 
 TOTAL_STEPS = 1000
 """Steps of the run: at one a second until the test has seen the job grow back, then as fast as gloo goes (the `fast`

@@ -29,6 +29,8 @@ from harness import images, realexamples, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("torch",)
 
 LIMIT = 20
 #: Seconds allowed past the limit before Stalled shows: the requeue (about a second), the reconcile, the status

@@ -20,6 +20,8 @@ from harness import realexamples, realnodes
 from operator_fixtures import Kube, OperatorProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("dataset-initializer", "model-initializer", "torch")
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "initializers.yaml"
 

@@ -16,6 +16,8 @@ from harness import images
 from operator_fixtures import Kube, OperatorProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("jax",)
 
 REPORT = re.compile(r"jax process=(\d+) count=(\d+) devices=(\d+) sum=(\S+) node=(\S+)")
 

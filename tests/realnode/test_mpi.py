@@ -17,6 +17,8 @@ from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("mpi",)
 
 NAME = "mpi"
 SLOTS = 2

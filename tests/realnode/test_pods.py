@@ -14,6 +14,8 @@ from harness import cluster as cluster_lib
 from harness import images, realnodes
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("python",)
 
 
 def _pod(name: str, node: str, script: str, **spec: Any) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, UIServer, condition, eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("sdk",)
 
 #: Inside the pod: what the kubelet projected (the token's audience and the pod it is bound to, read from its
 #: claims, not verified: the status server does that), then the SDK's own call, as a training script makes it.

@@ -18,6 +18,8 @@ from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("sdk-trixie",)
 
 SDK_CALL = """
 import os, socket, ssl, sys, urllib.parse

@@ -15,6 +15,8 @@ from harness import images
 from operator_fixtures import Kube, OperatorProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("tensorflow",)
 
 
 REPORT = re.compile(r"tensorflow task=(\S+) replicas=(\d+) workers=(\S+) allreduce=(\S+) node=(\S+)")

@@ -16,6 +16,8 @@ from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition, eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("torch",)
 
 REPO = Path(__file__).resolve().parents[2]
 

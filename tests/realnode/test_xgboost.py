@@ -15,6 +15,8 @@ from harness import images
 from operator_fixtures import Kube, OperatorProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+#: The images this module runs, imported into the nodes ahead of it (conftest.py, `prefetch_images`).
+IMAGES = ("xgboost",)
 
 
 REPORT = re.compile(r"xgboost rank=(\d+) world=(\d+) model=(\S+) rmse=(\S+) node=(\S+)")
