@@ -174,10 +174,11 @@ bench-cli-guard: $(STAMP) ## the CLI's start-up against a fixed yardstick measur
 # cluster in a directory and under a name of its own. The lanes call the sessions above, nothing else; each session
 # builds the tools it needs first (its prerequisites; the tool cache's lock makes a second lane wait for a build and
 # then find it done). Lane A: every real-node test, once the background build is over (under the machine's real-node
-# lock): the longest session, so it starts first and alone. Lane B: chart and integration, then MultiKueue. Lane C:
-# the benchmark's smoke run, chaos, the differential test, e2e with Kueue. Lane D needs no cluster: the unit tests on
-# Python 3.11 and 3.13, the CLI's start-up guard, then lint; on a cold machine it runs while the tools compile. Lanes
-# A-C mostly wait on clusters, so four fit on 2 cores.
+# lock): the longest session, so it starts first and alone. Lane B: chart and integration. Lane C: the benchmark's
+# smoke run, chaos, the differential test, e2e with Kueue. Lane D starts with what needs no cluster: the unit tests on
+# Python 3.11 and 3.13, the CLI's start-up guard, lint (on a cold machine while the tools compile), then MultiKueue,
+# which lane B ended with when it was the shorter (docs/development.md, "Where the time goes"). Lanes A-C mostly
+# wait on clusters, so four fit on 2 cores.
 TEST_LANES ?= 4
 CLUSTER_DIR_BASE := $(or $(TRAINJOB_CLUSTER_DIR),$(abspath .cluster))
 CLUSTER_NAME_BASE := $(or $(TRAINJOB_CLUSTER_NAME),trainjob-operator)
@@ -197,9 +198,8 @@ test-lane-a: ## lane A of `make test`: every real-node test, once the background
 	@$(REALNODE_PREBUILD) wait
 	@$(MAKE) --no-print-directory test-realnodes WITH_JUNIT=1
 
-test-lane-b: ## lane B of `make test`: chart and integration, then MultiKueue (lane B's control plane)
+test-lane-b: ## lane B of `make test`: chart and integration (lane B's control plane)
 	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-integration WITH_JUNIT=1
-	@$(call lane_cluster,b) $(MAKE) --no-print-directory test-multikueue WITH_JUNIT=1 WITH_SLOW=0
 
 test-lane-c: ## lane C of `make test`: the benchmark's smoke run, chaos, the differential test, e2e with Kueue (lane C's control plane)
 	@$(MAKE) --no-print-directory bench-smoke WITH_JUNIT=1
@@ -207,11 +207,12 @@ test-lane-c: ## lane C of `make test`: the benchmark's smoke run, chaos, the dif
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-differential WITH_JUNIT=1 DIFFERENTIAL_REPORT=$(abspath $(TEST_RESULTS))/differential.txt
 	@$(call lane_cluster,c) $(MAKE) --no-print-directory test-e2e WITH_JUNIT=1
 
-test-lane-d: ## lane D of `make test` (no cluster): the unit tests on Python 3.11 and 3.13, the CLI's start-up guard, lint
+test-lane-d: ## lane D of `make test`: the unit tests on Python 3.11 and 3.13, the CLI's start-up guard, lint, then MultiKueue (lane D's control planes)
 	@$(MAKE) --no-print-directory test-unit WITH_JUNIT=1
 	@$(MAKE) --no-print-directory test-unit-py313 WITH_JUNIT=1
 	@$(MAKE) --no-print-directory bench-cli-guard
 	@$(MAKE) --no-print-directory lint
+	@$(call lane_cluster,d) $(MAKE) --no-print-directory test-multikueue WITH_JUNIT=1 WITH_SLOW=0
 
 ##@ Deep runs and benchmarks
 chaos: $(STAMP) ## make fuzz (2,000 cases per fuzz property), then the chaos session at full size (figures: CHAOS_REPORT)
