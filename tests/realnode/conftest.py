@@ -7,6 +7,7 @@ its own pytest session: importing this conftest asks the session cluster for rea
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,19 +42,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=str(exc)))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def images_ahead(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The images the session's modules name in `IMAGES`, in the order the modules run, imported into the real nodes
-    in the background while the first tests run (`realnodes.prefetch_images`): a module then finds its image there
-    instead of waiting for its import. Waited for at the end, so no import outlives the nodes."""
+#: The session's image prefetch, once started.
+_PREFETCH: dict[str, threading.Thread] = {}
+
+
+@pytest.fixture(autouse=True)
+def images_ahead(request: pytest.FixtureRequest) -> None:
+    """From the first test whose module names images (`IMAGES`) on, the images of the modules still to run, in their
+    order, are imported into the real nodes in the background (`realnodes.prefetch_images`): a module then finds its
+    image there instead of waiting for its import. Not before: the chart tests, first, roll the operator's pods under
+    a stream of webhook calls, and an import beside them (torch's unpacking on both nodes) made one call fail."""
+    if "thread" in _PREFETCH or not getattr(request.module, "IMAGES", ()):
+        return
+    items = request.session.items
     names: list[str] = []
-    for item in request.session.items:
+    for item in items[items.index(request.node) :]:
         for name in getattr(getattr(item, "module", None), "IMAGES", ()):
             if name not in names:
                 names.append(name)
-    thread = realnodes.prefetch_images(request.getfixturevalue("cluster"), names)
+    _PREFETCH["thread"] = realnodes.prefetch_images(request.getfixturevalue("cluster"), names)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefetch_joined(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The prefetch waited for before the cluster goes (this fixture needs the cluster, so it is torn down first)."""
+    request.getfixturevalue("cluster")
     yield
-    thread.join(timeout=PREFETCH_JOIN_TIMEOUT_S)
+    thread = _PREFETCH.pop("thread", None)
+    if thread is not None:
+        thread.join(timeout=PREFETCH_JOIN_TIMEOUT_S)
 
 
 #: How long the session's end waits for the prefetch (it has usually finished long before).

@@ -89,12 +89,17 @@ class Applier(threading.Thread):
                 stdin=json.dumps(runtime), check=False,
             )  # fmt: skip
             if done.returncode != 0:
-                self.refusals.append(f"apply {self.applied}: {done.stderr.strip()}")
+                self.refusals.append(f"{_now()} apply {self.applied}: {done.stderr.strip()}")
             self.applied += 1
             answered, stderr = _denied_by_the_webhook(self.kube)
             if not answered:
-                self.refusals.append(f"probe {self.probed}: {stderr.strip()}")
+                self.refusals.append(f"{_now()} probe {self.probed}: {stderr.strip()}")
             self.probed += 1
+
+
+def _now() -> str:
+    """The wall-clock time of a refusal, to read beside the operator pods' logs."""
+    return time.strftime("%H:%M:%S", time.gmtime())
 
 
 def _operator_pods(kube: Kube) -> list[str]:
