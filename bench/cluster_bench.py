@@ -294,6 +294,60 @@ def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float
     return totals
 
 
+def apiserver_requests_by_subresource(info: cluster.ClusterInfo) -> dict[str, float]:
+    """apiserver_request_total summed by "VERB resource[/subresource]" (every client's; a huge section's column
+    runs alone on its control plane, so the columns' differences are their contenders')."""
+    text = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("apiserver_terminated_watchers_total{"):  # a watcher too slow to read its events
+            labels_text, value = line[len("apiserver_terminated_watchers_total{") :].rsplit("} ", 1)
+            labels = {
+                k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+            }
+            key = f"watches closed as unresponsive: {labels.get('resource', '')}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+            continue
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+        labels = {k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)}
+        sub = labels.get("subresource", "")
+        key = f"{labels.get('verb', '')} {labels.get('resource', '')}{'/' + sub if sub else ''}"
+        totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+def request_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """The requests counted between two readings, largest first (the API server counts a WATCH when it ends: the
+    watches that ended, not events)."""
+    counts = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    return dict(sorted(((k, v) for k, v in counts.items() if v > 0), key=lambda kv: -kv[1]))
+
+
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "jobset")
+
+
+def control_plane_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) so far of this control plane's processes, by program (those whose command line
+    names the cluster's directory)."""
+    marker = os.environ["TRAINJOB_CLUSTER_DIR"].encode()
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, float] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        program = os.path.basename(argv[0].decode(errors="replace")) if argv else ""
+        if program in CONTROL_PLANE and marker in b" ".join(argv):
+            cpu[program] = cpu.get(program, 0.0) + (int(stat[11]) + int(stat[12])) / tick
+    return cpu
+
+
 def loadgen(
     info: cluster.ClusterInfo,
     mode: str,
@@ -908,9 +962,11 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
     process = contender.start(info, DEFAULTS, logs) if contender is not None else None
     try:
         cpu_before = process.cpu_seconds() if process is not None else 0.0
+        before = costs_now(info)
         out = loadgen(info, "huge" if contender is not None else "huge-ceiling", ns, nodes, 64, ("--timeout", "1800"))
         if process is not None:
             out["cpu_s"] = process.cpu_seconds() - cpu_before
+        out.update(costs_since(info, before))
         out["load"] = load_average()
         return out
     finally:
@@ -919,11 +975,26 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
         drop_namespace(info, ns)
 
 
+def costs_now(info: cluster.ClusterInfo) -> tuple[dict[str, float], dict[str, float]]:
+    return apiserver_requests_by_subresource(info), control_plane_cpu()
+
+
+def costs_since(info: cluster.ClusterInfo, before: tuple[dict[str, float], dict[str, float]]) -> dict[str, Any]:
+    """What a huge column cost the control plane: its requests by verb and resource, and each program's CPU."""
+    requests, cpu = costs_now(info)
+    return {
+        "requests": request_delta(before[0], requests),
+        "control_plane_cpu": {k: round(v - before[1].get(k, 0.0), 2) for k, v in sorted(cpu.items())},
+    }
+
+
 def huge_jobset_run(info: cluster.ClusterInfo, nodes: int, split: int) -> dict[str, Any]:
     """No operator: the TrainJob's JobSet created directly, its trainer cut into `split` Jobs (1: as built)."""
     ns = namespace(info, f"huge-js{split}")
     try:
+        before = costs_now(info)
         out = loadgen(info, "huge-jobset", ns, nodes, 64, ("--timeout", "1800", "--split", str(split)))
+        out.update(costs_since(info, before))
         out["load"] = load_average()
         return out
     finally:
@@ -981,6 +1052,8 @@ def huge_section(
                     f"{_fmt(result.get('last_pod_s'))}s, all Running {_fmt(result.get('all_running_s'))}s "
                     f"({result.get('running')}/{nodes}), operator CPU {_fmt(result.get('cpu_s'))}s (load {result['load']})"
                 )
+                say(f"  control plane CPU {result.get('control_plane_cpu')}")
+                say(f"  requests {dict(list(result.get('requests', {}).items())[:12])}")
         scenario["medians"] = {
             name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in scenario["runs"].items()
         }
@@ -1004,6 +1077,52 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
         columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in scenario["medians"]]
         columns += [name for name in scenario["medians"] if name.startswith("JobSet alone")]
         lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, scenario["medians"], columns)]
+        lines += huge_cost_tables(scenario, columns)
+    return lines
+
+
+def huge_cost_tables(scenario: dict[str, Any], columns: Sequence[str]) -> list[str]:
+    """Each run's figures and load, then the control plane's CPU by program and the API requests by verb and
+    resource (medians over the runs; runs from before this was measured have neither)."""
+    runs = scenario["runs"]
+    lines = [
+        "",
+        "| column | run | created→last pod (s) | all Running (s) | operator CPU (s) | load after |",
+        "|---" * 6 + "|",
+    ]
+    for name in columns:
+        for i, r in enumerate(runs.get(name, []), 1):
+            lines.append(
+                f"| {name} | {i} | {_fmt(r.get('last_pod_s'))} | {_fmt(r.get('all_running_s'))} | "
+                f"{_fmt(r.get('cpu_s'))} | {r.get('load', '-')} |"
+            )
+    measured = [n for n in columns if any("control_plane_cpu" in r for r in runs.get(n, []))]
+    if not measured:
+        return lines
+
+    def med(name: str, field: str, key: str) -> float | None:
+        values = [r[field].get(key, 0.0) for r in runs[name] if field in r]
+        return statistics.median(values) if values else None
+
+    programs = sorted({k for n in measured for r in runs[n] for k in r.get("control_plane_cpu", {})})
+    lines += [
+        "",
+        "| control plane CPU (s), median | " + " | ".join(measured) + " |",
+        "|---" * (len(measured) + 1) + "|",
+    ]
+    for program in programs:
+        lines.append(
+            f"| {program} | " + " | ".join(_fmt(med(n, "control_plane_cpu", program)) for n in measured) + " |"
+        )
+    keys = {k for n in measured for r in runs[n] for k in r.get("requests", {})}
+    top = sorted(keys, key=lambda k: -max(med(n, "requests", k) or 0.0 for n in measured))[:20]
+    lines += [
+        "",
+        "| API requests, median (top 20) | " + " | ".join(measured) + " |",
+        "|---" * (len(measured) + 1) + "|",
+    ]
+    for key in top:
+        lines.append(f"| {key} | " + " | ".join(f"{med(n, 'requests', key) or 0:.0f}" for n in measured) + " |")
     return lines
 
 
