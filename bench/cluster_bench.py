@@ -308,6 +308,15 @@ def apiserver_requests_by_subresource(info: cluster.ClusterInfo) -> dict[str, fl
             key = f"watches closed as unresponsive: {labels.get('resource', '')}"
             totals[key] = totals.get(key, 0.0) + float(value)
             continue
+        sent = next((what for prefix, what in WATCH_SENT if line.startswith(prefix + "{")), None)
+        if sent is not None:  # what the API server sent its watchers, every watcher's, by kind
+            labels_text, value = line.split("{", 1)[1].rsplit("} ", 1)
+            labels = {
+                k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+            }
+            key = f"{sent}: {labels.get('kind', labels.get('resource', ''))}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+            continue
         if not line.startswith("apiserver_request_total{"):
             continue
         labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
@@ -316,6 +325,12 @@ def apiserver_requests_by_subresource(info: cluster.ClusterInfo) -> dict[str, fl
         key = f"{labels.get('verb', '')} {labels.get('resource', '')}{'/' + sub if sub else ''}"
         totals[key] = totals.get(key, 0.0) + float(value)
     return totals
+
+
+WATCH_SENT = (
+    ("apiserver_watch_events_total", "watch events sent"),
+    ("apiserver_watch_events_sizes_sum", "watch event bytes sent"),
+)
 
 
 def request_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
