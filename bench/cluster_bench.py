@@ -1034,7 +1034,12 @@ def controller_manager_args() -> str:
 
 
 def huge_section(
-    contenders: list[Contender], sizes: list[int], runs: int, logs: Path, splits: Sequence[int] = ()
+    contenders: list[Contender],
+    sizes: list[int],
+    runs: int,
+    logs: Path,
+    splits: Sequence[int] = (),
+    checkpoint: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Huge TrainJobs (issue 37, item 1): per size, ours, upstream (when built) and the ceiling alternate, `runs`
     times each, on a control plane of their own whose JobSet controller runs (the other sections stop it); `splits`:
@@ -1062,6 +1067,7 @@ def huge_section(
                     name = contender.name if contender is not None else "ceiling"
                     result = huge_run(info, contender, nodes, logs)
                 scenario["runs"].setdefault(name, []).append(result)
+                checkpoint({**section, "scenarios": [*section["scenarios"], scenario], "load_after": load_average()})
                 say(
                     f"huge {name} numNodes={nodes}: JobSet {_fmt(result.get('jobset_s'))}s, last pod "
                     f"{_fmt(result.get('last_pod_s'))}s, all Running {_fmt(result.get('all_running_s'))}s "
@@ -1069,12 +1075,14 @@ def huge_section(
                 )
                 say(f"  control plane CPU {result.get('control_plane_cpu')}")
                 say(f"  requests {dict(list(result.get('requests', {}).items())[:12])}")
-        scenario["medians"] = {
-            name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in scenario["runs"].items()
-        }
+        scenario["medians"] = huge_medians(scenario["runs"])
         section["scenarios"].append(scenario)
     section["load_after"] = load_average()
     return section
+
+
+def huge_medians(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float | None]]:
+    return {name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in runs.items()}
 
 
 def huge_markdown(section: dict[str, Any]) -> list[str]:
@@ -1089,9 +1097,10 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
     if section.get("controller_manager"):
         lines += [f"kube-controller-manager client: {section['controller_manager']}"]
     for scenario in section["scenarios"]:
-        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in scenario["medians"]]
-        columns += [name for name in scenario["medians"] if name.startswith("JobSet alone")]
-        lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, scenario["medians"], columns)]
+        medians = scenario.get("medians") or huge_medians(scenario["runs"])  # a checkpoint's: not computed yet
+        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in medians]
+        columns += [name for name in medians if name.startswith("JobSet alone")]
+        lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, medians, columns)]
         lines += huge_cost_tables(scenario, columns)
     return lines
 
@@ -1219,7 +1228,12 @@ def main() -> int:
     try:
         if huge_sizes:
             splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
-            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits)
+
+            def checkpoint(partial: dict[str, Any]) -> None:  # a long run interrupted keeps the columns it has
+                report["huge"] = partial
+                write(report, args.out, stamp, args.smoke)
+
+            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits, checkpoint)
             write(report, args.out, stamp, args.smoke)
             if args.huge_only:
                 text = write(report, args.out, stamp, args.smoke)
