@@ -967,10 +967,10 @@ HUGE_ROWS = (
 )
 HUGE_WARMUP = 1000
 """Pods made and dropped before the first measured column. A fresh API server's watch cache is small, and so is each
-watcher's buffer: in the first column on a new control plane, whatever its contender, a watcher that reads a burst
-of pod events slower than the controllers (ours, in Python) was closed as unresponsive 67 times and resumed, and the
-resumes sent its events again (issue 37, third session: 197 against 162 MB of pod events for the same column later);
-the columns after it saw none."""
+watcher's buffer: in the first column on a new control plane (ours, in every run so far), our operator's pod
+watch, slower to read a burst of pod events than the Go controllers, was closed as unresponsive 67-91 times and
+resumed, and the resumes sent events again (issue 37, third session: 197 against 162 MB of pod events sent for
+ours' later columns); the second column's contender saw 5 closes, the later columns none."""
 HUGE_PODS_PER_NODE = 100
 """kwok nodes allow 110 pods each; the huge section makes one node per 100 pods, and two more."""
 
