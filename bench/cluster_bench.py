@@ -294,6 +294,75 @@ def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float
     return totals
 
 
+def apiserver_requests_by_subresource(info: cluster.ClusterInfo) -> dict[str, float]:
+    """apiserver_request_total summed by "VERB resource[/subresource]" (every client's; a huge section's column
+    runs alone on its control plane, so the columns' differences are their contenders')."""
+    text = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("apiserver_terminated_watchers_total{"):  # a watcher too slow to read its events
+            labels_text, value = line[len("apiserver_terminated_watchers_total{") :].rsplit("} ", 1)
+            labels = {
+                k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+            }
+            key = f"watches closed as unresponsive: {labels.get('resource', '')}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+            continue
+        sent = next((what for prefix, what in WATCH_SENT if line.startswith(prefix + "{")), None)
+        if sent is not None:  # what the API server sent its watchers, every watcher's, by kind
+            labels_text, value = line.split("{", 1)[1].rsplit("} ", 1)
+            labels = {
+                k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)
+            }
+            key = f"{sent}: {labels.get('kind', labels.get('resource', ''))}"
+            totals[key] = totals.get(key, 0.0) + float(value)
+            continue
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+        labels = {k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)}
+        sub = labels.get("subresource", "")
+        key = f"{labels.get('verb', '')} {labels.get('resource', '')}{'/' + sub if sub else ''}"
+        totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+WATCH_SENT = (
+    ("apiserver_watch_events_total", "watch events sent"),
+    ("apiserver_watch_events_sizes_sum", "watch event bytes sent"),
+)
+
+
+def request_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """The requests counted between two readings, largest first (the API server counts a WATCH when it ends: the
+    watches that ended, not events)."""
+    counts = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    return dict(sorted(((k, v) for k, v in counts.items() if v > 0), key=lambda kv: -kv[1]))
+
+
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "jobset")
+
+
+def control_plane_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) so far of this control plane's processes, by program (those whose command line
+    names the cluster's directory)."""
+    marker = os.environ["TRAINJOB_CLUSTER_DIR"].encode()
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, float] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        program = os.path.basename(argv[0].decode(errors="replace")) if argv else ""
+        if program in CONTROL_PLANE and marker in b" ".join(argv):
+            cpu[program] = cpu.get(program, 0.0) + (int(stat[11]) + int(stat[12])) / tick
+    return cpu
+
+
 def loadgen(
     info: cluster.ClusterInfo,
     mode: str,
@@ -896,6 +965,12 @@ HUGE_ROWS = (
     ("all_running_s", "created→all pods Running (s)"),
     ("cpu_s", "operator CPU (s)"),
 )
+HUGE_WARMUP = 1000
+"""Pods made and dropped before the first measured column. A fresh API server's watch cache is small, and so is each
+watcher's buffer: in the first column on a new control plane (ours, in every run so far), our operator's pod
+watch, slower to read a burst of pod events than the Go controllers, was closed as unresponsive 67-91 times and
+resumed, and the resumes sent events again (issue 37, third session: 197 against 162 MB of pod events sent for
+ours' later columns); the second column's contender saw 5 closes, the later columns none."""
 HUGE_PODS_PER_NODE = 100
 """kwok nodes allow 110 pods each; the huge section makes one node per 100 pods, and two more."""
 
@@ -908,9 +983,11 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
     process = contender.start(info, DEFAULTS, logs) if contender is not None else None
     try:
         cpu_before = process.cpu_seconds() if process is not None else 0.0
+        before = costs_now(info)
         out = loadgen(info, "huge" if contender is not None else "huge-ceiling", ns, nodes, 64, ("--timeout", "1800"))
         if process is not None:
             out["cpu_s"] = process.cpu_seconds() - cpu_before
+        out.update(costs_since(info, before))
         out["load"] = load_average()
         return out
     finally:
@@ -919,11 +996,26 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
         drop_namespace(info, ns)
 
 
+def costs_now(info: cluster.ClusterInfo) -> tuple[dict[str, float], dict[str, float]]:
+    return apiserver_requests_by_subresource(info), control_plane_cpu()
+
+
+def costs_since(info: cluster.ClusterInfo, before: tuple[dict[str, float], dict[str, float]]) -> dict[str, Any]:
+    """What a huge column cost the control plane: its requests by verb and resource, and each program's CPU."""
+    requests, cpu = costs_now(info)
+    return {
+        "requests": request_delta(before[0], requests),
+        "control_plane_cpu": {k: round(v - before[1].get(k, 0.0), 2) for k, v in sorted(cpu.items())},
+    }
+
+
 def huge_jobset_run(info: cluster.ClusterInfo, nodes: int, split: int) -> dict[str, Any]:
     """No operator: the TrainJob's JobSet created directly, its trainer cut into `split` Jobs (1: as built)."""
     ns = namespace(info, f"huge-js{split}")
     try:
+        before = costs_now(info)
         out = loadgen(info, "huge-jobset", ns, nodes, 64, ("--timeout", "1800", "--split", str(split)))
+        out.update(costs_since(info, before))
         out["load"] = load_average()
         return out
     finally:
@@ -948,7 +1040,12 @@ def controller_manager_args() -> str:
 
 
 def huge_section(
-    contenders: list[Contender], sizes: list[int], runs: int, logs: Path, splits: Sequence[int] = ()
+    contenders: list[Contender],
+    sizes: list[int],
+    runs: int,
+    logs: Path,
+    splits: Sequence[int] = (),
+    checkpoint: Callable[[dict[str, Any]], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Huge TrainJobs (issue 37, item 1): per size, ours, upstream (when built) and the ceiling alternate, `runs`
     times each, on a control plane of their own whose JobSet controller runs (the other sections stop it); `splits`:
@@ -965,6 +1062,9 @@ def huge_section(
         "scenarios": [],
     }
     say(f"kube-controller-manager: {section['controller_manager']}")
+    warm = min(min(sizes), HUGE_WARMUP)
+    say(f"warm-up, not measured: the ceiling's {warm} pods")
+    huge_run(info, None, warm, logs)
     for nodes in sizes:
         scenario: dict[str, Any] = {"n": nodes, "runs": {}}
         for _ in range(runs):
@@ -976,17 +1076,22 @@ def huge_section(
                     name = contender.name if contender is not None else "ceiling"
                     result = huge_run(info, contender, nodes, logs)
                 scenario["runs"].setdefault(name, []).append(result)
+                checkpoint({**section, "scenarios": [*section["scenarios"], scenario], "load_after": load_average()})
                 say(
                     f"huge {name} numNodes={nodes}: JobSet {_fmt(result.get('jobset_s'))}s, last pod "
                     f"{_fmt(result.get('last_pod_s'))}s, all Running {_fmt(result.get('all_running_s'))}s "
                     f"({result.get('running')}/{nodes}), operator CPU {_fmt(result.get('cpu_s'))}s (load {result['load']})"
                 )
-        scenario["medians"] = {
-            name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in scenario["runs"].items()
-        }
+                say(f"  control plane CPU {result.get('control_plane_cpu')}")
+                say(f"  requests {dict(list(result.get('requests', {}).items())[:12])}")
+        scenario["medians"] = huge_medians(scenario["runs"])
         section["scenarios"].append(scenario)
     section["load_after"] = load_average()
     return section
+
+
+def huge_medians(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float | None]]:
+    return {name: {key: median_of(results, key) for key, _ in HUGE_ROWS} for name, results in runs.items()}
 
 
 def huge_markdown(section: dict[str, Any]) -> list[str]:
@@ -1001,9 +1106,56 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
     if section.get("controller_manager"):
         lines += [f"kube-controller-manager client: {section['controller_manager']}"]
     for scenario in section["scenarios"]:
-        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in scenario["medians"]]
-        columns += [name for name in scenario["medians"] if name.startswith("JobSet alone")]
-        lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, scenario["medians"], columns)]
+        medians = scenario.get("medians") or huge_medians(scenario["runs"])  # a checkpoint's: not computed yet
+        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in medians]
+        columns += [name for name in medians if name.startswith("JobSet alone")]
+        lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, medians, columns)]
+        lines += huge_cost_tables(scenario, columns)
+    return lines
+
+
+def huge_cost_tables(scenario: dict[str, Any], columns: Sequence[str]) -> list[str]:
+    """Each run's figures and load, then the control plane's CPU by program and the API requests by verb and
+    resource (medians over the runs; runs from before this was measured have neither)."""
+    runs = scenario["runs"]
+    lines = [
+        "",
+        "| column | run | created→last pod (s) | all Running (s) | operator CPU (s) | load after |",
+        "|---" * 6 + "|",
+    ]
+    for name in columns:
+        for i, r in enumerate(runs.get(name, []), 1):
+            lines.append(
+                f"| {name} | {i} | {_fmt(r.get('last_pod_s'))} | {_fmt(r.get('all_running_s'))} | "
+                f"{_fmt(r.get('cpu_s'))} | {r.get('load', '-')} |"
+            )
+    measured = [n for n in columns if any("control_plane_cpu" in r for r in runs.get(n, []))]
+    if not measured:
+        return lines
+
+    def med(name: str, field: str, key: str) -> float | None:
+        values = [r[field].get(key, 0.0) for r in runs[name] if field in r]
+        return statistics.median(values) if values else None
+
+    programs = sorted({k for n in measured for r in runs[n] for k in r.get("control_plane_cpu", {})})
+    lines += [
+        "",
+        "| control plane CPU (s), median | " + " | ".join(measured) + " |",
+        "|---" * (len(measured) + 1) + "|",
+    ]
+    for program in programs:
+        lines.append(
+            f"| {program} | " + " | ".join(_fmt(med(n, "control_plane_cpu", program)) for n in measured) + " |"
+        )
+    keys = {k for n in measured for r in runs[n] for k in r.get("requests", {})}
+    top = sorted(keys, key=lambda k: -max(med(n, "requests", k) or 0.0 for n in measured))[:20]
+    lines += [
+        "",
+        "| API requests, median (top 20) | " + " | ".join(measured) + " |",
+        "|---" * (len(measured) + 1) + "|",
+    ]
+    for key in top:
+        lines.append(f"| {key} | " + " | ".join(f"{med(n, 'requests', key) or 0:.0f}" for n in measured) + " |")
     return lines
 
 
@@ -1085,7 +1237,12 @@ def main() -> int:
     try:
         if huge_sizes:
             splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
-            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits)
+
+            def checkpoint(partial: dict[str, Any]) -> None:  # a long run interrupted keeps the columns it has
+                report["huge"] = partial
+                write(report, args.out, stamp, args.smoke)
+
+            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits, checkpoint)
             write(report, args.out, stamp, args.smoke)
             if args.huge_only:
                 text = write(report, args.out, stamp, args.smoke)
