@@ -58,7 +58,7 @@ from harness.plumbing import DEFAULT_GPUS_PER_NODE as DEFAULT_GPUS_PER_NODE
 from harness.plumbing import DEFAULT_NODES as DEFAULT_NODES
 from harness.plumbing import ClusterError as ClusterError
 from harness.plumbing import ClusterInfo as ClusterInfo
-from harness.plumbing import free_port as _free_port
+from harness.plumbing import free_ports as _free_ports
 from harness.plumbing import load_state as load_state
 from harness.plumbing import log as _log
 from harness.plumbing import pid_alive as _pid_alive
@@ -430,7 +430,7 @@ def _kwokctl_config(
             # Ports from the kernel's ephemeral range, not kwokctl's own choice: kwokctl takes the highest free ports
             # below 32768, the same few for every cluster, so a cluster made while another's API server is restarting
             # (the chaos tests stop it) took that server's port and it never came back (`make test`, 2026-11-25).
-            **{option: _free_port() for option in KWOKCTL_PORT_OPTIONS},
+            **dict(zip(KWOKCTL_PORT_OPTIONS, _free_ports(len(KWOKCTL_PORT_OPTIONS)), strict=True)),
         },
     }
     if real_nodes:
@@ -815,7 +815,7 @@ def jobset_feature_gates(text: str | None) -> dict[str, bool]:
 
 def _start_jobset(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     """Stage 6: JobSet's manifests, its controller as a local process, then its webhooks pointed at it."""
-    port, health = _free_port(), _free_port()
+    port, health = _free_ports(2)
     before, hooks = _split_manifest(_to_objects(info, info.bin_dir / "share" / "jobset.yaml"), port, ca_b64)
     apply_objects(info, before)
     start_controller(
@@ -854,7 +854,7 @@ def _start_kueue(info: ClusterInfo, cert_dir: Path, ca_b64: str) -> None:
     KUEUE_METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for f in ("tls.crt", "tls.key"):
         shutil.copyfile(cert_dir / f, KUEUE_METRICS_CERT_DIR / f)
-    port, health = _free_port(), _free_port()
+    port, health = _free_ports(2)
     before, hooks = _split_manifest(_to_objects(info, share / "kueue.yaml"), port, ca_b64)
     # CRDs first (conversion webhooks already point at 127.0.0.1).
     apply_objects(info, [o for o in before if o["kind"] == "CustomResourceDefinition"])

@@ -6,6 +6,7 @@ the other's private names and `realnodes` does not import `cluster` back."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -82,9 +83,17 @@ def run(
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct free ports on 127.0.0.1: all held bound while choosing (one at a time, the kernel may hand out
+    the port it just freed again: a cold `make test` once gave two of kwokctl's components the same port)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def tail(path: Path, n: int = 40) -> str:

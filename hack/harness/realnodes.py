@@ -535,7 +535,7 @@ def up(info: plumbing.ClusterInfo, count: int, *, build: bool = True) -> None:
                 KUBELET_SOCKET_TIMEOUT_S,
             )
         previous_started = time.time()
-        port, healthz = plumbing.free_port(), plumbing.free_port()
+        port, healthz = plumbing.free_ports(2)
         cfg = n.base / "kubelet.json"
         cfg.write_text(json.dumps(kubelet_config(n, port=port, healthz_port=healthz, dns=dns), indent=2) + "\n")
         _start(
