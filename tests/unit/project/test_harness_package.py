@@ -13,7 +13,7 @@ HARNESS = REPO / "hack" / "harness"
 #: Lines per kind of file (blank lines and comments included), as of 2026-11-28. The harness grew 108% in three days
 #: (issue 38); a change that needs more states why in the commit that raises the figure.
 BUDGET = {
-    "Python (hack/harness/*.py)": (("*.py",), 3944),
+    "Python (hack/harness/*.py)": (("*.py",), 3953),
     "shell and make (hack/harness/tools/*.sh, hack/harness/*.mk)": (("tools/*.sh", "*.mk"), 807),
     "README (hack/harness/README.md)": (("README.md",), 100),
 }
