@@ -2,7 +2,7 @@
 plane (hack/harness/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
 and the cluster benchmark (bench/cluster_bench.py). Standard library + PyYAML only.
 
-    import upstream_run                      # with hack/harness on sys.path
+    from harness import upstream_run         # with hack/ on sys.path
     if upstream_run.available():
         proc = upstream_run.start(info, metrics_port=8443, logs=Path("/tmp/logs"))
         wait until upstream_run.ready(info, proc)
@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import urllib.request
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from harness.plumbing import free_ports
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -62,12 +63,6 @@ def crds_dir() -> Path:
     return bin_dir() / "share" / "trainer" / "crds"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _certs_dir() -> Path:
     hack_dir = str(REPO / "hack")
     import sys
@@ -97,7 +92,7 @@ def start(
     certs.mkdir(parents=True)
     for name in ("tls.crt", "tls.key"):
         shutil.copy(_certs_dir() / name, certs / name)
-    health, webhook = _free_port(), _free_port()
+    health, webhook = free_ports(2)
     config: dict[str, Any] = {
         "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
         "kind": "Configuration",
