@@ -1,6 +1,6 @@
 """Start upstream's Kubeflow Trainer v2.3.0 controller (built by hack/harness/tools/build-upstream.sh) against the local control
 plane (hack/harness/cluster.py). Used by the differential test (tests/e2e/test_differential.py)
-and the cluster benchmark (bench/cluster_bench.py). Standard library + PyYAML only.
+and the cluster benchmark (bench/cluster_bench.py). Standard library, PyYAML and harness.plumbing only.
 
     from harness import upstream_run         # with hack/ on sys.path
     if upstream_run.available():
