@@ -479,9 +479,8 @@ HUGE = "huge"
 """The one TrainJob of the `huge` modes (and its JobSet's name)."""
 
 
-def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
-    """The trainer pods a TrainJob of `nodes` nodes gets, as the operator's pipeline renders its JobSet's trainer
-    template (labels, env, ports, hostname and subdomain of each rank), for the ceiling to create directly."""
+def rendered_jobset(namespace: str, runtime: str, nodes: int) -> dict[str, Any]:
+    """The JobSet the operator's pipeline renders for the TrainJob of the `huge` modes with `nodes` nodes."""
     from trainjob_operator.api.runtime import ClusterTrainingRuntime
     from trainjob_operator.api.trainjob import TrainJob
     from trainjob_operator.runtime.info import RuntimeSource
@@ -494,6 +493,13 @@ def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
     raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
     objects = Framework.from_registry().desired_objects(TrainJob.model_validate(raw), source)
     jobset = next(obj for obj in objects if obj["kind"] == c.JOBSET_KIND)
+    return jobset
+
+
+def huge_pods(namespace: str, runtime: str, nodes: int) -> list[dict[str, Any]]:
+    """The trainer pods a TrainJob of `nodes` nodes gets, as the operator's pipeline renders its JobSet's trainer
+    template (labels, env, ports, hostname and subdomain of each rank), for the ceiling to create directly."""
+    jobset = rendered_jobset(namespace, runtime, nodes)
     replicated = jobset["spec"]["replicatedJobs"][0]
     template = replicated["template"]["spec"]["template"]
     pods = []
@@ -529,20 +535,9 @@ def huge_jobset(namespace: str, runtime: str, nodes: int, split: int) -> dict[st
     replicated job cut into `split` Jobs of nodes/split pods each (1: as built). For the `huge-jobset` mode, which
     measures what JobSet and the Job controller do with one Indexed Job against several, with no operator at work (the
     pods' rank env is not rewritten: kwok runs nothing)."""
-    from trainjob_operator.api.runtime import ClusterTrainingRuntime
-    from trainjob_operator.api.trainjob import TrainJob
-    from trainjob_operator.runtime.info import RuntimeSource
-    from trainjob_operator.runtime.pipeline import Framework
-
     if split < 1 or nodes % split:
         raise SystemExit(f"--split {split} does not divide --n {nodes}")
-    runtime_path = Path(__file__).resolve().parent / "runtime.json"
-    source = RuntimeSource.of(ClusterTrainingRuntime.model_validate(json.loads(runtime_path.read_text())))
-    raw = trainjob(namespace, HUGE, runtime)
-    raw["spec"]["trainer"]["numNodes"] = nodes
-    raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
-    objects = Framework.from_registry().desired_objects(TrainJob.model_validate(raw), source)
-    jobset = next(obj for obj in objects if obj["kind"] == c.JOBSET_KIND)
+    jobset = rendered_jobset(namespace, runtime, nodes)
     jobset["metadata"].pop("ownerReferences", None)  # no TrainJob: the garbage collector would delete it
     [trainer] = [r for r in jobset["spec"]["replicatedJobs"] if r["template"]["spec"].get("parallelism") == nodes]
     trainer["replicas"] = split
