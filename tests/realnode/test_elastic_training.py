@@ -138,29 +138,36 @@ def kill_pod_containers(kube: Kube, index: int, namespace: str) -> int:
     return len(tasks)
 
 
+def fresh_checkpoint(namespace: str) -> Path:
+    """An empty shared checkpoint directory for the test's TrainJob, writable by the trainer (uid 1000, the shipped
+    runtime's security context); the test removes it when done."""
+    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt.mkdir()
+    ckpt.chmod(0o777)
+    return ckpt
+
+
+def start_training(kube: Kube, namespace: str, ckpt: Path, runtime: str, **trainer: Any) -> float:
+    """TRAIN under torchrun as the TrainJob `elastic` (the runtime's anti-affinity names this JobSet) of `runtime`,
+    2 nodes of 1 process (`trainer`: more of its fields); returns when it was created, once it trains at world
+    size 2."""
+    command = ["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"]
+    kube.create(real_trainjob("elastic", runtime, numNodes=2, numProcPerNode=1, command=command, **trainer), namespace)
+    created = time.monotonic()
+    eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+    return created
+
+
 @pytest.mark.timeout(1500)
 def test_an_elastic_torch_job_loses_a_node_goes_on_and_grows_back(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
     image = realnodes.load_image(kube.cluster, "torch")
-    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
-    shutil.rmtree(ckpt, ignore_errors=True)
-    ckpt.mkdir()
-    ckpt.chmod(0o777)  # the trainer runs as uid 1000 (the shipped runtime's security context)
+    ckpt = fresh_checkpoint(namespace)
     try:
         kube.create(elastic_runtime(image, "torch-elastic", ckpt), namespace)
-        kube.create(
-            real_trainjob(
-                "elastic",
-                "torch-elastic",
-                numNodes=2,
-                numProcPerNode=1,
-                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
-            ),
-            namespace,
-        )
-        created = time.monotonic()
-        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        created = start_training(kube, namespace, ckpt, "torch-elastic")
         two = steps(ckpt)
         eventually(lambda: steps(ckpt) >= two + 5, "5 steps at world size 2", timeout=120)
         trained = time.monotonic()
@@ -267,26 +274,12 @@ def test_the_same_loss_on_a_fixed_size_torch_job_idles_the_survivor_until_the_no
     waits for a node 1 that cannot be placed: nothing trains until the node is back. Reported: the survivor's
     longest pause, in node-seconds, beside the elastic run's."""
     image = realnodes.load_image(kube.cluster, "torch")
-    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
-    shutil.rmtree(ckpt, ignore_errors=True)
-    ckpt.mkdir()
-    ckpt.chmod(0o777)
+    ckpt = fresh_checkpoint(namespace)
     try:
         runtime = elastic_runtime(image, "torch-fixed", ckpt)
         runtime["spec"]["mlPolicy"]["torch"] = {}
         kube.create(runtime, namespace)
-        kube.create(
-            real_trainjob(
-                "elastic",  # the runtime's anti-affinity names this JobSet
-                "torch-fixed",
-                numNodes=2,
-                numProcPerNode=1,
-                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
-            ),
-            namespace,
-        )
-        created = time.monotonic()
-        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        created = start_training(kube, namespace, ckpt, "torch-fixed")
         eventually(lambda: steps(ckpt) >= 8, "8 steps at world size 2", timeout=120)
         victim = next(
             p for p in pods_of(kube, namespace, "elastic") if p["metadata"]["name"].startswith("elastic-node-0-1")
@@ -358,25 +351,10 @@ def test_a_user_changes_num_nodes_of_a_running_elastic_torch_job(
     re-rendezvous at world 1 then 2, training goes on from the checkpoint, every step done once, and RESTARTS stays
     0 (a resize is not a failure: `status.elastic.resizes` counts it)."""
     image = realnodes.load_image(kube.cluster, "torch")
-    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
-    shutil.rmtree(ckpt, ignore_errors=True)
-    ckpt.mkdir()
-    ckpt.chmod(0o777)
+    ckpt = fresh_checkpoint(namespace)
     try:
         kube.create(elastic_runtime(image, "torch-elastic", ckpt, NUMNODES_STEPS), namespace)
-        kube.create(
-            real_trainjob(
-                "elastic",
-                "torch-elastic",
-                numNodes=2,
-                numProcPerNode=1,
-                elasticPolicy={"minNodes": 1, "maxNodes": 2},
-                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
-            ),
-            namespace,
-        )
-        created = time.monotonic()
-        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        created = start_training(kube, namespace, ckpt, "torch-elastic", elasticPolicy={"minNodes": 1, "maxNodes": 2})
         two = steps(ckpt)
         eventually(lambda: steps(ckpt) >= two + 3, "3 steps at world size 2", timeout=120)
         trained = time.monotonic()
@@ -458,10 +436,7 @@ def test_losing_index_0_moves_the_rendezvous_to_the_survivor_and_index_0_rejoins
     index 1, the survivor. The node back, index 0's pending replacement is placed and joins the survivor's
     rendezvous, and the TrainJob completes with every step done once."""
     image = realnodes.load_image(kube.cluster, "torch")
-    ckpt = Path(f"/tmp/trainjob-elastic-{namespace}")
-    shutil.rmtree(ckpt, ignore_errors=True)
-    ckpt.mkdir()
-    ckpt.chmod(0o777)
+    ckpt = fresh_checkpoint(namespace)
     try:
         runtime = elastic_runtime(image, "torch-elastic", ckpt, INDEX0_STEPS)
         container = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
@@ -471,18 +446,7 @@ def test_losing_index_0_moves_the_rendezvous_to_the_survivor_and_index_0_rejoins
             if env["name"] == "PET_RDZV_CONF":  # notice a lost store after 20 s, not torch's 60
                 env["value"] += ",read_timeout=20"
         kube.create(runtime, namespace)
-        kube.create(
-            real_trainjob(
-                "elastic",
-                "torch-elastic",
-                numNodes=2,
-                numProcPerNode=1,
-                command=["bash", "-c", f"cat > /workspace/t.py <<'EOF'\n{TRAIN}\nEOF\nexec torchrun /workspace/t.py"],
-            ),
-            namespace,
-        )
-        created = time.monotonic()
-        eventually(lambda: any(s["world"] == "2" for s in starts(ckpt)), "training at world size 2", timeout=240)
+        created = start_training(kube, namespace, ckpt, "torch-elastic")
         two = steps(ckpt)
         eventually(lambda: steps(ckpt) >= two + 3, "3 steps at world size 2", timeout=120)
         trained = time.monotonic()
