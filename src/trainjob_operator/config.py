@@ -37,6 +37,12 @@ class Webhook(_Section):
     service_name: str | None = None
     """In a cluster: point the configurations at this Service in `operator_namespace` instead of a URL."""
     service_port: int = 443
+    drain_seconds: float = Field(default=5, ge=0, le=60)
+    """With `service_name`: how long a stopping replica keeps answering, closing each connection after its answer,
+    before it stops listening. Its endpoint leaves the Service while it stops (the endpoints controller, then each
+    node's kube-proxy), so calls still arrive for a moment, some on kept-alive connections the API server would
+    find closed under it ("use of closed network connection": the call is refused). Keep it well within the pod's
+    `terminationGracePeriodSeconds`."""
     cert_secret_name: str = "trainjob-operator-webhook-cert"
     validating_name: str = "validator.trainer.kubeflow.org"
     mutating_name: str = "defaulter.trainer.kubeflow.org"

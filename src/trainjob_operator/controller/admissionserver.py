@@ -74,8 +74,12 @@ def response(request: Review, verdict: AdmissionVerdict) -> dict[str, Any]:
 class AdmissionServer:
     """Serves `handlers` by path; the certificate can be swapped while running (rotation)."""
 
-    def __init__(self, host: str, port: int, handlers: dict[str, Handler], metrics: Metrics) -> None:
+    def __init__(
+        self, host: str, port: int, handlers: dict[str, Handler], metrics: Metrics, drain_seconds: float = 0.0
+    ) -> None:
         self.host, self.port, self.handlers, self.metrics = host, port, handlers, metrics
+        self.drain_seconds = drain_seconds
+        self.draining = False
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
@@ -116,7 +120,10 @@ class AdmissionServer:
         self.metrics.webhook_seconds.labels(
             webhook=request.path.strip("/"), allowed=str(verdict.allowed).lower()
         ).observe(time.perf_counter() - started)
-        return web.json_response(response(inner, verdict))
+        answer = web.json_response(response(inner, verdict))
+        if self.draining:
+            answer.force_close()  # `Connection: close`: the API server opens its next call elsewhere
+        return answer
 
     async def start(self) -> None:
         app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -129,8 +136,18 @@ class AdmissionServer:
         log.info("webhook server listening", host=self.host, port=self.port)
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        """Drain, then close: for `drain_seconds` every answer closes its connection (the client sees `Connection:
+        close` and will not reuse it) while the listener stays open for calls still routed here; then the listener
+        and the connections left idle close. Closing a kept-alive connection at once races the API server's next
+        call on it, which fails and refuses the object (tests/realnode/test_chart_lifecycle.py: a `helm upgrade`
+        under applies refuses none)."""
+        if self._runner is None:
+            return
+        if self.started and self.drain_seconds > 0:
+            self.draining = True
+            log.info("webhook server draining", seconds=self.drain_seconds)
+            await asyncio.sleep(self.drain_seconds)
+        await self._runner.cleanup()
 
 
 # --- certificate Secret and webhook configurations -------------------------------------------------------

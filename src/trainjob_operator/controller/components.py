@@ -105,7 +105,9 @@ class Servers:
     async def make_admission(self, manager: Manager) -> None:
         cfg = manager.cfg.webhook
         webhooks = Webhooks(manager.framework, manager.runtimes, manager.store, manager.client, utcnow)
-        self.admission = AdmissionServer(cfg.host, cfg.port, webhooks.handlers(), manager.metrics)
+        # Only behind a Service do calls outlive the stop (an endpoint leaves it late); a URL is this process's own.
+        drain = cfg.drain_seconds if cfg.service_name else 0.0
+        self.admission = AdmissionServer(cfg.host, cfg.port, webhooks.handlers(), manager.metrics, drain)
 
     async def stop_admission(self) -> None:
         if self.admission is not None:

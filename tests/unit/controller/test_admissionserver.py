@@ -54,3 +54,52 @@ def test_webhook_configurations_point_at_the_local_server_with_the_ca() -> None:
         "path": "/mutate-trainer-kubeflow-org-v1alpha1-trainjob",
         "port": 443,
     }
+
+
+def test_a_stopping_webhook_server_answers_during_its_drain_closing_each_connection_then_stops_listening() -> None:
+    """Behind a Service, calls still arrive while a replica stops (its endpoint leaves late), some on kept-alive
+    connections: during the drain each is answered with `Connection: close`, so the API server never sends on a
+    connection the server closed under it; after the drain nothing listens."""
+    import asyncio
+    import datetime as dt
+    import ssl
+
+    import aiohttp
+
+    from operator_fixtures import free_port
+    from trainjob_operator import certs
+    from trainjob_operator.controller.admissionserver import AdmissionServer
+    from trainjob_operator.metrics import Metrics
+
+    async def allow(_request: dict[str, object]) -> AdmissionVerdict:
+        return AdmissionVerdict()
+
+    bundle = certs.generate(["localhost", "127.0.0.1"], dt.datetime.now(dt.UTC))
+    trust = ssl.create_default_context(cadata=bundle.ca_cert.decode())
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u"}}
+
+    async def run() -> tuple[str, str, bool, bool]:
+        port = free_port()
+        server = AdmissionServer("127.0.0.1", port, {"/v": allow}, Metrics(), drain_seconds=0.5)
+        server.load(bundle)
+        await server.start()
+        url = f"https://localhost:{port}/v"
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
+            async with session.post(url, json=review) as before:
+                kept = before.headers.get("Connection", "keep-alive")
+                assert (await before.json())["response"]["allowed"] is True
+            stopping = asyncio.create_task(server.stop())
+            await asyncio.sleep(0)  # stop() has begun its drain
+            async with session.post(url, json=review) as during:
+                closed = during.headers.get("Connection", "")
+                answered = (await during.json())["response"]["allowed"] is True
+            await stopping
+            try:
+                async with session.post(url, json=review):
+                    listening = True
+            except aiohttp.ClientConnectionError:
+                listening = False
+        return kept, closed, answered, listening
+
+    kept, closed, answered, listening = asyncio.run(run())
+    assert (kept.lower(), closed.lower(), answered, listening) == ("keep-alive", "close", True, False)
