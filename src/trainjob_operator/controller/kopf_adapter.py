@@ -144,7 +144,7 @@ async def run(
     registry, routes = registry_and_routes(manager, streaming_lists)
     with kopf_seams.routed(routes):
         await until_stopped(
-            kopf.operator(
+            _operator(
                 registry=registry,
                 clusterwide=not namespaces,
                 namespaces=namespaces,
@@ -154,6 +154,13 @@ async def run(
             ),
             lambda: manager.fatal,
         )
+
+
+async def _operator(**options: Any) -> None:
+    """`kopf.operator` (spawn its tasks, run them until stopped), except that its stop leaves the tasks it did not
+    create to their owners: the servers' connections keep answering while the operator stops (kopf_seams.py)."""
+    tasks = await kopf.spawn_tasks(**options)
+    await kopf.run_tasks(tasks, ignored=kopf_seams.ForeignTasks())
 
 
 async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | None]) -> None:

@@ -13,6 +13,14 @@ stream fails or how a request is retried. Two private functions are replaced, an
 - `kopf._cogs.clients.errors.APIError._payload` (the Status as the server answered it) is read by
   `retry_after_on_server_errors`, to raise it again as kopf's 429 class.
 
+One public function is called with an argument shaped for it: `kopf.run_tasks(tasks, ignored=ForeignTasks())`.
+kopf's stop treats every task created after its start as its own (its docstring says so): it waits 5 s for them,
+then cancels them. In this process those are also the webhook, status and metrics servers' connection tasks: a
+kept-alive connection's task was cancelled while its socket stayed open, so the API server's next call on it hung
+until the server closed and failed ("EOF", "use of closed network connection": a `helm upgrade` under applies,
+tests/realnode/test_chart_lifecycle.py). `ForeignTasks` counts as ignored every task whose coroutine is not kopf's
+own code; kopf's tasks are stopped as before.
+
 The login handler hands kopf the operator's client as an aiohttp session (`kopf.AiohttpSession`, public), so kopf's
 requests go out as the client's do (`k8s.client.Client.as_session`: aiohttp's public client middlewares; it sets a
 request's `server_hostname`); `missing()` checks that aiohttp has both.
@@ -34,7 +42,8 @@ import contextlib
 import importlib.metadata
 import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+import os
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +209,30 @@ def retry_after_on_server_errors(original: Callable[..., Any]) -> Callable[..., 
     return check_response
 
 
+class ForeignTasks(Collection[asyncio.Task[Any]]):
+    """The tasks `kopf.run_tasks` must leave alone: every task whose coroutine is not defined in kopf's package.
+    Only membership is asked (`task not in ignored`); it holds no tasks itself."""
+
+    def __contains__(self, task: object) -> bool:
+        return not is_kopfs(task)
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def is_kopfs(task: object) -> bool:
+    """The task runs a coroutine written in kopf's package (kopf's root tasks, its workers and their helpers)."""
+    get_coro = getattr(task, "get_coro", None)
+    code = getattr(get_coro() if get_coro else None, "cr_code", None)
+    return code is not None and code.co_filename.startswith(_KOPF_DIR)
+
+
+_KOPF_DIR = os.path.dirname(inspect.getfile(kopf)) + os.sep
+
+
 # --- checked at start-up -----------------------------------------------------------------------------------------
 
 
@@ -251,6 +284,8 @@ def missing() -> list[str]:
         problems.append(f"kopf's error classes changed (expected {', '.join(classes)})")
     elif "_payload" not in vars(errors.APIError("m", status=503, headers={})):
         problems.append("kopf's APIError no longer keeps the answered Status in _payload")
+    if "ignored" not in _params(kopf.run_tasks) or not inspect.iscoroutinefunction(kopf.spawn_tasks):
+        problems.append("kopf.run_tasks(tasks, ignored=...) after kopf.spawn_tasks(...) is gone")
     if not hasattr(kopf, "AiohttpSession"):
         problems.append("kopf.AiohttpSession (a login handler's own aiohttp session) is gone")
     if "middlewares" not in _params(aiohttp.ClientSession):
@@ -294,6 +329,7 @@ def installed() -> bool:
 
 __all__ = [
     "CHECKED_AGAINST",
+    "ForeignTasks",
     "Route",
     "Routes",
     "SeamsMissing",

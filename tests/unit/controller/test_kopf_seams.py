@@ -484,6 +484,59 @@ def test_kopfs_requests_honour_tls_server_name_count_in_the_metrics_and_take_the
     }
 
 
+def test_kopfs_stop_leaves_the_tasks_it_did_not_create_running_and_stops_its_own() -> None:
+    """The whole kopf adapter, stopped: a task started after kopf (as a webhook connection's is) is neither waited
+    for nor cancelled by kopf's stop (kopf.operator would wait 5 s, then cancel it: its socket stays open and the API
+    server's next call on it hangs); kopf's own tasks are all done once the adapter returns."""
+
+    async def scenario() -> dict[str, Any]:
+        async with FakeApiServer([TRAINJOBS, RUNTIMES, CLUSTER_RUNTIMES, JOBSETS]) as fake:
+            cfg = OperatorConfig()
+            cfg.status_server.enabled = False
+            async with Client(plain_connection(fake.url), qps=0, burst=0) as client:
+                manager = main.Manager(cfg, client, Metrics())
+                run = asyncio.create_task(
+                    kopf_adapter.run(
+                        manager, streaming_lists=False, namespaces=[], ready=manager.kopf_ready, stop=manager.stop
+                    )
+                )
+                await until(manager.caches_synced, "the caches to count as synced")
+                connection = asyncio.create_task(asyncio.Event().wait())  # a server's connection, started later
+                kopfs = {t for t in asyncio.all_tasks() if kopf_seams.is_kopfs(t)}
+                manager.stop.set()
+                fake.end_streams()
+                await asyncio.wait_for(run, DEADLINE)
+                left = {
+                    "connection cancelled": connection.cancelled(),
+                    "connection done": connection.done(),
+                    "kopf's tasks seen": len(kopfs) > 0,
+                    "kopf's tasks left running": sorted(t.get_name() for t in kopfs if not t.done()),
+                }
+                connection.cancel()
+                return left
+
+    assert asyncio.run(scenario()) == {
+        "connection cancelled": False,
+        "connection done": False,
+        "kopf's tasks seen": True,
+        "kopf's tasks left running": [],
+    }
+
+
+def test_foreign_tasks_hold_every_task_but_kopfs() -> None:
+    """`kopf.run_tasks(ignored=ForeignTasks())` asks membership only: ours and aiohttp's are in, kopf's are not."""
+
+    async def scenario() -> dict[str, bool]:
+        from kopf._cogs.aiokits import aiotasks
+
+        ours = asyncio.create_task(asyncio.sleep(0))
+        kopfs = asyncio.create_task(aiotasks.wait([ours]))
+        await asyncio.gather(ours, kopfs)
+        return {"ours ignored": ours in kopf_seams.ForeignTasks(), "kopf's ignored": kopfs in kopf_seams.ForeignTasks()}
+
+    assert asyncio.run(scenario()) == {"ours ignored": True, "kopf's ignored": False}
+
+
 def test_a_429_kopf_gets_pauses_the_resource_for_the_clients_own_requests_too() -> None:
     """One pace per resource, whoever sends: the client's limiter holds for the Retry-After kopf was answered."""
 
