@@ -9,6 +9,8 @@ manager is reached through `Watched`, so nothing here imports it.
 
 import asyncio
 import functools
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -156,11 +158,28 @@ async def run(
         )
 
 
-async def _operator(**options: Any) -> None:
+async def _operator(*, stop_flag: asyncio.Event, **options: Any) -> None:
     """`kopf.operator` (spawn its tasks, run them until stopped), except that its stop leaves the tasks it did not
     create to their owners: the servers' connections keep answering while the operator stops (kopf_seams.py)."""
-    tasks = await kopf.spawn_tasks(**options)
+    tasks = await kopf.spawn_tasks(stop_flag=stop_flag, **options)
+    stop_on_signals(stop_flag)
     await kopf.run_tasks(tasks, ignored=kopf_seams.ForeignTasks())
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGTERM and SIGINT set the operator's stop flag, replacing the handlers `kopf.spawn_tasks` just installed.
+    kopf then stops by its stop flag, whose waiter task ends; stopped by a signal, kopf left that waiter pending and
+    waited 5 s for it before anything else could stop (the webhook server's drain among them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # kopf ignores signals there too; whoever runs the loop stops it
+
+    def received(sig: signal.Signals) -> None:
+        log.info("stopping", signal=sig.name)
+        stop.set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, received, sig)
 
 
 async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | None]) -> None:

@@ -6,7 +6,9 @@ Retry-After would be retried after kopf's own backoff, a failed stream would end
 import asyncio
 import json
 import logging
+import os
 import re
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -521,6 +523,39 @@ def test_kopfs_stop_leaves_the_tasks_it_did_not_create_running_and_stops_its_own
         "kopf's tasks seen": True,
         "kopf's tasks left running": [],
     }
+
+
+def test_sigterm_sets_the_operators_stop_flag_so_kopf_stops_by_it() -> None:
+    """A pod's SIGTERM, sent to this process while the whole adapter runs: the operator's stop flag is set (so the
+    runnables stop after kopf), kopf's tasks all end (its stop-flag waiter too: a signal left it pending for kopf's 5 s
+    wait for hung tasks), and a task kopf did not create is left running."""
+
+    async def scenario() -> dict[str, Any]:
+        async with FakeApiServer([TRAINJOBS, RUNTIMES, CLUSTER_RUNTIMES, JOBSETS]) as fake:
+            cfg = OperatorConfig()
+            cfg.status_server.enabled = False
+            async with Client(plain_connection(fake.url), qps=0, burst=0) as client:
+                manager = main.Manager(cfg, client, Metrics())
+                run = asyncio.create_task(
+                    kopf_adapter.run(
+                        manager, streaming_lists=False, namespaces=[], ready=manager.kopf_ready, stop=manager.stop
+                    )
+                )
+                await until(manager.caches_synced, "the caches to count as synced")
+                connection = asyncio.create_task(asyncio.Event().wait())
+                os.kill(os.getpid(), signal.SIGTERM)
+                await until(manager.stop.is_set, "the stop flag set by the signal")
+                kopfs = {t for t in asyncio.all_tasks() if kopf_seams.is_kopfs(t)}
+                fake.end_streams()
+                await asyncio.wait_for(run, DEADLINE)
+                left = {
+                    "connection cancelled": connection.cancelled(),
+                    "kopf's tasks left running": sorted(t.get_name() for t in kopfs if not t.done()),
+                }
+                connection.cancel()
+                return left
+
+    assert asyncio.run(scenario()) == {"connection cancelled": False, "kopf's tasks left running": []}
 
 
 def test_foreign_tasks_hold_every_task_but_kopfs() -> None:
