@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime as dt
 import json
 import os
@@ -47,7 +48,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -501,19 +502,53 @@ def up(
     On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
     is torn down before the error propagates.
     """
-    try:
-        return _up(
-            kueue=kueue,
-            trainer_crds=trainer_crds,
-            nodes=nodes,
-            gpus_per_node=gpus_per_node,
-            build=build,
-            real_nodes=real_nodes,
-            topology=topology,
-            k8s_version=k8s_version,
-            feature_gates=feature_gates,
-            runtime_config=runtime_config,
+    with _torn_down_on_failure():
+        t0 = time.monotonic()
+        bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
+        _check_tools(bin_dir, kueue=kueue)
+        version = (k8s_version or "").lstrip("v") or k8s_version_wanted()
+        k8s_dir = (build_k8s(version) if build else k8s_bin_dir(version)) if version else bin_dir
+        missing = [b for b in KUBE_BINARIES if not (k8s_dir / b).exists()]
+        if missing:
+            raise ClusterError(
+                f"Kubernetes {version} not built in {k8s_dir} ({missing}); run `make tools K8S_VERSION={version}`"
+            )
+        info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
+        info.real_nodes = real_nodes
+        info.topology = topology
+        info.k8s_version = version or ""
+        info.k8s_bin_dir = str(k8s_dir) if k8s_dir != bin_dir else ""
+        info.feature_gates = (
+            os.environ.get(K8S_FEATURE_GATES_ENV, "").strip() if feature_gates is None else feature_gates
         )
+        info.runtime_config = (
+            os.environ.get(K8S_RUNTIME_CONFIG_ENV, "").strip() if runtime_config is None else runtime_config
+        )
+        _save_state(info)
+        _create_control_plane(info)
+        _add_fake_nodes(info)
+        cert_dir = state_dir() / "certs"
+        ca_b64 = _make_certs(cert_dir)
+        _install_crds(info)
+        _start_jobset(info, cert_dir, ca_b64)
+        if kueue:
+            _start_kueue(info, cert_dir, ca_b64)
+        _wait_ready(info)
+        if real_nodes:
+            from harness import realnodes
+
+            realnodes.up(info, real_nodes, build=build)
+            _save_state(info)
+        _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={info.kubeconfig}")
+        return info
+
+
+@contextlib.contextmanager
+def _torn_down_on_failure() -> Iterator[None]:
+    """Whatever stops the start-up: the components' logs kept in ``.cluster/logs/``, the partial cluster torn down,
+    the error raised on."""
+    try:
+        yield
     except BaseException:
         _save_component_logs()
         down(quiet=True)
@@ -527,59 +562,6 @@ def _save_component_logs() -> None:
         dst.mkdir(parents=True, exist_ok=True)
         for f in src.glob("*.log"):
             shutil.copyfile(f, dst / f"failed-{f.name}")
-
-
-def _up(
-    *,
-    kueue: bool = False,
-    trainer_crds: bool = False,
-    nodes: int = DEFAULT_NODES,
-    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
-    build: bool = True,
-    real_nodes: int = 0,
-    topology: bool = False,
-    k8s_version: str | None = None,
-    feature_gates: str | None = None,
-    runtime_config: str | None = None,
-) -> ClusterInfo:
-    """The start-up, stage by stage; each stage leaves what the next one needs in `info` (saved to the state file
-    as soon as there is something `down` must undo)."""
-    t0 = time.monotonic()
-    bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()
-    _check_tools(bin_dir, kueue=kueue)
-    version = (k8s_version or "").lstrip("v") or k8s_version_wanted()
-    k8s_dir = (build_k8s(version) if build else k8s_bin_dir(version)) if version else bin_dir
-    missing = [b for b in KUBE_BINARIES if not (k8s_dir / b).exists()]
-    if missing:
-        raise ClusterError(
-            f"Kubernetes {version} not built in {k8s_dir} ({missing}); run `make tools K8S_VERSION={version}`"
-        )
-    info = _fresh_state(bin_dir, kueue=kueue, trainer_crds=trainer_crds, nodes=nodes, gpus_per_node=gpus_per_node)
-    info.real_nodes = real_nodes
-    info.topology = topology
-    info.k8s_version = version or ""
-    info.k8s_bin_dir = str(k8s_dir) if k8s_dir != bin_dir else ""
-    info.feature_gates = os.environ.get(K8S_FEATURE_GATES_ENV, "").strip() if feature_gates is None else feature_gates
-    info.runtime_config = (
-        os.environ.get(K8S_RUNTIME_CONFIG_ENV, "").strip() if runtime_config is None else runtime_config
-    )
-    _save_state(info)
-    _create_control_plane(info)
-    _add_fake_nodes(info)
-    cert_dir = state_dir() / "certs"
-    ca_b64 = _make_certs(cert_dir)
-    _install_crds(info)
-    _start_jobset(info, cert_dir, ca_b64)
-    if kueue:
-        _start_kueue(info, cert_dir, ca_b64)
-    _wait_ready(info)
-    if real_nodes:
-        from harness import realnodes
-
-        realnodes.up(info, real_nodes, build=build)
-        _save_state(info)
-    _log(f"cluster ready in {time.monotonic() - t0:.1f}s; KUBECONFIG={info.kubeconfig}")
-    return info
 
 
 #: The binaries every cluster needs (Kueue's only with `kueue=True`).
