@@ -16,7 +16,7 @@ from typing import Any
 from ..api import constants as c
 from ..api.trainjob import Goodput, TrainerStatus, TrainJob
 from .conditions import rfc3339
-from .lifecycle import parse_time
+from .lifecycle import time_or_none
 
 QUEUED, STARTING, TRAINING, RESTARTING, STALLED, FINISHED = (
     "Queued",
@@ -42,15 +42,6 @@ IDLE = frozenset({STARTING, RESTARTING, STALLED})
 NOT_ACCELERATORS = frozenset({"cpu", "memory", "ephemeral-storage", "pods", "storage"})
 
 
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
-
-
 def phase_of(state: str | None, before: Goodput | None) -> str | None:
     """The phase a `status.state` means; None: the state says nothing of it (Error, unknown), the phase stays."""
     trained = before is not None and (
@@ -70,7 +61,7 @@ def phase_of(state: str | None, before: Goodput | None) -> str | None:
 def initial(job: TrainJob, now: datetime) -> Goodput:
     """The accounting of a TrainJob that has none yet: from its creation, in the phase its recorded state means (a
     new TrainJob: Starting, or Queued when created suspended)."""
-    created = _time(job.metadata.creation_timestamp)
+    created = time_or_none(job.metadata.creation_timestamp)
     since = min(created, now) if created is not None else now
     return Goodput.model_validate({"phase": initial_phase(job), "since": rfc3339(since)})
 
@@ -130,12 +121,15 @@ def account(
     g = before if before is not None else initial(job, now)
     update: dict[str, Any] = {}
     if g.first_progress_seconds is None and trainer_status is not None:
-        reported, created = _time(trainer_status.last_updated_time), _time(job.metadata.creation_timestamp)
+        reported, created = (
+            time_or_none(trainer_status.last_updated_time),
+            time_or_none(job.metadata.creation_timestamp),
+        )
         if reported is not None and created is not None:
             update["first_progress_seconds"] = max(int((reported - created).total_seconds()), 0)
     phase = phase_of(state, g)
     if phase is not None and phase != g.phase and g.phase != FINISHED:
-        since = _time(g.since) or now
+        since = time_or_none(g.since) or now
         end = max(min(at or now, now), since)
         seconds = int((end - since).total_seconds())
         update[FIELDS[g.phase]] = getattr(g, FIELDS[g.phase]) + seconds
@@ -169,7 +163,7 @@ def live(g: Goodput, now: datetime) -> Live:
     seconds = {p: getattr(g, FIELDS[p]) for p in PHASES}
     idle = g.idle_accelerator_seconds
     if g.phase in seconds:
-        since = _time(g.since)
+        since = time_or_none(g.since)
         running = max(int((now - since).total_seconds()), 0) if since is not None else 0
         seconds[g.phase] += running
         if g.phase in IDLE and g.accelerators:

@@ -22,6 +22,16 @@ def parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+def time_or_none(text: str | None) -> datetime | None:
+    """`parse_time` of a time a status may hold; None when it is missing or not a time (never raises)."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
 # --- run policy -------------------------------------------------------------------------------------------------
 
 

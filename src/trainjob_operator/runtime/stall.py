@@ -17,7 +17,7 @@ from ..api import constants as c
 from ..api.runtime import StallPolicy
 from ..api.trainjob import Goodput, TrainerStatus
 from .goodput import STALLED, TRAINING
-from .lifecycle import MIN_REQUEUE_SECONDS, parse_time
+from .lifecycle import MIN_REQUEUE_SECONDS, time_or_none
 
 NO_REPORT = "none"
 """`goodput.stalledReport` of a stall detected before any report of the attempt."""
@@ -40,15 +40,6 @@ class StallVerdict:
     """The report the stall was detected after (`lastUpdatedTime`, or `none`)."""
     requeue_after: float | None = None
     """When to look again: the moment the limit passes if no report comes."""
-
-
-def _time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
 
 
 def enabled(policy: StallPolicy | None) -> bool:
@@ -84,8 +75,8 @@ def check(
         return StallVerdict()
     assert policy is not None
     last_text = report.last_updated_time if report is not None else None
-    last = _time(last_text)
-    since = _time(goodput.since) or now
+    last = time_or_none(last_text)
+    since = time_or_none(goodput.since) or now
     if goodput.phase == STALLED:
         if (last_text or NO_REPORT) == goodput.stalled_report:
             return StallVerdict(
