@@ -48,19 +48,20 @@ _PREFETCH: dict[str, threading.Thread] = {}
 
 @pytest.fixture(autouse=True)
 def images_ahead(request: pytest.FixtureRequest) -> None:
-    """From the first test whose module names images (`IMAGES`) on, the images of the modules still to run, in their
-    order, are imported into the real nodes in the background (`realnodes.prefetch_images`): a module then finds its
-    image there instead of waiting for its import. Not before: the chart tests, first, roll the operator's pods under
-    a stream of webhook calls, and an import beside them (torch's unpacking on both nodes) made one call fail."""
-    if "thread" in _PREFETCH or not getattr(request.module, "IMAGES", ()):
+    """From the session's first test on, the images its modules name (`IMAGES`), in their run order, are imported into
+    the real nodes in the background (`realnodes.prefetch_images`): a module then finds its image there instead of
+    waiting for its import. Beside the chart tests, first: they roll the operator's pods under a stream of webhook
+    calls, and a torch import beside them is the load under which kopf's stop once cut the webhook's connections
+    (kopf_seams.ForeignTasks)."""
+    if "thread" in _PREFETCH:
         return
-    items = request.session.items
     names: list[str] = []
-    for item in items[items.index(request.node) :]:
+    for item in request.session.items:
         for name in getattr(getattr(item, "module", None), "IMAGES", ()):
             if name not in names:
                 names.append(name)
-    _PREFETCH["thread"] = realnodes.prefetch_images(request.getfixturevalue("cluster"), names)
+    if names:
+        _PREFETCH["thread"] = realnodes.prefetch_images(request.getfixturevalue("cluster"), names)
 
 
 @pytest.fixture(scope="session", autouse=True)
