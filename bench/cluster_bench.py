@@ -554,7 +554,7 @@ def steady_only(
     finally:
         process.stop()
         if drop:
-            say(f"steady-only: deleting {contender.name}'s namespace")
+            say(f"steady-only: deleting the namespace of {contender.name}")
             drop_namespace(info, ns, n)
 
 
