@@ -176,3 +176,24 @@ def test_steady_state_medians_skip_what_is_no_number(cluster_bench: ModuleType) 
         for r in (3.0, 1.0, 2.0)
     ]
     assert cluster_bench.steady_medians(runs) == {"resync_s": 2.0, "idle_rss_mib": 72.0}
+
+
+def test_steady_waits_grow_with_the_trainjobs_present(cluster_bench: ModuleType) -> None:
+    """At 50,000 upstream's unmeasured burst took 1,086 s: a fixed 900 s wait would have left a fifth of its JobSets
+    to the first measured restart. Small sizes keep the old 900 s."""
+    assert cluster_bench.steady_burst_timeout(5000) == 900.0
+    assert cluster_bench.steady_burst_timeout(50000) >= 2 * 1086
+    assert cluster_bench.steady_resync_timeout(50000) > cluster_bench.steady_resync_timeout(20000) >= 900.0
+
+
+def test_a_steady_report_with_ours_alone_is_written(cluster_bench: ModuleType) -> None:
+    """The steady-only report is written after each contender: before upstream's column exists, ours' is a table."""
+    steady = {"resync_s": 22.7, "idle_cpu_s_per_min": 0.02, "idle_rss_mib": 174.7, "peak_rss_mib": 190.5}
+    report: dict[str, Any] = {
+        "stamp": "s",
+        "machine": "m",
+        "burst": [{"n": 50000, "settings": "defaults", "ours": {"steady": steady, "burst_s": 625.0}}],
+    }
+    text = cluster_bench.markdown(report)
+    assert "## Steady state with 50000 TrainJobs present" in text
+    assert "| resync after restart (s) | 22.7 | - |" in text
