@@ -559,11 +559,10 @@ def up(info: plumbing.ClusterInfo, count: int, *, build: bool = True) -> None:
 
     # One kube-proxy: both nodes share this network namespace, so one set of iptables rules serves both.
     kp_cfg = base / "kube-proxy.json"
+    kp_healthz, kp_metrics = plumbing.free_ports(2)
     kp_cfg.write_text(
         json.dumps(
-            kube_proxy_config(
-                nodes, kubeconfig=admin_kc, healthz_port=plumbing.free_port(), metrics_port=plumbing.free_port()
-            ),
+            kube_proxy_config(nodes, kubeconfig=admin_kc, healthz_port=kp_healthz, metrics_port=kp_metrics),
             indent=2,
         )
         + "\n"

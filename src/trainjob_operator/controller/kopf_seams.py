@@ -209,6 +209,10 @@ def retry_after_on_server_errors(original: Callable[..., Any]) -> Callable[..., 
     return check_response
 
 
+_KOPF_DIR = os.path.dirname(inspect.getfile(kopf)) + os.sep
+"""Where kopf's own code lives: a task whose coroutine is defined below it is kopf's."""
+
+
 class ForeignTasks(Collection[asyncio.Task[Any]]):
     """The tasks `kopf.run_tasks` must leave alone: every task whose coroutine is not defined in kopf's package.
     Only membership is asked (`task not in ignored`); it holds no tasks itself."""
@@ -228,9 +232,6 @@ def is_kopfs(task: object) -> bool:
     get_coro = getattr(task, "get_coro", None)
     code = getattr(get_coro() if get_coro else None, "cr_code", None)
     return code is not None and code.co_filename.startswith(_KOPF_DIR)
-
-
-_KOPF_DIR = os.path.dirname(inspect.getfile(kopf)) + os.sep
 
 
 # --- checked at start-up -----------------------------------------------------------------------------------------

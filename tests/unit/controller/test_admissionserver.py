@@ -1,11 +1,24 @@
 """Admission (`controller/admissionserver.py`): the response shapes and the webhook configurations pointing at the local
 server with the CA."""
 
+import asyncio
 import base64
+import datetime as dt
 import json
+import ssl
 
+import aiohttp
+
+from operator_fixtures import free_port
+from trainjob_operator import certs
 from trainjob_operator import config as config_module
-from trainjob_operator.controller.admissionserver import AdmissionVerdict, response, webhook_configurations
+from trainjob_operator.controller.admissionserver import (
+    AdmissionServer,
+    AdmissionVerdict,
+    response,
+    webhook_configurations,
+)
+from trainjob_operator.metrics import Metrics
 
 
 def test_admission_response_shapes() -> None:
@@ -60,16 +73,6 @@ def test_a_stopping_webhook_server_answers_during_its_drain_closing_each_connect
     """Behind a Service, calls still arrive while a replica stops (its endpoint leaves late), some on kept-alive
     connections: during the drain each is answered with `Connection: close`, so the API server never sends on a
     connection the server closed under it; after the drain nothing listens."""
-    import asyncio
-    import datetime as dt
-    import ssl
-
-    import aiohttp
-
-    from operator_fixtures import free_port
-    from trainjob_operator import certs
-    from trainjob_operator.controller.admissionserver import AdmissionServer
-    from trainjob_operator.metrics import Metrics
 
     async def allow(_request: dict[str, object]) -> AdmissionVerdict:
         return AdmissionVerdict()
