@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -21,15 +20,10 @@ import pytest
 import yaml
 
 from cluster_fixtures import wait_for
+from harness.plumbing import free_port as free_port
 
 REPO = Path(__file__).resolve().parents[1]
 OPERATOR_NAMESPACE = "trainjob-operator-system"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import threading
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from harness.plumbing import free_port
 from trainjob_operator.api import constants as c
 from trainjob_operator.k8s import connection as k8s_config
 from trainjob_operator.k8s.client import ApiError, Client
@@ -492,7 +492,7 @@ class Balancer:
 
     def __init__(self, backends: list[int]) -> None:
         self.backends = backends
-        self.port = _free_port()
+        self.port = free_port()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.AbstractServer | None = None
@@ -530,12 +530,6 @@ class Balancer:
             self._server.close()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def process_cpu_seconds(pid: int) -> float:
