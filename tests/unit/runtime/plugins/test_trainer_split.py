@@ -6,9 +6,11 @@ import copy
 import shlex
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from builders import (
     FixedKeys,
@@ -22,6 +24,7 @@ from builders import (
     rjob,
 )
 from trainjob_operator.api import constants as c
+from trainjob_operator.cli import main
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.observed import Observed, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
@@ -263,3 +266,15 @@ def test_the_rank_line_is_a_shell_word_list_the_kubelet_runs_unchanged() -> None
     """The wrapped command is an argv: the training command's words follow `sh` one by one, never joined."""
     command = node_of(jobset_of(render(cut_job(command=["a b", "$c"], args=["'d'"]), TORCH)))["command"]
     assert command[3:] == ["sh", "a b", "$c", "'d'"] and shlex.split(shlex.join(command)) == command
+
+
+def test_the_offline_validate_refuses_as_the_webhook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`trainjob-operator validate` runs the same checks: exit 1, the annotation named, the value escaped."""
+    tj, rt = tmp_path / "tj.yaml", tmp_path / "rt.yaml"
+    tj.write_text(yaml.safe_dump(cut_job("4\x1b]0;x\x07", command=TRAIN).raw()))
+    rt.write_text(yaml.safe_dump(TORCH.raw()))
+    assert main(["validate", "-f", str(tj), "-r", str(rt)]) == 1
+    err = capsys.readouterr().err
+    assert f'{PATH}: Invalid value: "4\\u001b]0;x\\u0007": {NOT_A_NUMBER}' in err and "\x1b" not in err
+    tj.write_text(yaml.safe_dump(cut_job(command=TRAIN).raw()))
+    assert main(["validate", "-f", str(tj), "-r", str(rt)]) == 0
