@@ -46,6 +46,12 @@ UNSUPPORTED = MappingProxyType(
     }
 )
 """Trainer owners (`RuntimeInfo.trainer_owner`) whose pods learn their place some other way than a rank variable."""
+KUEUE_WARNING = (
+    f"{c.MAX_NODES_PER_JOB_ANNOTATION}: Kueue computes this TrainJob's JobSet as upstream builds it, with its trainer "
+    "as one Job: it admits the same pod count, but its topology-aware placement does not follow the ranks, and "
+    "with waitForPodsReady it never counts the trainer ready (docs/usage.md)"
+)
+"""Admission's warning for a cut TrainJob queued in Kueue."""
 
 
 def requested(job: TrainJob) -> str | None:
@@ -179,7 +185,9 @@ class TrainerSplit(CustomValidation, EnforcePodSpec):
             errors.append(forbidden(PATH, "cannot be added, changed or removed after the TrainJob is created"))
         if raw is not None:
             errors += request_errors(info, new, raw)
-        return Validation(tuple(errors))
+        queued = c.KUEUE_QUEUE_NAME_LABEL in (new.metadata.labels or {})
+        warnings = (KUEUE_WARNING,) if raw is not None and queued and old is None and not errors else ()
+        return Validation(tuple(errors), warnings)
 
     def enforce_pod_spec(self, info: RuntimeInfo, job: TrainJob, observed: Observed) -> None:
         raw = requested(job)

@@ -28,7 +28,7 @@ from trainjob_operator.cli import main
 from trainjob_operator.runtime.errors import BuildError
 from trainjob_operator.runtime.observed import Observed, SSHKeyPair
 from trainjob_operator.runtime.pipeline import Framework
-from trainjob_operator.runtime.plugins.trainer_split import PATH
+from trainjob_operator.runtime.plugins.trainer_split import KUEUE_WARNING, PATH
 
 FRAMEWORK = Framework.from_registry()
 KEYS = FixedKeys(SSHKeyPair(private_pem=b"P", public_openssh=b"ecdsa AAAA\n"))
@@ -278,3 +278,11 @@ def test_the_offline_validate_refuses_as_the_webhook(tmp_path: Path, capsys: pyt
     assert f'{PATH}: Invalid value: "4\\u001b]0;x\\u0007": {NOT_A_NUMBER}' in err and "\x1b" not in err
     tj.write_text(yaml.safe_dump(cut_job(command=TRAIN).raw()))
     assert main(["validate", "-f", str(tj), "-r", str(rt)]) == 0
+
+
+def test_a_cut_queued_in_kueue_is_admitted_with_a_warning_saying_what_kueue_does_not_see() -> None:
+    job = cut_job(command=TRAIN).set("metadata.labels", {c.KUEUE_QUEUE_NAME_LABEL: "q"})
+    result = FRAMEWORK.validate(None, job.obj(), TORCH.source())
+    assert result.errors == () and result.warnings == (KUEUE_WARNING,)
+    assert "waitForPodsReady" in KUEUE_WARNING
+    assert FRAMEWORK.validate(job.obj(), job.obj(), TORCH.source()).warnings == (), "said once, at creation"
