@@ -104,3 +104,43 @@ def test_a_trainjob_of_8_nodes_at_most_4_per_job_runs_2_jobs_whose_pods_have_ran
     assert done["status"] == "True"
     status = kube.get("trainjob", NAME, namespace)["status"]
     assert status.get("state") != "Failed", status
+
+
+def test_a_cut_trainer_resized_while_suspended_gets_more_jobs_of_the_same_size(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    """8 nodes at most 4 per Job are 2 Jobs of 4; resized to 12 while suspended they are 3 Jobs of 4: the Jobs'
+    number changes, not their size, and JobSet keeps replicatedJobs immutable, so the JobSet is made anew."""
+    kube.apply(yaml.safe_load((RUNTIMES / "torch-distributed.yaml").read_text()))
+    kube.apply(
+        {
+            "apiVersion": c.API_VERSION,
+            "kind": "TrainJob",
+            "metadata": {"name": "grown", "annotations": {c.MAX_NODES_PER_JOB_ANNOTATION: str(PER_JOB)}},
+            "spec": {
+                "runtimeRef": {"name": "torch-distributed"},
+                "suspend": True,
+                "trainer": {"numNodes": NODES, "command": ["python", "train.py"]},
+            },
+        },
+        namespace=namespace,
+    )
+    old = eventually(lambda: kube.get("jobset", "grown", namespace), "the suspended JobSet")
+    kube.patch("trainjob", "grown", namespace, {"spec": {"trainer": {"numNodes": 12}}})
+    jobset = eventually(
+        lambda: (j := kube.get("jobset", "grown", namespace)) and j["metadata"]["uid"] != old["metadata"]["uid"] and j,
+        "the JobSet made anew with 3 Jobs",
+        timeout=60,
+    )
+    node = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == c.NODE)
+    assert (node["replicas"], node["template"]["spec"]["parallelism"]) == (3, PER_JOB)
+    env = {e["name"]: e.get("value") for e in node["template"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["PET_NNODES"] == "12"
+    kube.patch("trainjob", "grown", namespace, {"spec": {"suspend": False}})
+    eventually(
+        lambda: (
+            len([p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith("grown-node-")]) == 12
+        ),
+        "12 trainer pods",
+        timeout=90,
+    )
