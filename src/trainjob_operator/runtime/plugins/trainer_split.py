@@ -155,7 +155,7 @@ def _from_completion_index(env: EnvVar) -> bool:
     return isinstance(field, dict) and field.get("fieldPath") == c.JOB_COMPLETION_INDEX_FIELD
 
 
-def cut(info: RuntimeInfo, job: TrainJob, pod_set: PodSet, split: Split) -> None:
+def cut(info: RuntimeInfo, pod_set: PodSet, split: Split) -> None:
     """`pod_set` as `split.jobs` Jobs (the JobSet plugin sets replicas and sizes from `PodSet.jobs`); outside MPI,
     the `node` container's command wrapped so its rank variables hold the rank."""
     pod_set.jobs = split.jobs
@@ -201,4 +201,4 @@ class TrainerSplit(CustomValidation, EnforcePodSpec):
         assert pod_set is not None and bound is not None  # request_errors refused both
         split = split_for(pod_set.count, bound)
         if split.cut:
-            cut(info, job, pod_set, split)
+            cut(info, pod_set, split)
