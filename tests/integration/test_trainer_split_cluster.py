@@ -144,3 +144,39 @@ def test_a_cut_trainer_resized_while_suspended_gets_more_jobs_of_the_same_size(
         "12 trainer pods",
         timeout=90,
     )
+
+
+def test_the_webhook_refuses_a_bad_bound_and_a_change_naming_the_annotation(
+    kube: Kube, operator: OperatorProcess, namespace: str
+) -> None:
+    kube.apply(yaml.safe_load((RUNTIMES / "torch-distributed.yaml").read_text()))
+
+    def trainjob(name: str, bound: str) -> dict[str, Any]:
+        return {
+            "apiVersion": c.API_VERSION,
+            "kind": "TrainJob",
+            "metadata": {"name": name, "annotations": {c.MAX_NODES_PER_JOB_ANNOTATION: bound}},
+            "spec": {
+                "runtimeRef": {"name": "torch-distributed"},
+                "suspend": True,
+                "trainer": {"numNodes": NODES, "command": ["python", "train.py"]},
+            },
+        }
+
+    refused = kube.create(trainjob("bad", "4\x1b[2J"), namespace, check=False)
+    assert refused.returncode != 0 and "\x1b" not in refused.stderr
+    assert 'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request' in refused.stderr
+    assert f"metadata.annotations[{c.MAX_NODES_PER_JOB_ANNOTATION}]: Invalid value" in refused.stderr
+    assert "must be a positive integer" in refused.stderr
+    kube.create(trainjob("fixed", "4"), namespace)
+    changed = kube.run(
+        "annotate",
+        "trainjob",
+        "fixed",
+        "-n",
+        namespace,
+        f"{c.MAX_NODES_PER_JOB_ANNOTATION}=2",
+        "--overwrite",
+        check=False,
+    )
+    assert "cannot be added, changed or removed after the TrainJob is created" in changed.stderr, changed.stderr
