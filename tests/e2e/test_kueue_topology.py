@@ -181,3 +181,59 @@ def test_mpi_launcher_and_nodes_are_placed_by_rank(kube: Kube, namespace: str, t
         namespace=namespace,
     )
     assert_placed_as_kueue_decided(kube, namespace, "tas-mpi", {"launcher": 1, "node": 2})
+
+
+def test_a_cut_torch_trainer_is_admitted_for_every_pod_and_placed_in_kueues_domains(
+    kube: Kube, namespace: str, tas_queue: str
+) -> None:
+    """numNodes 4 at most 2 per Job (issue 37): Kueue computes the TrainJob's JobSet from upstream's code (one Job
+    of 4), so it admits one PodSet of 4 pods and assigns 4 hosts; the JobSet runs 2 Jobs of 2, and every pod lands on
+    a host of that assignment, each host as many times as Kueue counted it (Kueue's ungater cannot read ranks of 2
+    Jobs it took for one, so which rank lands where is its greedy choice: docs/usage.md)."""
+    cut = trainjob(
+        "tas-cut",
+        "torch-distributed",
+        labels={QUEUE_LABEL: tas_queue},
+        trainer={
+            "numNodes": 4,
+            "command": ["python", "train.py"],
+            "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}},
+        },
+        runtimePatches=[topology_patch({"node": (REQUIRED, BLOCK)}, "60s")],
+    )
+    cut["metadata"]["annotations"] = {"trainer.kubeflow.org/max-nodes-per-job": "2"}
+    kube.apply(cut, namespace=namespace)
+    running = eventually(
+        lambda: (
+            ps
+            if len(ps := [p for p in pods(kube, namespace, "tas-cut") if p["status"].get("phase") == "Running"]) == 4
+            else None
+        ),
+        "all 4 pods of tas-cut running",
+        timeout=120,
+    )
+    job = get(kube, "trainjob", "tas-cut", namespace)
+    workload = next(
+        w
+        for w in kube.items("workloads", namespace)
+        if w["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    )
+    (pod_set,) = [p for p in workload["spec"]["podSets"] if p["name"] == "node"]
+    assert pod_set["count"] == 4, pod_set
+    # What Kueue took the trainer for: one Job, so the pods of Job 1 carry a job index it cannot rank.
+    assert pod_set["topologyRequest"]["subGroupCount"] == 1, pod_set["topologyRequest"]
+    (assignment,) = [a for a in workload["status"]["admission"]["podSetAssignments"] if a["name"] == "node"]
+    assert assignment["count"] == 4
+    jobset = get(kube, "jobset", "tas-cut", namespace)
+    node = next(r for r in jobset["spec"]["replicatedJobs"] if r["name"] == "node")
+    assert (node["replicas"], node["template"]["spec"]["parallelism"]) == (2, 2)
+    assert sorted((p["metadata"]["labels"][JOB_INDEX], p["metadata"]["labels"][COMPLETION_INDEX]) for p in running) == [
+        ("0", "0"),
+        ("0", "1"),
+        ("1", "0"),
+        ("1", "1"),
+    ]
+    assert sorted(p["spec"]["nodeName"] for p in running) == sorted(hosts_by_rank(assignment["topologyAssignment"]))
+    for pod in running:
+        assert not pod["spec"].get("schedulingGates"), f"{pod['metadata']['name']} still gated"
+        assert pod["spec"]["nodeSelector"][HOST] == pod["spec"]["nodeName"]

@@ -40,6 +40,12 @@ COSCHEDULING_POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 VOLCANO_QUEUE_NAME_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 JOB_COMPLETION_INDEX_FIELD: Final = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+JOBSET_JOB_INDEX_KEY: Final = "jobset.sigs.k8s.io/job-index"
+"""The label and annotation JobSet puts on each Job of a replicated job and its pods: the Job's index (0..replicas-1)."""
+JOBSET_JOB_INDEX_FIELD: Final = f"metadata.annotations['{JOBSET_JOB_INDEX_KEY}']"
+MAX_NODES_PER_JOB_ANNOTATION: Final = "trainer.kubeflow.org/max-nodes-per-job"
+"""On a TrainJob, beyond upstream (issue 37, opt-in): the most trainer pods one Job runs; a larger trainer is cut into
+Jobs of at most this many (runtime/plugins/trainer_split.py, docs/usage.md)."""
 
 # Ancestor step values and the container each one must carry.
 DATASET_INITIALIZER: Final = "dataset-initializer"

@@ -62,6 +62,9 @@ class PodSet:
     ancestor: str | None
     count: int
     job: ReplicatedJob
+    jobs: int = 1
+    """The Jobs its pods are cut into (issue 37, `plugins/trainer_split.py`): `count` stays every pod of them all, and
+    the JobSet gets `replicas: jobs` of `count // jobs` pods each."""
 
     @property
     def pod_spec(self) -> PodSpec:

@@ -262,13 +262,19 @@ def size_view(replicated_jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _sizes(jobset: dict[str, Any]) -> dict[str, Any]:
-    """Per replicated job: what a resize changes (parallelism, completions, container resources)."""
+    """Per replicated job: what a resize changes (its Jobs, as JobSet defaults them: a trainer cut into bounded Jobs
+    changes their number; parallelism, completions, container resources)."""
     sizes = {}
     for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or []:
         job_spec = ((rjob.get("template") or {}).get("spec")) or {}
         pod = ((job_spec.get("template") or {}).get("spec")) or {}
         containers = {ct.get("name"): ct.get("resources") or {} for ct in pod.get("containers") or []}
-        sizes[rjob.get("name")] = (job_spec.get("parallelism"), job_spec.get("completions"), containers)
+        sizes[rjob.get("name")] = (
+            rjob.get("replicas", 1),
+            job_spec.get("parallelism"),
+            job_spec.get("completions"),
+            containers,
+        )
     return sizes
 
 

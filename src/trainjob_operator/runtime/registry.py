@@ -12,7 +12,9 @@ Upstream iterates a Go map (random order); we fix the order so output is determi
    TrainJobWorkloadAwareScheduling gate): they run after every ML policy (they count the pods the frameworks
    settled) and their PodGroups (and Workload) are written before the JobSet.
 4. TrainJobStatus (the status server's endpoint on the trainer pods).
-5. JobSet, last: its JobSet is written after every object its pods consume, and it is the status plugin.
+5. TrainerSplit (opt-in, issue 37): after every plugin that set the trainer's env from the completion index or
+   counted its pods, it cuts the trainer into bounded Jobs and wraps its command to give the same variables the rank.
+6. JobSet, last: its JobSet is written after every object its pods consume, and it is the status plugin.
 
 A new plugin goes in this list, where its position says it runs (a framework among the frameworks).
 """
@@ -30,6 +32,7 @@ from .plugins.mpi import MPI
 from .plugins.plainml import PlainML
 from .plugins.tensorflow import TensorFlow
 from .plugins.torch import Torch
+from .plugins.trainer_split import TrainerSplit
 from .plugins.trainjobstatus import TrainJobStatusBuilder
 from .plugins.volcano import Volcano
 from .plugins.workload import WorkloadScheduling
@@ -49,6 +52,7 @@ ORDER: Final[tuple[type[Plugin], ...]] = (
     Volcano,
     WorkloadScheduling,
     TrainJobStatusBuilder,
+    TrainerSplit,
     JobSetPlugin,
 )
 

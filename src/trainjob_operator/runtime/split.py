@@ -1,4 +1,5 @@
-"""A huge trainer cut into bounded Jobs (issue 37, T#2318): the pure rank mapping. Nothing builds with it yet.
+"""A huge trainer cut into bounded Jobs (issue 37, T#2318): the pure rank mapping (`plugins/trainer_split.py` builds
+with it, opt-in).
 
 Today the trainer is one replicated job `node` with one Indexed Job of parallelism N, and a pod's rank is its
 completion index. Cut, the same replicated job gets `replicas: K` Jobs of `parallelism` and `completions` B = N/K
@@ -78,12 +79,14 @@ def split_for(nodes: int, bound: int = BOUND) -> Split:
 
 
 def rank_exports(split: Split, names: Sequence[str]) -> str:
-    """The shell line that sets each of `names` (PET_NODE_RANK, JAX_PROCESS_ID, ...) to the pod's rank."""
+    """The shell line that sets each of `names` (PET_NODE_RANK, JAX_PROCESS_ID, ...) to the pod's rank, once each;
+    `JOB_COMPLETION_INDEX` among them is set last (the others are computed from it)."""
     for name in names:
         if not name.isidentifier() or not name.isascii():
             raise ValueError(f"not a shell variable name: {name!r}")
     value = f"$(( ${{{JOB_INDEX_ENV}}} * {split.per_job} + ${{{COMPLETION_INDEX_ENV}}} ))"
-    return "; ".join(f"export {name}={value}" for name in names)
+    ordered = sorted(dict.fromkeys(names), key=lambda name: name == COMPLETION_INDEX_ENV)
+    return "; ".join(f"export {name}={value}" for name in ordered)
 
 
 def rank_command(split: Split, names: Sequence[str], command: Sequence[str], args: Sequence[str]) -> list[str]:

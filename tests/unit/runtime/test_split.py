@@ -84,6 +84,22 @@ def test_the_rank_line_names_only_shell_variables() -> None:
         rank_exports(Split(2, 500), ["PET_NODE_RANK; rm -rf /"])
 
 
+def test_job_completion_index_is_set_last_and_each_name_once() -> None:
+    """The rank is computed from JOB_COMPLETION_INDEX: the line sets it to the rank only after every other name."""
+    line = rank_exports(Split(2, 4), ["JOB_COMPLETION_INDEX", "PET_NODE_RANK", "PET_NODE_RANK"])
+    value = "$(( ${TRAINJOB_JOB_INDEX} * 4 + ${JOB_COMPLETION_INDEX} ))"
+    assert line == f"export PET_NODE_RANK={value}; export JOB_COMPLETION_INDEX={value}"
+    out = subprocess.run(
+        ["/bin/sh", "-c", f'{line}; echo "$PET_NODE_RANK $JOB_COMPLETION_INDEX"'],
+        env={"TRAINJOB_JOB_INDEX": "1", "JOB_COMPLETION_INDEX": "3", "PATH": "/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout
+    assert out == "7 7\n"
+
+
 @pytest.mark.parametrize(("job_index", "completion_index"), [(0, 0), (0, 499), (1, 0), (9, 499)])
 def test_the_training_command_sees_its_rank_and_its_arguments_unchanged(job_index: int, completion_index: int) -> None:
     """The wrapped command run by a real POSIX shell, as the container would: the variables hold the rank, and the

@@ -21,12 +21,16 @@ def first_pod_address(job: TrainJob) -> str:
 
 def pod_hosts(info: RuntimeInfo, job: TrainJob, pod_set: PodSet) -> list[str]:
     """The stable DNS name of every pod of `pod_set`, in (job index, completion index) order: JobSet names pod
-    `<jobset>-<replicated job>-<job index>-<pod index>` under the `<subdomain>` headless Service (default: its name)."""
+    `<jobset>-<replicated job>-<job index>-<pod index>` under the `<subdomain>` headless Service (default: its name).
+    A cut pod set (`PodSet.jobs`) lists its Jobs' pods in rank order."""
     subdomain = info.subdomain or job.name
+    replicas, per_job = (
+        (pod_set.jobs, pod_set.count // pod_set.jobs) if pod_set.jobs > 1 else (pod_set.replicas, pod_set.count)
+    )
     return [
         f"{job.name}-{pod_set.name}-{replica}-{pod}.{subdomain}"
-        for replica in range(pod_set.replicas)
-        for pod in range(pod_set.count)
+        for replica in range(replicas)
+        for pod in range(per_job)
     ]
 
 

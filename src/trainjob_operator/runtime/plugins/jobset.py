@@ -157,6 +157,9 @@ def build_jobset(info: RuntimeInfo, job: TrainJob, restarts_before: int = 0) -> 
             node = pod_set.container(c.NODE)
             if node is not None:
                 upsert_env(node, trainer.env)
+        if pod_set.jobs > 1:  # cut into bounded Jobs (issue 37): `count` is the pods of them all
+            rjob.replicas = pod_set.jobs
+            rjob.template.spec.parallelism = rjob.template.spec.completions = pod_set.count // pod_set.jobs
         if info.scheduler.pod_labels or info.scheduler.pod_annotations:
             template = rjob.template.spec.template
             meta = template.metadata if template.metadata is not None else ObjectMeta()
