@@ -333,8 +333,10 @@ class FakeClient:
                     value = _step(value, part)
                 if value != test.get("value"):
                     raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request")
-        if content_type == JSON_PATCH and isinstance(body, Sequence) and (
-            through_list(existing, body) or parents_exist(existing, body)
+        if (
+            content_type == JSON_PATCH
+            and isinstance(body, Sequence)
+            and (through_list(existing, body) or parents_exist(existing, body))
         ):
             result = applied_json_patch(existing, body)  # an add replaces the whole value, as the API server's does
         else:
