@@ -68,12 +68,19 @@ class Settings:
     """The contender pinned to one core (taskset) beside a busy neighbour on that core."""
     streaming_lists: str | None = None
     """Ours only: the `client.streaming_lists` setting ("off": paged LISTs, the way before streaming lists)."""
+    status_server: bool = True
+    """Ours only: the progress status server (on by default, docs/compatibility.md D8). Off, ours runs with
+    upstream's feature defaults: its TrainJobStatus gate is off, so upstream makes no `<tj>-tls-config` ConfigMap and
+    injects no status env or token volume."""
 
 
 DEFAULTS = Settings("defaults")
 EQUAL = Settings("equal (qps 100, burst 200, 5 workers)", qps=100, burst=200, concurrency=5)
 PINNED = Settings("defaults, one core shared with a busy neighbour", pinned=True)
 PAGED = Settings("defaults, streaming lists off (paged LISTs)", streaming_lists="off")
+GATES = Settings(
+    "upstream's feature defaults (ours: status server off, as upstream's TrainJobStatus gate)", status_server=False
+)
 CEILING_CONCURRENCY = (16, 64, 256)
 
 
@@ -156,7 +163,7 @@ def start_operator(
         "log_level": "WARNING",
         "health": {"port": port},
         # on (the default) but on a port of its own: another operator on the machine may hold the default 10443
-        "status_server": {"port": free_port()},
+        "status_server": {"port": free_port()} if settings.status_server else {"enabled": False},
         "webhook": {"enabled": False},
         "leader_election": {"enabled": False},
     }
@@ -880,7 +887,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SETTINGS = {"defaults": DEFAULTS, "equal": EQUAL, "pinned": PINNED}
+SETTINGS = {"defaults": DEFAULTS, "equal": EQUAL, "pinned": PINNED, "gates": GATES}
 
 
 def load_average() -> str:
@@ -1221,7 +1228,8 @@ def main() -> int:
     parser.add_argument(
         "--settings",
         default="defaults,equal,pinned",
-        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy neighbour)",
+        help="comma-separated: defaults, equal (upstream's settings for both), pinned (one core, busy neighbour), "
+        "gates (upstream's feature defaults: ours with its status server off)",
     )
     parser.add_argument(
         "--ceiling-concurrency",

@@ -82,6 +82,19 @@ def through_list(obj: Any, operations: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
+def parents_exist(obj: Any, operations: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every operation's parent path is in `obj` (`/status/goodput` of an object with a status)."""
+    for operation in operations:
+        if operation["op"] == "test":
+            continue
+        value = obj
+        for part in operation["path"].lstrip("/").split("/")[:-1]:
+            value = _step(value, part)
+            if value is None:
+                return False
+    return True
+
+
 def applied_json_patch(obj: Any, operations: Sequence[Mapping[str, Any]]) -> Any:
     """`operations` (replace/add of existing parents) applied to a copy of `obj`, list indexes included."""
     out = copy.deepcopy(obj)
@@ -320,8 +333,12 @@ class FakeClient:
                     value = _step(value, part)
                 if value != test.get("value"):
                     raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request")
-        if content_type == JSON_PATCH and isinstance(body, Sequence) and through_list(existing, body):
-            result = applied_json_patch(existing, body)
+        if (
+            content_type == JSON_PATCH
+            and isinstance(body, Sequence)
+            and (through_list(existing, body) or parents_exist(existing, body))
+        ):
+            result = applied_json_patch(existing, body)  # an add replaces the whole value, as the API server's does
         else:
             result = merged(existing, change)
         result["metadata"]["resourceVersion"] = self._next(existing)

@@ -435,13 +435,20 @@ def watch_progress(
         # Pending its terminating pods would say, so the state is seen for more than the one pass that deleted it.
         if result.state in (c.STATE_RUNNING, c.STATE_PENDING, c.STATE_RESTARTING):
             result.state, result.reason, result.message = c.STATE_STALLED, was.reason, was.message
+    elif g.phase == goodput.STALLED and g.restart_of and jobset_uid and jobset_uid != g.restart_of:
+        # The restart's new JobSet, and the status still says the stall: the writes that end it (Stalled until the
+        # old JobSet is gone, then Restarting) were lost to an operator down from the delete to the rebuild. The
+        # stall ended with its JobSet; this attempt is judged from now on, as any new attempt is.
+        pass
     else:
         verdict = stall.check(policy.stall_policy, result.trainer_status, g, now, result.state == c.STATE_RUNNING)
     if verdict.stalled and not verdict.new:
         result.state, result.reason, result.message = c.STATE_STALLED, was.reason, was.message
     elif verdict.new:
         action = stall.action_of(policy.stall_policy)
-        g = g.model_copy(update={"stalls": (g.stalls or 0) + 1, "stalled_report": verdict.report})
+        # restartOf names the JobSet of this stall's restart, or none: one of an earlier stall's must not say this
+        # stall was restarted (the branch above would end it at once).
+        g = g.model_copy(update={"stalls": (g.stalls or 0) + 1, "stalled_report": verdict.report, "restart_of": None})
         message = verdict.message or ""
         if action == "Restart":
             left = stall.restarts_left(jobset)

@@ -62,7 +62,9 @@ def jobset(max_restarts: int | None = 2, restarts: int = 0, uid: str = "jobset-u
     }
 
 
-def training_job(action: str, reported: float | None = 100, **status: Any) -> TrainJobBuilder:
+def training_job(
+    action: str, reported: float | None = 100, goodput_restart_of: str | None = None, **status: Any
+) -> TrainJobBuilder:
     """Running since T0 (as the goodput says), its last report at T0+`reported`, a 60 s limit."""
     body: dict[str, Any] = {
         "startTime": rfc3339(at(-30)),
@@ -74,6 +76,7 @@ def training_job(action: str, reported: float | None = 100, **status: Any) -> Tr
             "startingSeconds": 30,
             "accelerators": 8,
             "firstProgressSeconds": 130,
+            **({"restartOf": goodput_restart_of} if goodput_restart_of else {}),
         },
         **status,
     }
@@ -225,6 +228,39 @@ def test_restart_records_the_restart_then_deletes_the_jobset_once_across_operato
     after = status(client)
     assert after["trainerStatus"]["lastUpdatedTime"] == rfc3339(at(100))
     assert (after["restarts"], after["goodput"]["phase"]) == (1, "Restarting")
+
+
+def test_an_operator_down_from_the_delete_to_the_rebuild_finds_the_new_attempt_training_not_stalled() -> None:
+    """The writes that end a restart's stall (Stalled until the old JobSet is gone, then Restarting) were lost: the
+    status still says the stall of the JobSet it restarted while a new JobSet runs. The stall ended with its JobSet,
+    so the new attempt trains from now on, and is neither deleted nor counted stalled again."""
+    client = api(training_job("Restart"), jobset(max_restarts=2))
+    Operator(client, 175).reconcile(175)
+    assert status(client)["goodput"]["restartOf"] == "jobset-uid"
+    client.put(jobset(max_restarts=2, uid="jobset-2"))  # the rebuild, its status write lost
+    op = Operator(client, 300)
+    op.reconciler.store.pods = PodCache()
+    op.reconciler.store.pods.put(PodBuilder.make(jobset_uid="jobset-2").running().raw())
+    op.reconcile(300)
+    got = status(client)
+    assert (got["state"], got["goodput"]["phase"], got["goodput"]["since"]) == ("Running", "Training", rfc3339(at(300)))
+    assert (got["goodput"]["stalls"], got["goodput"]["stalledSeconds"]) == (1, 140)
+    assert jobset_deletes(client) == [("delete", c.JOBSET_KIND, "test-job", "Foreground", "jobset-uid")]
+    assert len(events(client)) == 1
+    assert op.sample("trainjob_operator_stalls_total", action="Restart") is None
+
+
+def test_a_stall_not_restarted_keeps_no_restart_of_an_earlier_stall_and_stays_stalled() -> None:
+    """restartOf names the JobSet of this stall's restart or nothing: one left by an earlier stall (whose JobSet is
+    long gone) must not make a stall that is only reported look restarted, which would end it at the next pass."""
+    client = api(training_job("Report", goodput_restart_of="older-jobset"), jobset())
+    Operator(client, 175).reconcile(175)
+    got = status(client)
+    assert (got["state"], got["goodput"]["phase"], got["goodput"]["stalls"]) == ("Stalled", "Stalled", 1)
+    assert "restartOf" not in got["goodput"]
+    Operator(client, 240).reconcile(240)
+    assert (status(client)["state"], status(client)["goodput"]["phase"]) == ("Stalled", "Stalled")
+    assert len(events(client)) == 1
 
 
 @pytest.mark.parametrize(
