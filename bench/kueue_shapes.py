@@ -161,6 +161,42 @@ def shaped_trainjob(namespace: str, name: str, cls: WorkloadClass, runtime: str)
     }
 
 
+def shaped_workload(namespace: str, name: str, cls: WorkloadClass) -> dict[str, Any]:
+    """One of Kueue's workloads as Kueue's own runner makes it (no job, no operator): a Workload of one pod asking
+    the class's CPU, on the namespace's LocalQueue, at the class's priority."""
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": str(cls.cpu)}}}],
+    }
+    return {
+        "apiVersion": KUEUE_GROUP,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace, "labels": {RUN_LABEL: "direct"}},
+        "spec": {
+            "queueName": namespace,
+            "priority": cls.priority,
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": pod}}],
+        },
+    }
+
+
+def finished_status(name: str, namespace: str, stamp: str) -> dict[str, Any]:
+    """The server-side apply of the Finished condition on a Workload's status, as Kueue's runner sets it."""
+    condition = {
+        "type": "Finished",
+        "status": "True",
+        "reason": "ByTest",
+        "message": "By test runner",
+        "lastTransitionTime": stamp,
+    }
+    return {
+        "apiVersion": KUEUE_GROUP,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "status": {"conditions": [condition]},
+    }
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
@@ -254,7 +290,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from kubeclient import connect, watch
 
     from trainjob_operator.api import constants as c
-    from trainjob_operator.k8s.client import Resource, RESTMapper
+    from trainjob_operator.k8s.client import APPLY, Resource, RESTMapper
 
     classes = scaled(args.scale)
     n = total(classes)
@@ -303,11 +339,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if obj["metadata"].get("namespace", "").startswith(prefix):
                 seen(obj, at)
 
+    async def finish_later(key: str) -> None:  # Kueue alone: its runner's part, Finished the runtime after admission
+        await asyncio.sleep(runtime_of.get(key, 0.0))
+        ns, name = key.split("/", 1)
+        path = f"/apis/{KUEUE_GROUP}/namespaces/{ns}/workloads/{name}/status"
+        params = {"fieldManager": "kueue-shapes", "force": "true"}
+        await client.request("PATCH", path, body=finished_status(name, ns, stamp), content_type=APPLY, params=params)
+
     def on_workload(obj: dict[str, Any], at: float) -> None:
         owners = obj["metadata"].get("ownerReferences") or []
         owner = next((o["name"] for o in owners if o.get("kind") == "TrainJob"), obj["metadata"]["name"])
+        key = f"{obj['metadata']['namespace']}/{owner}"
         if _condition(obj, "Admitted"):
-            admitted.setdefault(f"{obj['metadata']['namespace']}/{owner}", at)
+            admitted.setdefault(key, at)
+            if args.direct and key not in pending:
+                pending[key] = asyncio.create_task(finish_later(key))
+        if args.direct and _condition(obj, "Finished"):
+            finished.setdefault(key, at)
         if _condition(obj, "Evicted"):
             evicted.add(f"{obj['metadata']['namespace']}/{owner}")
 
@@ -353,7 +401,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(cls.interval_ms / 1000)
             name = f"{cls.name}-{i}"
             runtime_of[f"{ns}/{name}"] = cls.runtime_ms / 1000
-            await client.create(shaped_trainjob(ns, name, cls, args.runtime))
+            if args.direct:
+                await client.request(
+                    "POST", f"/apis/{KUEUE_GROUP}/namespaces/{ns}/workloads", body=shaped_workload(ns, name, cls)
+                )
+            else:
+                await client.create(shaped_trainjob(ns, name, cls, args.runtime))
             created[f"{ns}/{name}"] = time.monotonic()
 
     async def queue(cohort: str, name: str) -> None:
@@ -409,6 +462,9 @@ ROWS = (
     ("operator_cpu_s", "operator CPU (s)"),
     ("kueue_cpu_s", "Kueue's CPU (s)"),
 )
+ALONE = "Kueue alone"
+"""The column of Workloads made directly, as Kueue's own runner makes them: no TrainJob, no JobSet, no operator; the
+same scenario's pace of Kueue on this machine, the fair gate beside Kueue's own machine's."""
 KUEUE_CLASS_GATES_S = {"small": 260.0, "medium": 90.0, "large": 23.0}
 """Kueue's `wlClassesMaxAvgTimeToAdmissionMs` at its full 15,000 (its machine), in seconds."""
 
@@ -444,42 +500,37 @@ def section(
     info = cluster.up(kueue=True)
     prepare(info)
     results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
+    results[ALONE] = []
     for r in range(runs):
-        for contender in contenders:
-            run_id = f"ks{r}{contender.name[:2]}{os.getpid() % 1000}"
-            process = contender.start(info, settings, logs)
+        for contender in [*contenders, None]:  # None: Kueue alone, Workloads as its runner makes them
+            name = contender.name if contender is not None else ALONE
+            run_id = f"ks{r}{name[:2]}{os.getpid() % 1000}"
+            process = contender.start(info, settings, logs) if contender is not None else None
             kueue_before = kueue_cpu_seconds(os.environ.get("TRAINJOB_CLUSTER_DIR", ""))
+            command = [sys.executable, str(BENCH / "kueue_shapes.py"), "--kubeconfig", str(info.kubeconfig)]
+            command += [
+                "--scale",
+                str(scale),
+                "--run",
+                run_id,
+                "--timeout",
+                str(max(600.0, 10 * scaled_gate_s(classes))),
+            ]
+            command += ["--operator-pid", str(process.proc.pid)] if process is not None else ["--direct"]
             try:
                 load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-                out = subprocess.run(
-                    [
-                        sys.executable,
-                        str(BENCH / "kueue_shapes.py"),
-                        "--kubeconfig",
-                        str(info.kubeconfig),
-                        "--scale",
-                        str(scale),
-                        "--run",
-                        run_id,
-                        "--operator-pid",
-                        str(process.proc.pid),
-                        "--timeout",
-                        str(max(600.0, 10 * scaled_gate_s(classes))),
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
+                out = subprocess.run(command, capture_output=True, text=True, check=True)
                 result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
                 result["load_before"] = load
                 result["kueue_cpu_s"] = kueue_cpu_seconds(os.environ.get("TRAINJOB_CLUSTER_DIR", "")) - kueue_before
                 result["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
             finally:
-                process.stop()
+                if process is not None:
+                    process.stop()
                 info.kubectl("delete", "namespace", "-l", f"{RUN_LABEL}={run_id}", "--wait=false", check=False)
                 info.kubectl("delete", "clusterqueue", "-l", f"{RUN_LABEL}={run_id}", "--wait=false", check=False)
-            results[contender.name].append(result)
-            print(f"bench: Kueue shapes S={scale} {contender.name} run {r + 1}: {_line(result)}", flush=True)
+            results[name].append(result)
+            print(f"bench: Kueue shapes S={scale} {name} run {r + 1}: {_line(result)}", flush=True)
             wait_gone(info, run_id)
     return {
         "scale": scale,
@@ -564,6 +615,7 @@ def main() -> int:
     parser.add_argument("--run", required=True, help="this run's prefix for its queues and namespaces")
     parser.add_argument("--runtime", default="torch-distributed")
     parser.add_argument("--operator-pid", type=int)
+    parser.add_argument("--direct", action="store_true", help="Kueue alone: Workloads, as Kueue's own runner makes")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds after the creators end")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args))))
