@@ -334,7 +334,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         completed.add(key)
         await client.merge_patch(c.JOBSET_API_VERSION, c.JOBSET_KIND, name, ns, done_status, subresource="status")
 
-    async def follow(api_version: str, kind: str, ready: asyncio.Event, seen: Callable[[dict[str, Any], float], None]):
+    async def follow(
+        api_version: str, kind: str, ready: asyncio.Event, seen: Callable[[dict[str, Any], float], None]
+    ) -> None:
         async for _, obj, at in watch(client, api_version, kind, "", ready, mapper):
             if obj["metadata"].get("namespace", "").startswith(prefix):
                 seen(obj, at)
@@ -381,18 +383,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if task is not None:
                 task.cancel()
 
-    ready = [asyncio.Event() for _ in range(3)]
-    watchers = [
-        asyncio.create_task(follow(KUEUE_GROUP, "Workload", ready[0], on_workload)),
-        asyncio.create_task(follow(c.API_VERSION, c.TRAINJOB_KIND, ready[1], on_trainjob)),
-        asyncio.create_task(follow(c.JOBSET_API_VERSION, c.JOBSET_KIND, ready[2], on_jobset)),
-    ]
+    kinds = [(KUEUE_GROUP, "Workload", on_workload)]
+    if not args.direct:  # Kueue alone has neither TrainJobs nor JobSets (nor, on a bare cluster, their CRDs)
+        kinds += [(c.API_VERSION, c.TRAINJOB_KIND, on_trainjob), (c.JOBSET_API_VERSION, c.JOBSET_KIND, on_jobset)]
+    ready = [asyncio.Event() for _ in kinds]
+    watchers = [asyncio.create_task(follow(a, k, e, seen)) for (a, k, seen), e in zip(kinds, ready, strict=True)]
     flavor = {"apiVersion": KUEUE_GROUP, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}, "spec": {}}
     await _create(client, f"/apis/{KUEUE_GROUP}/resourceflavors", flavor)
     for cls in classes:
         await _create(client, f"/apis/{KUEUE_GROUP}/workloadpriorityclasses", priority_class(cls))
-    for event in ready:
-        await event.wait()
+    for event, watcher in zip(ready, watchers, strict=True):
+        await asyncio.wait([asyncio.ensure_future(event.wait()), watcher], return_when=asyncio.FIRST_COMPLETED)
+        if watcher.done():  # its LIST failed (a kind not served): say which, rather than wait for ever
+            watcher.result()
     cpu_before = _cpu_seconds(args.operator_pid)
     start = time.monotonic()
 
@@ -504,7 +507,7 @@ def section(
     for r in range(runs):
         for contender in [*contenders, None]:  # None: Kueue alone, Workloads as its runner makes them
             name = contender.name if contender is not None else ALONE
-            run_id = f"ks{r}{name[:2]}{os.getpid() % 1000}"
+            run_id = f"ks{r}{''.join(ch for ch in name.lower() if ch.isalpha())[:2]}{os.getpid() % 1000}"
             process = contender.start(info, settings, logs) if contender is not None else None
             kueue_before = kueue_cpu_seconds(os.environ.get("TRAINJOB_CLUSTER_DIR", ""))
             command = [sys.executable, str(BENCH / "kueue_shapes.py"), "--kubeconfig", str(info.kubeconfig)]
@@ -519,7 +522,9 @@ def section(
             command += ["--operator-pid", str(process.proc.pid)] if process is not None else ["--direct"]
             try:
                 load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-                out = subprocess.run(command, capture_output=True, text=True, check=True)
+                out = subprocess.run(command, capture_output=True, text=True, check=False)
+                if out.returncode != 0:
+                    raise SystemExit(f"bench: Kueue shapes, {name}: the run failed:\n{out.stderr[-3000:]}")
                 result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
                 result["load_before"] = load
                 result["kueue_cpu_s"] = kueue_cpu_seconds(os.environ.get("TRAINJOB_CLUSTER_DIR", "")) - kueue_before
