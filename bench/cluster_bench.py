@@ -40,6 +40,8 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(BENCH))
 
+import kueue_shapes  # noqa: E402
+
 from harness import cluster  # noqa: E402
 
 TORCH_RUNTIME = json.loads((BENCH / "runtime.json").read_text())
@@ -923,7 +925,7 @@ def write(report: dict[str, Any], out: Path, stamp: str, smoke: bool) -> str:
     out.mkdir(parents=True, exist_ok=True)
     base = out / f"cluster-{'smoke-' if smoke else ''}{stamp}"
     base.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(report)
+    text = markdown(report) + kueue_shapes.markdown(report.get("kueue_shapes"))
     base.with_suffix(".md").write_text(text)
     return text
 
@@ -1247,6 +1249,10 @@ def main() -> int:
     )
     parser.add_argument("--kueue-only", action="store_true", help="run only the Kueue admission section")
     parser.add_argument(
+        "--kueue-shapes", action="store_true", help="run only Kueue's baseline shapes (kueue_shapes.py)"
+    )
+    parser.add_argument("--kueue-scale", type=float, default=0.02, help="Kueue's shapes: fraction of its 15,000")
+    parser.add_argument(
         "--huge-nodes",
         default="",
         help="huge TrainJobs section: numNodes of one TrainJob, comma-separated (issue 37 asks 1000,5000,10000; "
@@ -1293,6 +1299,12 @@ def main() -> int:
         }
     huge_sizes = [] if args.smoke else [int(s) for s in args.huge_nodes.split(",") if s.strip()]
     try:
+        if args.kueue_shapes:  # issue 37 item 3, on a control plane with Kueue of its own: bench/kueue_shapes.py
+            report["kueue_shapes"] = kueue_shapes.section(
+                cluster, prepare, contenders, args.kueue_scale, runs, logs, DEFAULTS
+            )
+            print(write(report, args.out, stamp, args.smoke))
+            return 0
         if huge_sizes:
             splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
 
