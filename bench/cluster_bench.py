@@ -1241,6 +1241,8 @@ def huge_cost_tables(scenario: dict[str, Any], columns: Sequence[str]) -> list[s
 
 RUNNING_QUIET_S = 2.0
 """A pod burst's work is over once the operator's CPU has not moved for this long after the last poke was seen."""
+UNWATCHED_PODS = frozenset({"upstream"})
+"""Contenders that watch no pods (upstream v2.3.0): a pod burst's CPU and RSS are reported for them, not its events."""
 RUNNING_SETTLE_S = 5.0
 """Before the restarts: the first process's reconciles unchanged this long (the pods' states followed)."""
 
@@ -1266,10 +1268,13 @@ def spread(values: Sequence[float | None]) -> str:
     return f"{_fmt(median)} ({_fmt(min(present))}-{_fmt(max(present))})"
 
 
-def pod_burst(info: cluster.ClusterInfo, ns: str, process: Process, value: str, pods: int) -> dict[str, Any]:
+def pod_burst(
+    info: cluster.ClusterInfo, ns: str, process: Process, value: str, pods: int, watches_pods: bool = True
+) -> dict[str, Any]:
     """One annotation patch on each of the namespace's `pods` pods (one pod watch event each, nothing the operator
     keeps of a pod: no TrainJob queued), while the process's CPU is sampled; what it took the process to handle them
-    (its last CPU tick after the first patch), and what the burst cost it and the API server."""
+    (its last CPU tick after the first patch; not for a process that does not `watches_pods`, whose ticks are not the
+    events'), and what the burst cost it and the API server."""
     samples: list[tuple[float, float]] = []
 
     def sample() -> None:
@@ -1285,7 +1290,7 @@ def pod_burst(info: cluster.ClusterInfo, ns: str, process: Process, value: str, 
         sample()
         time.sleep(0.1)
     costs = costs_since(info, before)
-    end = work_end(samples, first)
+    end = work_end(samples, first) if watches_pods else None
     handled = end - first if end is not None else None
     cpu = samples[-1][1] - samples[0][1]
     return {
@@ -1351,7 +1356,7 @@ def running_contender(
             say(f"running: {contender.name} restart {r + 1} of {runs}; {load_average()}")
 
             def burst(proc: Process, value: str = f"{contender.name}-{r}") -> dict[str, Any]:
-                return pod_burst(info, ns, proc, value, pods["pods"])
+                return pod_burst(info, ns, proc, value, pods["pods"], contender.name not in UNWATCHED_PODS)
 
             out["runs"].append(steady_state(info, contender, DEFAULTS, n, logs, then=burst))
             say(
@@ -1406,6 +1411,10 @@ RUNNING_ROWS = (
 )
 
 
+POD_WATCH_ROWS = frozenset({"burst_handled_s", "burst_events_per_s", "burst_lag_s"})
+"""What a process's CPU ticks say of its pod events: blank for a contender that watches no pods."""
+
+
 def running_markdown(section: dict[str, Any]) -> list[str]:
     columns = [name for name in ("ours", BASELINE, "upstream") if name in section]
     lines = [
@@ -1420,8 +1429,12 @@ def running_markdown(section: dict[str, Any]) -> list[str]:
         "|---" * (2 * len(columns)) + "|",
     ]
     for key, label in RUNNING_ROWS:
-        values = {name: [r.get(key) for r in section[name]["runs"]] for name in columns}
-        medians = {name: median_of(section[name]["runs"], key) for name in columns}
+        handled = key in POD_WATCH_ROWS
+        values = {
+            name: [None if handled and name in UNWATCHED_PODS else r.get(key) for r in section[name]["runs"]]
+            for name in columns
+        }
+        medians = {name: median_of([{key: v} for v in values[name]], key) for name in columns}
         ratios = [_ratio(medians[columns[0]], medians[name]) for name in columns[1:]]
         lines.append(
             f"| {label} | " + " | ".join(spread(values[name]) for name in columns) + " | " + " | ".join(ratios) + " |"
@@ -1527,6 +1540,7 @@ def main() -> int:
 
             def keep(partial: dict[str, Any]) -> None:  # written after each contender: an interrupted run keeps ours
                 report["running"] = partial
+                report["load_after"] = load_average()
                 write(report, args.out, stamp, args.smoke)
 
             report["running"] = running_section(contenders, args.running, runs, logs, keep)

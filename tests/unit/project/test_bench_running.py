@@ -88,6 +88,11 @@ def test_the_report_shows_each_contenders_median_with_its_range_and_ours_against
         in text
     )
     assert "| pod events handled per second (pods / the line above) | 450.0 (400.0-500.0) | - | - |" in text
+    section["upstream"]["runs"][0]["burst_events_per_s"] = 700.0  # a run before upstream's were left out
+    text = "\n".join(cluster_bench.running_markdown(section))
+    assert "| pod events handled per second (pods / the line above) | 450.0 (400.0-500.0) | - | - |" in text, (
+        "upstream watches no pods: its CPU ticks are not its pod events"
+    )
     assert "| upstream | 3 | 1.0 1.0 1.0 | 2.0 |" in text
 
 
