@@ -1425,7 +1425,7 @@ def running_markdown(section: dict[str, Any]) -> list[str]:
         "Each restart is followed, in the same process, by one annotation patch on every pod (one pod event each). "
         f"Load average before/after: {section['load_before']} / {section.get('load_after', '-')}",
         "",
-        "| metric | " + " | ".join(columns) + " | " + " | ".join(f"ours/{c}" for c in columns[1:]) + " |",
+        "| " + " | ".join(["metric", *columns, *(f"ours/{c}" for c in columns[1:])]) + " |",
         "|---" * (2 * len(columns)) + "|",
     ]
     for key, label in RUNNING_ROWS:
@@ -1436,9 +1436,7 @@ def running_markdown(section: dict[str, Any]) -> list[str]:
         }
         medians = {name: median_of([{key: v} for v in values[name]], key) for name in columns}
         ratios = [_ratio(medians[columns[0]], medians[name]) for name in columns[1:]]
-        lines.append(
-            f"| {label} | " + " | ".join(spread(values[name]) for name in columns) + " | " + " | ".join(ratios) + " |"
-        )
+        lines.append("| " + " | ".join([label, *(spread(values[name]) for name in columns), *ratios]) + " |")
     lines += ["", "| contender | run | load at the restart's end | load at the burst's end |", "|---|---|---|---|"]
     for name in columns:
         for i, r in enumerate(section[name]["runs"], 1):

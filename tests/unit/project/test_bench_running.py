@@ -122,3 +122,9 @@ def test_an_inert_jobsets_pods_carry_the_labels_jobset_and_the_job_controller_wo
     assert pods[1]["spec"]["restartPolicy"] == "Never"
     assert pods[1]["spec"]["hostname"] == "tj-1-node-0-1"
     assert "restartPolicy" not in pod_template["spec"], "the JobSet's template is not changed"
+
+
+def test_a_run_of_ours_alone_has_no_ratio_column(cluster_bench: ModuleType) -> None:
+    section = {"n": 10, "nodes": 2, "load_before": "0.5", "ours": {"runs": [run(10.0, 400.0)]}}
+    text = "\n".join(cluster_bench.running_markdown(section))
+    assert "| metric | ours |\n|---|---|\n| restart: process start → every TrainJob reconciled (s) | 10.0 |" in text
