@@ -73,13 +73,14 @@ def run(resync: float, burst: float | None) -> dict[str, Any]:
 def test_the_report_shows_each_contenders_median_with_its_range_and_ours_against_upstreams(
     cluster_bench: ModuleType,
 ) -> None:
-    section = {
+    upstream: list[dict[str, Any]] = [run(20.0, None), run(22.0, None), run(24.0, None)]
+    section: dict[str, Any] = {
         "n": 5000,
         "nodes": 52,
         "load_before": "0.5",
         "load_after": "3.0",
         "ours": {"runs": [run(10.0, 400.0), run(12.0, 500.0), run(11.0, 450.0)]},
-        "upstream": {"runs": [run(20.0, None), run(22.0, None), run(24.0, None)]},
+        "upstream": {"runs": upstream},
     }
     text = "\n".join(cluster_bench.running_markdown(section))
     assert "| metric | ours | upstream | ours/upstream |" in text
@@ -88,7 +89,7 @@ def test_the_report_shows_each_contenders_median_with_its_range_and_ours_against
         in text
     )
     assert "| pod events handled per second (pods / the line above) | 450.0 (400.0-500.0) | - | - |" in text
-    section["upstream"]["runs"][0]["burst_events_per_s"] = 700.0  # a run before upstream's were left out
+    upstream[0]["burst_events_per_s"] = 700.0  # a run before upstream's were left out
     text = "\n".join(cluster_bench.running_markdown(section))
     assert "| pod events handled per second (pods / the line above) | 450.0 (400.0-500.0) | - | - |" in text, (
         "upstream watches no pods: its CPU ticks are not its pod events"
@@ -99,7 +100,10 @@ def test_the_report_shows_each_contenders_median_with_its_range_and_ours_against
 def test_an_inert_jobsets_pods_carry_the_labels_jobset_and_the_job_controller_would_give_them(
     loadgen: ModuleType,
 ) -> None:
-    pod_template = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "node", "image": "i"}]}}
+    pod_template: dict[str, Any] = {
+        "metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "node", "image": "i"}]},
+    }
     jobset = {
         "metadata": {"name": "tj-1", "namespace": "ns", "uid": "u-1"},
         "spec": {
