@@ -5,6 +5,8 @@ operator and (when built) upstream Kubeflow Trainer v2.3, alternating runs, medi
   python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each,
                                                    # then Kueue admission at N = 1000 on a cluster with Kueue
   python bench/cluster_bench.py --kueue-only --kueue-sizes 100   # only the Kueue admission section
+  python bench/cluster_bench.py --running-only --running 5000    # only N running TrainJobs with their pods:
+                                                   # restarts and a pod burst, each contender in turn
   python bench/cluster_bench.py --baseline-tree /tmp/bench-before  # and the operator of another checkout too
 
 --baseline-tree DIR adds a further contender, "before": the operator of another checkout of this repository (say
