@@ -5,6 +5,8 @@ operator and (when built) upstream Kubeflow Trainer v2.3, alternating runs, medi
   python bench/cluster_bench.py                    # the full run (make bench): N = 1000 and 5000, 3 runs each,
                                                    # then Kueue admission at N = 1000 on a cluster with Kueue
   python bench/cluster_bench.py --kueue-only --kueue-sizes 100   # only the Kueue admission section
+  python bench/cluster_bench.py --running-only --running 5000    # only N running TrainJobs with their pods:
+                                                   # restarts and a pod burst, each contender in turn
   python bench/cluster_bench.py --baseline-tree /tmp/bench-before  # and the operator of another checkout too
 
 --baseline-tree DIR adds a further contender, "before": the operator of another checkout of this repository (say
@@ -18,6 +20,7 @@ Results: bench/results/cluster-<stamp>.json and .md, printed as tables.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -380,28 +383,39 @@ def loadgen(
     concurrency: int = 64,
     extra: tuple[str, ...] = (),
     timeout: float = 3600,
+    during: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "loadgen.py"),
-            mode,
-            "--kubeconfig",
-            str(info.kubeconfig),
-            "--namespace",
-            namespace,
-            "--n",
-            str(n),
-            "--concurrency",
-            str(concurrency),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=timeout,
-    )
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    """Runs a load generator's mode and returns its JSON; `during`: called about ten times a second while it runs
+    (to sample a process's CPU beside it)."""
+    argv = [
+        sys.executable,
+        str(BENCH / "loadgen.py"),
+        mode,
+        "--kubeconfig",
+        str(info.kubeconfig),
+        "--namespace",
+        namespace,
+        "--n",
+        str(n),
+        "--concurrency",
+        str(concurrency),
+        *extra,
+    ]
+    if during is None:
+        stdout = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=timeout).stdout
+    else:
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise SystemExit(f"bench: loadgen {mode} ran past {timeout:.0f} s")
+                during()
+                time.sleep(0.1)
+            stdout = proc.communicate()[0]
+            if proc.returncode:
+                raise subprocess.CalledProcessError(proc.returncode, argv, stdout)
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return result
 
 
@@ -463,9 +477,15 @@ def steady_resync_timeout(n: int) -> float:
 
 
 def steady_state(
-    info: cluster.ClusterInfo, contender: Contender, settings: Settings, n: int, logs: Path
+    info: cluster.ClusterInfo,
+    contender: Contender,
+    settings: Settings,
+    n: int,
+    logs: Path,
+    then: Callable[[Process], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU."""
+    """With `n` TrainJobs present: a fresh process's time to resync them all, then its idle memory and CPU; `then`
+    measures more with the same process before it stops (its figures join the result)."""
     before = apiserver_requests(info)
     started = time.monotonic()  # from the process's start: a restart's resync includes starting up
     process = contender.start(info, settings, logs)
@@ -477,6 +497,7 @@ def steady_state(
             process.proc,
         )
         resync = time.monotonic() - started
+        resync_cpu = process.cpu_seconds()
         requests = resync_requests(before, apiserver_requests(info))
         time.sleep(STEADY_SETTLE_S)  # one-off work after a resync (idle workers exiting, a heap trim) is not idle
         cpu_before = process.cpu_seconds()
@@ -493,6 +514,9 @@ def steady_state(
                     if k.split()[0] in (*WRITE_VERBS, "APPLY") and k.split()[-1] in OPERATOR_WRITES
                 )
             ),
+            "resync_lists": float(sum(v for k, v in requests.items() if k.startswith("LIST "))),
+            "resync_gets": float(sum(v for k, v in requests.items() if k.startswith("GET "))),
+            "resync_cpu_s": resync_cpu,
             "load_average": load_average(),
         }
         say(
@@ -501,6 +525,8 @@ def steady_state(
             + f"; API requests during the resync: {requests}"
         )
         result["resync_requests"] = requests
+        if then is not None:
+            result.update(then(process))
         return result
     finally:
         process.stop()
@@ -886,6 +912,8 @@ def markdown(report: dict[str, Any]) -> str:
         ]
     if report.get("huge"):
         lines += huge_markdown(report["huge"])
+    if report.get("running"):
+        lines += running_markdown(report["running"])
     return "\n".join(lines) + "\n"
 
 
@@ -1213,6 +1241,213 @@ def huge_cost_tables(scenario: dict[str, Any], columns: Sequence[str]) -> list[s
     return lines
 
 
+# --- 5,000 running TrainJobs with their pods (issue 37, item 2's second half) ---------------------------------------
+
+RUNNING_QUIET_S = 2.0
+"""A pod burst's work is over once the operator's CPU has not moved for this long after the last poke was seen."""
+UNWATCHED_PODS = frozenset({"upstream"})
+"""Contenders that watch no pods (upstream v2.3.0): a pod burst's CPU and RSS are reported for them, not its events."""
+RUNNING_SETTLE_S = 5.0
+"""Before the restarts: the first process's reconciles unchanged this long (the pods' states followed)."""
+
+
+def work_end(samples: Sequence[tuple[float, float]], after: float) -> float | None:
+    """From (time, CPU seconds so far) samples of a process: the time of the last sample after `after` whose CPU
+    rose since the one before (one clock tick or more), i.e. when its work ended; None when it did none."""
+    last = None
+    for (_, before), (at, cpu) in itertools.pairwise(samples):
+        if at > after and cpu > before:
+            last = at
+    return last
+
+
+def spread(values: Sequence[float | None]) -> str:
+    """The median of some runs' values with their range, "12.3 (11.0-14.0)"; "-" for none."""
+    present = [v for v in values if isinstance(v, int | float)]
+    if not present:
+        return "-"
+    median = statistics.median(present)
+    if len(present) == 1:
+        return _fmt(median)
+    return f"{_fmt(median)} ({_fmt(min(present))}-{_fmt(max(present))})"
+
+
+def pod_burst(
+    info: cluster.ClusterInfo, ns: str, process: Process, value: str, pods: int, watches_pods: bool = True
+) -> dict[str, Any]:
+    """One annotation patch on each of the namespace's `pods` pods (one pod watch event each, nothing the operator
+    keeps of a pod: no TrainJob queued), while the process's CPU is sampled; what it took the process to handle them
+    (its last CPU tick after the first patch; not for a process that does not `watches_pods`, whose ticks are not the
+    events'), and what the burst cost it and the API server."""
+    samples: list[tuple[float, float]] = []
+
+    def sample() -> None:
+        samples.append((time.time(), process.cpu_seconds()))
+
+    sample()
+    reconciles = process.reconciles()
+    before = costs_now(info)
+    poked = loadgen(info, "poke", ns, pods, 64, ("--value", value, "--timeout", "600"), timeout=900, during=sample)
+    first, seen = poked["first_patch_at"], poked["last_seen_at"] or poked["last_patch_at"]
+    deadline = time.time() + 120
+    while time.time() - max(seen, work_end(samples, first) or first) < RUNNING_QUIET_S and time.time() < deadline:
+        sample()
+        time.sleep(0.1)
+    costs = costs_since(info, before)
+    end = work_end(samples, first) if watches_pods else None
+    handled = end - first if end is not None else None
+    cpu = samples[-1][1] - samples[0][1]
+    return {
+        "burst_pods_poked": float(poked["seen"]),
+        "burst_pod_events_seen": float(poked["events"]),
+        "burst_patch_s": poked["last_patch_at"] - first,
+        "burst_seen_s": seen - first,
+        "burst_handled_s": handled,
+        "burst_events_per_s": pods / handled if handled else None,
+        "burst_lag_s": end - seen if end is not None else None,
+        "burst_cpu_s": cpu,
+        "burst_cpu_us_per_event": cpu / pods * 1e6 if pods else None,
+        "burst_reconciles": process.reconciles() - reconciles,
+        "burst_rss_mib": process.rss_mib(),
+        "burst_peak_rss_mib": process.peak_rss_mib(),
+        "burst_apiserver_cpu_s": costs["control_plane_cpu"].get("kube-apiserver"),
+        "burst_watch_closed": costs["requests"].get("watches closed as unresponsive: pods", 0.0),
+        "burst_load": load_average(),
+    }
+
+
+def wait_quiet(process: Process, quiet_s: float, timeout: float) -> None:
+    """Until the process's reconcile count has not moved for `quiet_s` (or `timeout` passed)."""
+    last, since, deadline = process.reconciles(), time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = process.reconciles()
+        if now != last:
+            last, since = now, time.monotonic()
+
+
+def running_contender(
+    info: cluster.ClusterInfo, contender: Contender, n: int, runs: int, logs: Path, drop: bool
+) -> dict[str, Any]:
+    """`n` TrainJobs of one node made by `contender` (unmeasured), their JobSets' pods created Running on kwok nodes
+    while it runs, then `runs` restarts as the steady state's, each followed by a pod burst with the same process."""
+    ns = namespace(info, f"running-{contender.name}")
+    process = contender.start(info, DEFAULTS, logs)
+    try:
+        bound = steady_burst_timeout(n)
+        started = time.monotonic()
+        made = loadgen(
+            info, "trainjobs", ns, n, extra=("--timeout", str(bound), "--num-nodes", "1"), timeout=bound + 600
+        )
+        if made["jobsets"] < n:
+            raise SystemExit(f"bench: {contender.name} made {made['jobsets']} of {n} JobSets within {bound:.0f} s")
+        pods = loadgen(info, "pods", ns, n, 64, ("--timeout", "900"), timeout=1500)
+        if pods["running"] < pods["pods"]:
+            raise SystemExit(f"bench: {pods['running']} of {pods['pods']} pods Running within 900 s")
+        say(
+            f"running: {n} TrainJobs by {contender.name} in {made['all_jobsets_seconds']:.0f} s, their {pods['pods']} "
+            f"pods Running in {pods['all_running_seconds']:.0f} s; {load_average()}"
+        )
+        wait_quiet(process, RUNNING_SETTLE_S, 600)
+        process.stop()
+        out: dict[str, Any] = {
+            "setup_s": time.monotonic() - started,
+            "pods": pods["pods"],
+            "pods_running_s": pods["all_running_seconds"],
+            "runs": [],
+        }
+        for r in range(runs):
+            say(f"running: {contender.name} restart {r + 1} of {runs}; {load_average()}")
+
+            def burst(proc: Process, value: str = f"{contender.name}-{r}") -> dict[str, Any]:
+                return pod_burst(info, ns, proc, value, pods["pods"], contender.name not in UNWATCHED_PODS)
+
+            out["runs"].append(steady_state(info, contender, DEFAULTS, n, logs, then=burst))
+            say(
+                f"running: {contender.name} restart {r + 1}: { ({k: v for k, v in out['runs'][-1].items() if k.startswith('burst')}) }"
+            )
+        return out
+    finally:
+        process.stop()
+        if drop:
+            say(f"running: deleting the namespace of {contender.name}")
+            drop_namespace(info, ns, 3 * n)
+
+
+def running_section(
+    contenders: list[Contender], n: int, runs: int, logs: Path, checkpoint: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Issue 37, item 2's second half: `n` running TrainJobs with their pods on kwok nodes (JobSet controller
+    stopped, so the JobSets stay as made; the pods are created as its Jobs' would be), restarts and pod bursts per
+    contender in turn, on a control plane of its own with a node per 100 pods."""
+    nodes = n // HUGE_PODS_PER_NODE + 2
+    say(f"running TrainJobs: {n}, {runs} restart(s) per contender, {nodes} kwok nodes")
+    info = cluster.up(nodes=nodes)
+    prepare(info)
+    section: dict[str, Any] = {"n": n, "nodes": nodes, "load_before": load_average()}
+    for i, contender in enumerate(contenders):
+        section[contender.name] = running_contender(info, contender, n, runs, logs, drop=i < len(contenders) - 1)
+        section["load_after"] = load_average()
+        checkpoint(section)
+    return section
+
+
+RUNNING_ROWS = (
+    ("resync_s", "restart: process start → every TrainJob reconciled (s)"),
+    ("resync_cpu_s", "CPU from the process start to the resync (s)"),
+    ("peak_rss_mib", "peak RSS, start to idle (MiB)"),
+    ("idle_rss_mib", "idle RSS (MiB)"),
+    ("idle_cpu_s_per_min", "idle CPU (s per minute, after a 15 s settle)"),
+    ("resync_lists", "LIST requests during the resync, every client's"),
+    ("resync_gets", "GET requests during the resync, every client's"),
+    ("resync_writes", "writes to the operator's kinds during the resync"),
+    ("burst_patch_s", "pod burst: first patch → last patch acknowledged (s)"),
+    ("burst_seen_s", "first patch → last event seen by a plain client's watch (s)"),
+    ("burst_handled_s", "first patch → the operator's last CPU tick (s)"),
+    ("burst_events_per_s", "pod events handled per second (pods / the line above)"),
+    ("burst_lag_s", "the operator's last CPU tick after the plain watch's last event (s)"),
+    ("burst_cpu_s", "operator CPU over the burst (s)"),
+    ("burst_cpu_us_per_event", "operator CPU per pod event (µs)"),
+    ("burst_reconciles", "reconciles the burst caused"),
+    ("burst_peak_rss_mib", "peak RSS after the burst (MiB)"),
+    ("burst_apiserver_cpu_s", "kube-apiserver CPU over the burst (s)"),
+    ("burst_watch_closed", "pod watches closed as unresponsive during the burst"),
+)
+
+
+POD_WATCH_ROWS = frozenset({"burst_handled_s", "burst_events_per_s", "burst_lag_s"})
+"""What a process's CPU ticks say of its pod events: blank for a contender that watches no pods."""
+
+
+def running_markdown(section: dict[str, Any]) -> list[str]:
+    columns = [name for name in ("ours", BASELINE, "upstream") if name in section]
+    lines = [
+        "",
+        f"## {section['n']} running TrainJobs with their pods: restarts and a pod burst (medians, min-max)",
+        "",
+        f"{section['nodes']} kwok nodes; JobSet controller stopped, each JobSet's pods created directly and Running. "
+        "Each restart is followed, in the same process, by one annotation patch on every pod (one pod event each). "
+        f"Load average before/after: {section['load_before']} / {section.get('load_after', '-')}",
+        "",
+        "| " + " | ".join(["metric", *columns, *(f"ours/{c}" for c in columns[1:])]) + " |",
+        "|---" * (2 * len(columns)) + "|",
+    ]
+    for key, label in RUNNING_ROWS:
+        handled = key in POD_WATCH_ROWS
+        values = {
+            name: [None if handled and name in UNWATCHED_PODS else r.get(key) for r in section[name]["runs"]]
+            for name in columns
+        }
+        medians = {name: median_of([{key: v} for v in values[name]], key) for name in columns}
+        ratios = [_ratio(medians[columns[0]], medians[name]) for name in columns[1:]]
+        lines.append("| " + " | ".join([label, *(spread(values[name]) for name in columns), *ratios]) + " |")
+    lines += ["", "| contender | run | load at the restart's end | load at the burst's end |", "|---|---|---|---|"]
+    for name in columns:
+        for i, r in enumerate(section[name]["runs"], 1):
+            lines.append(f"| {name} | {i} | {r.get('load_average', '-')} | {r.get('burst_load', '-')} |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="N=50, one run, ours only (CI); no Kueue section")
@@ -1275,6 +1510,14 @@ def main() -> int:
         action="store_true",
         help="steady state: ours' restarts with the defaults only, not also with paged LISTs (halves ours' restarts)",
     )
+    parser.add_argument(
+        "--running",
+        type=int,
+        default=0,
+        help="N running TrainJobs of one node with their pods on kwok nodes: restarts and a pod burst per contender "
+        "(issue 37 asks 5000; 0: skip the section)",
+    )
+    parser.add_argument("--running-only", action="store_true", help="run only the running TrainJobs section")
     args = parser.parse_args()
     sizes = [50] if args.smoke else [int(s) for s in args.sizes.split(",")]
     kueue_sizes = [] if args.smoke or args.steady_only else [int(s) for s in args.kueue_sizes.split(",") if s.strip()]
@@ -1305,6 +1548,18 @@ def main() -> int:
             )
             print(write(report, args.out, stamp, args.smoke))
             return 0
+        if args.running and not args.smoke:
+
+            def keep(partial: dict[str, Any]) -> None:  # written after each contender: an interrupted run keeps ours
+                report["running"] = partial
+                report["load_after"] = load_average()
+                write(report, args.out, stamp, args.smoke)
+
+            report["running"] = running_section(contenders, args.running, runs, logs, keep)
+            text = write(report, args.out, stamp, args.smoke)
+            if args.running_only:
+                print(text)
+                return 0
         if huge_sizes:
             splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
 

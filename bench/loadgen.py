@@ -11,6 +11,10 @@ takes them and watches for the operator's answers. Prints one JSON document with
   loadgen.py huge       --kubeconfig K --namespace NS --n NODES    (one TrainJob of NODES nodes: its JobSet,
                         Jobs and pods, until every pod is Running; huge-ceiling creates the same pods directly;
                         huge-jobset --split K creates its JobSet directly, the trainer cut into K Jobs)
+  loadgen.py pods       --kubeconfig K --namespace NS    (every inert JobSet's pods, as JobSet and the Job
+                        controller would make them, created directly and left Running on kwok nodes)
+  loadgen.py poke       --kubeconfig K --namespace NS --value V   (one annotation patch on every pod: one pod
+                        watch event each; times the patches and this client's own watch of them)
   loadgen.py kueue      --kubeconfig K --namespace NS --n N --wave W [--operator-pid P]
                         (Kueue admission: N queued TrainJobs behind a ClusterQueue with no quota, then the quota
                         raised W TrainJobs at a time; times each TrainJob's unsuspend by Kueue to its JobSet's)
@@ -45,12 +49,12 @@ LEASE = "coordination.k8s.io/v1"
 CONCURRENCY = 64
 
 
-def trainjob(namespace: str, name: str, runtime: str) -> dict[str, Any]:
+def trainjob(namespace: str, name: str, runtime: str, nodes: int = 2) -> dict[str, Any]:
     return {
         "apiVersion": c.API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": 2}},
+        "spec": {"runtimeRef": {"name": runtime}, "trainer": {"numNodes": nodes}},
     }
 
 
@@ -177,7 +181,7 @@ async def trainjobs(args: argparse.Namespace) -> dict[str, Any]:
     writes = asyncio.create_task(writer.run()) if writer is not None else None
     created = await create_all(
         client,
-        [trainjob(args.namespace, f"tj-{i:05d}", args.runtime) for i in range(args.n)],
+        [trainjob(args.namespace, f"tj-{i:05d}", args.runtime, args.num_nodes) for i in range(args.n)],
         writer.pending if writer is not None else None,
     )
     created_by = time.monotonic() - start
@@ -632,11 +636,168 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def jobset_pods(jobset: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pods an inert JobSet would get from the JobSet controller and the Job controller (every replicated job's
+    Jobs, each with `parallelism` indexed pods), with the labels they would carry, not owned by a Job: kwok's nodes
+    keep them Running (the `running` section's pods; the JobSet controller is stopped there)."""
+    meta = jobset["metadata"]
+    pods = []
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        job_spec = replicated["template"]["spec"]
+        template = job_spec["template"]
+        for job_index in range(int(replicated.get("replicas", 1))):
+            job = f"{meta['name']}-{replicated['name']}-{job_index}"
+            for rank in range(int(job_spec.get("parallelism", 1))):
+                labels = {
+                    **((template.get("metadata") or {}).get("labels") or {}),
+                    c.JOBSET_NAME_LABEL: meta["name"],
+                    c.JOBSET_UID_LABEL: meta["uid"],
+                    c.JOBSET_REPLICATED_JOB_LABEL: replicated["name"],
+                    c.JOBSET_RESTART_ATTEMPT_LABEL: "0",
+                    "jobset.sigs.k8s.io/job-index": str(job_index),
+                    c.JOB_NAME_LABEL: job,
+                    c.JOB_COMPLETION_INDEX_LABEL: str(rank),
+                }
+                annotations = {
+                    **((template.get("metadata") or {}).get("annotations") or {}),
+                    c.JOB_COMPLETION_INDEX_LABEL: str(rank),
+                }
+                spec = {**json.loads(json.dumps(template["spec"])), "restartPolicy": "Never"}
+                spec.setdefault("hostname", f"{job}-{rank}")
+                spec.setdefault("subdomain", meta["name"])
+                pods.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {
+                            "name": f"{job}-{rank}-x",
+                            "namespace": meta["namespace"],
+                            "labels": labels,
+                            "annotations": annotations,
+                        },
+                        "spec": spec,
+                    }
+                )
+    return pods
+
+
+async def running_pods(args: argparse.Namespace) -> dict[str, Any]:
+    """Every JobSet's pods in the namespace, created by `--concurrency` workers, until all are Running."""
+    client = connect(args.kubeconfig)
+    bodies = [
+        pod for js in await client.list(c.JOBSET_API_VERSION, c.JOBSET_KIND, args.namespace) for pod in jobset_pods(js)
+    ]
+    running: set[str] = set()
+    done = asyncio.Event()
+    ready = asyncio.Event()
+
+    async def follow() -> None:
+        async for _, obj, _at in watch(client, "v1", "Pod", args.namespace, ready):
+            if (obj.get("status") or {}).get("phase") == "Running":
+                running.add(obj["metadata"]["name"])
+                if len(running) >= len(bodies):
+                    done.set()
+                    return
+
+    watcher = asyncio.create_task(follow())
+    await ready.wait()
+    start = time.monotonic()
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await client.create(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    created = time.monotonic() - start
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done.wait(), timeout=args.timeout)
+    watcher.cancel()
+    await client.close()
+    return {
+        "pods": len(bodies),
+        "running": len(running),
+        "create_seconds": created,
+        "all_running_seconds": time.monotonic() - start,
+    }
+
+
+POKE = "bench.trainjob-operator.test/poke"
+
+
+async def poke(args: argparse.Namespace) -> dict[str, Any]:
+    """One merge patch of an annotation (`--value`) on every pod of the namespace, `--concurrency` at once: one pod
+    watch event each, nothing a controller reads. Wall-clock times (epoch seconds, for the caller's CPU samples) of
+    the first patch sent, the last acknowledged, and the last of them seen by this client's own watch, which also
+    counts every pod event of the window (one per pod when nothing else changed a pod)."""
+    client = connect(args.kubeconfig)
+    names: list[str] = []
+    seen: set[str] = set()
+    events = 0
+    last_seen = 0.0
+    listed = asyncio.Event()
+    done = asyncio.Event()
+
+    async def follow() -> None:
+        nonlocal events, last_seen
+        async for _kind, obj, _at in watch(client, "v1", "Pod", args.namespace, listed):
+            if not listed.is_set():
+                names.append(obj["metadata"]["name"])
+                continue
+            events += 1
+            if ((obj["metadata"].get("annotations") or {}).get(POKE)) == args.value:
+                seen.add(obj["metadata"]["name"])
+                last_seen = time.time()
+                if len(seen) >= len(names):
+                    done.set()
+
+    watcher = asyncio.create_task(follow())
+    await listed.wait()
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for name in names:
+        queue.put_nowait(name)
+    patch = {"metadata": {"annotations": {POKE: args.value}}}
+
+    async def worker() -> None:
+        while not queue.empty():
+            await client.merge_patch("v1", "Pod", queue.get_nowait(), args.namespace, patch)
+
+    first = time.time()
+    await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    patched = time.time()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done.wait(), timeout=args.timeout)
+    await asyncio.sleep(1.0)  # events of the window that follow the pokes (a controller reacting) are counted too
+    watcher.cancel()
+    await client.close()
+    return {
+        "pods": len(names),
+        "seen": len(seen),
+        "events": events,
+        "first_patch_at": first,
+        "last_patch_at": patched,
+        "last_seen_at": last_seen or None,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "mode",
-        choices=("trainjobs", "ceiling", "jobsets", "complete", "kueue", "huge", "huge-ceiling", "huge-jobset"),
+        choices=(
+            "trainjobs",
+            "ceiling",
+            "jobsets",
+            "complete",
+            "kueue",
+            "huge",
+            "huge-ceiling",
+            "huge-jobset",
+            "pods",
+            "poke",
+        ),
     )
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
@@ -649,6 +810,8 @@ def main() -> int:
     parser.add_argument(
         "--split", type=int, default=1, help="huge-jobset: the trainer's Jobs (numNodes/split pods each)"
     )
+    parser.add_argument("--num-nodes", type=int, default=2, help="trainjobs: each TrainJob's numNodes")
+    parser.add_argument("--value", default="1", help="poke: the annotation's value (a new one each burst)")
     args = parser.parse_args()
     modes = {
         "trainjobs": trainjobs,
@@ -659,6 +822,8 @@ def main() -> int:
         "huge": huge,
         "huge-ceiling": huge,
         "huge-jobset": huge,
+        "pods": running_pods,
+        "poke": poke,
     }
     result = asyncio.run(modes[args.mode](args))
     print(json.dumps(result))

@@ -4,6 +4,7 @@
 import asyncio
 import functools
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,8 +57,8 @@ class Manager:
     synced: bool = False
     listing: dict[str, set[Key]] = field(default_factory=dict)
     """Per watched collection: the keys its current listing delivered so far (`on_listed` drops the others)."""
-    pod_passes: dict[Key, float] = field(default_factory=dict)
-    """Per TrainJob: when a pod event last queued it at once (`queue_for_pods`)."""
+    pod_passes: OrderedDict[Key, float] = field(default_factory=OrderedDict)
+    """Per TrainJob: when a pod event last queued it at once (`queue_for_pods`), the oldest first."""
     listings_replace: bool = False
     """A listing is whole when it ends (paged LISTs: kopf lists again from the start after any failure), so what it
     lacks was deleted. Not with streamed listings: kopf resumes a stream cut during its initial events from the last
@@ -234,9 +235,12 @@ class Manager:
                 return
             except RuntimeError:  # no running event loop (a synchronous caller): queued at once
                 pass
-        if len(self.pod_passes) > 4096:  # bounded: entries older than any window say nothing
-            self.pod_passes = {k: v for k, v in self.pod_passes.items() if now - v < 60}
+        # Bounded: entries older than any window say nothing. The oldest go first, so each event does O(1) work (a
+        # scan of every entry on each event past 4,096 TrainJobs cost 16% of a 5,000-TrainJob restart's CPU).
+        while len(self.pod_passes) > 4096 and now - next(iter(self.pod_passes.values())) >= 60:
+            self.pod_passes.popitem(last=False)
         self.pod_passes[key] = now
+        self.pod_passes.move_to_end(key)
         self.queue.add(key)
 
     def on_runtime(self, event: dict[str, Any], cluster: bool) -> None:

@@ -103,3 +103,43 @@ def test_a_deleted_trainjob_leaves_no_window_behind(clock: Clock) -> None:
         {"type": "DELETED", "object": {"metadata": {"namespace": "default", "name": "test-job", "uid": "uid"}}}
     )
     assert KEY not in manager.pod_passes
+
+
+class Stamp(float):
+    """A clock reading that counts the subtractions of two readings (a kept time read back against the clock)."""
+
+    reads = 0
+
+    def __sub__(self, other: float) -> float:
+        Stamp.reads += 1
+        return float(self) - float(other)
+
+
+def test_many_trainjobs_pod_events_inspect_a_bounded_number_of_kept_entries_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """5,000 TrainJobs' first pod events within a minute (a restart's initial pods): each event reads back at most
+    two kept times, not every entry once more than 4,096 are kept."""
+    manager = manager_with_pods(0)
+    monkeypatch.setattr(time, "monotonic", lambda: Stamp(1000.0))
+    Stamp.reads = 0
+    for index in range(5000):
+        manager.queue_for_pods(("default", f"job-{index}"))
+    assert len(manager.pod_passes) == 5000, "every entry is younger than a minute: all kept"
+    assert Stamp.reads <= 2 * 5000
+
+
+def test_past_4096_kept_entries_the_ones_older_than_a_minute_go_oldest_first(clock: Clock) -> None:
+    manager = manager_with_pods(0)
+    for index in range(4096):
+        manager.queue_for_pods(("default", f"old-{index}"))
+        clock.now += 0.001
+    clock.now += 30
+    manager.queue_for_pods(("default", "old-0"))  # queued again since: no longer among the oldest
+    clock.now += 40
+    for index in range(3):
+        manager.queue_for_pods(("default", f"new-{index}"))
+    assert len(manager.pod_passes) == 4097, "4,096 kept, and the one just queued"
+    assert ("default", "old-0") in manager.pod_passes
+    assert ("default", "old-1") not in manager.pod_passes and ("default", "old-2") not in manager.pod_passes
+    assert ("default", "old-3") in manager.pod_passes
