@@ -21,7 +21,7 @@ from ..logs import get
 from ..metrics import Metrics
 from ..runtime import elastic, goodput, kueue, plan
 from ..runtime.conditions import rfc3339
-from ..runtime.errors import BuildError
+from ..runtime.errors import BuildError, printable
 from ..runtime.health import PodWarning, warning_event
 from ..runtime.identity import own
 from ..runtime.info import RuntimeSource
@@ -631,12 +631,24 @@ class Reconciler:
         except ApiError as err:
             if err.not_found:
                 return False
-            if err.conflict or (err.status == 422 and request.json_patch and await self._replaced(job)):
+            replaced = err.status == 422 and request.json_patch and await self._replaced(job)
+            if err.conflict or replaced:
                 # Changed (the first write) or replaced under the same name since it was read (the uid test failed:
                 # the API server answers a bare 422): the watch event of the change brings it back; this
                 # incarnation's status is never written on another.
                 log.info(
                     "TrainJob changed since it was read; status not written", namespace=job.namespace, name=job.name
+                )
+                return False
+            if err.status == 422 and request.json_patch:
+                # This incarnation refused it: a field the patch removes is gone, so its status changed since this
+                # replica read it (a former leader's write its watch has not brought yet). That event brings the
+                # TrainJob back; said as a warning, as a patch wrong in itself would be refused the same way.
+                log.warning(
+                    "status patch refused against an older status; written again from the next event",
+                    namespace=job.namespace,
+                    name=job.name,
+                    error=printable(err.message)[:300],
                 )
                 return False
             raise

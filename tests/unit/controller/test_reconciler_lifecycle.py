@@ -582,6 +582,26 @@ def test_a_status_write_that_lands_on_another_incarnation_is_refused_and_dropped
     assert result.error is False
 
 
+def test_a_status_patch_refused_by_the_same_incarnation_is_dropped_with_a_warning_not_a_crash(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its status changed since this replica read it (a former leader removed a field this patch removes too): the
+    JSON patch fails (a bare 422) on the same uid. Nothing is written, the pass is no error (the change's watch event
+    brings the TrainJob back), and a warning says why (chaos: hostile-network, a leadership flap)."""
+    logs.configure("json", "INFO")
+    client = FakeClient()
+    job = JOB.set("status", {"state": "Pending", "startTime": EARLIER})
+    rec = reconciler(client, job, RUNNING_JOBSET)
+    client.fail("patch", ApiError(422, "Invalid", "the server rejected our request due to an error in our request", {}))
+    result = asyncio.run(rec.reconcile(KEY))
+    assert any(call[0] == "patch" for call in client.calls)
+    assert trainjob(client)["status"] == job.raw()["status"]
+    assert result.error is False
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    [warned] = [line for line in lines if line["event"].startswith("status patch refused")]
+    assert (warned["level"], warned["name"]) == ("warning", "test-job")
+
+
 def test_a_pods_delete_removes_only_that_incarnation_and_the_index_follows_its_jobset() -> None:
     """A DELETED event for a pod of another uid (a predecessor's, seen late after a relist) leaves the cached pod of
     that name; a pod whose JobSet label changed is listed under its JobSet only, and nothing of it stays indexed
