@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO / "hack"))
 sys.path.insert(0, str(BENCH))
 
 import kueue_shapes  # noqa: E402
+from loadgen import programs_cpu  # noqa: E402
 
 from harness import cluster  # noqa: E402
 
@@ -358,21 +359,7 @@ CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-sche
 def control_plane_cpu() -> dict[str, float]:
     """CPU seconds (user + system) so far of this control plane's processes, by program (those whose command line
     names the cluster's directory)."""
-    marker = os.environ["TRAINJOB_CLUSTER_DIR"].encode()
-    tick = os.sysconf("SC_CLK_TCK")
-    cpu: dict[str, float] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        program = os.path.basename(argv[0].decode(errors="replace")) if argv else ""
-        if program in CONTROL_PLANE and marker in b" ".join(argv):
-            cpu[program] = cpu.get(program, 0.0) + (int(stat[11]) + int(stat[12])) / tick
-    return cpu
+    return programs_cpu(os.environ["TRAINJOB_CLUSTER_DIR"].encode(), CONTROL_PLANE)
 
 
 def loadgen(

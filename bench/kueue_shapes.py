@@ -288,6 +288,7 @@ def _condition(obj: Mapping[str, Any], kind: str) -> bool:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(BENCH))
     from kubeclient import connect, watch
+    from loadgen import completed_jobset_status
 
     from trainjob_operator.api import constants as c
     from trainjob_operator.k8s.client import APPLY, Resource, RESTMapper
@@ -311,20 +312,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     created: dict[str, float] = {}
     evicted: set[str] = set()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    done_status = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Completed",
-                    "status": "True",
-                    "reason": "AllJobsCompleted",
-                    "message": "jobset completed successfully",
-                    "lastTransitionTime": stamp,
-                }
-            ],
-            "terminalState": "Completed",
-        }
-    }
+    done_status = completed_jobset_status(stamp)
 
     async def complete_later(key: str) -> None:
         await asyncio.sleep(runtime_of.get(key, 0.0))
@@ -475,18 +463,9 @@ KUEUE_CLASS_GATES_S = {"small": 260.0, "medium": 90.0, "large": 23.0}
 def kueue_cpu_seconds(cluster_dir: str) -> float:
     """CPU seconds (user + system) so far of the Kueue process of the cluster in `cluster_dir` (its command line
     names its config there); 0 when there is none."""
-    tick = os.sysconf("SC_CLK_TCK")
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]) == b"kueue" and cluster_dir.encode() in b" ".join(argv):
-            return (int(stat[11]) + int(stat[12])) / tick
-    return 0.0
+    from loadgen import programs_cpu
+
+    return programs_cpu(cluster_dir.encode(), ("kueue",)).get("kueue", 0.0)
 
 
 def section(

@@ -33,6 +33,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -286,20 +287,7 @@ async def complete(args: argparse.Namespace) -> dict[str, Any]:
     await ready.wait()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     patched: dict[str, float] = {}
-    status = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Completed",
-                    "status": "True",
-                    "reason": "AllJobsCompleted",
-                    "message": "jobset completed successfully",
-                    "lastTransitionTime": stamp,
-                }
-            ],
-            "terminalState": "Completed",
-        }
-    }
+    status = completed_jobset_status(stamp)
     queue: asyncio.Queue[str] = asyncio.Queue()
     for name in names:
         queue.put_nowait(name)
@@ -399,6 +387,37 @@ async def until_seen(seen: dict[str, float], count: int, what: str, timeout: flo
         if time.monotonic() > deadline:
             raise SystemExit(f"loadgen: timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+def completed_jobset_status(stamp: str) -> dict[str, Any]:
+    """The status patch of a JobSet whose Jobs all completed, as JobSet's controller writes it (at `stamp`)."""
+    condition = {
+        "type": "Completed",
+        "status": "True",
+        "reason": "AllJobsCompleted",
+        "message": "jobset completed successfully",
+        "lastTransitionTime": stamp,
+    }
+    return {"status": {"conditions": [condition], "terminalState": "Completed"}}
+
+
+def programs_cpu(marker: bytes, programs: Collection[str]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the processes of `programs` whose command line names `marker` (a
+    cluster's directory), by program."""
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, float] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        program = os.path.basename(argv[0].decode(errors="replace")) if argv else ""
+        if program in programs and marker in b" ".join(argv):
+            cpu[program] = cpu.get(program, 0.0) + (int(stat[11]) + int(stat[12])) / tick
+    return cpu
 
 
 def cpu_seconds(pid: int | None) -> float:
