@@ -78,8 +78,12 @@ def jobset(namespace: str, name: str) -> dict[str, Any]:
 
 
 async def create_all(
-    client: Client, objects: list[dict[str, Any]], pending: asyncio.Queue[tuple[str, str]] | None = None
+    client: Client,
+    objects: list[dict[str, Any]],
+    pending: asyncio.Queue[tuple[str, str]] | None = None,
+    concurrency: int = CONCURRENCY,
 ) -> dict[str, float]:
+    """Each of `objects` created by `concurrency` workers; when each was (monotonic), by name."""
     created: dict[str, float] = {}
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for obj in objects:
@@ -93,7 +97,7 @@ async def create_all(
             if pending is not None:
                 pending.put_nowait((obj["metadata"]["name"], answer["metadata"]["uid"]))
 
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return created
 
 
@@ -624,15 +628,7 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
     bodies = huge_pods(args.namespace, args.runtime, args.n) if args.mode == "huge-ceiling" else []
     start = time.monotonic()
     if args.mode == "huge-ceiling":
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        for body in bodies:
-            queue.put_nowait(body)
-
-        async def worker() -> None:
-            while not queue.empty():
-                await client.create(queue.get_nowait())
-
-        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+        await create_all(client, bodies, concurrency=args.concurrency)
     elif args.mode == "huge-jobset":
         await client.create(huge_jobset(args.namespace, args.runtime, args.n, args.split))
     else:
@@ -721,15 +717,7 @@ async def running_pods(args: argparse.Namespace) -> dict[str, Any]:
     watcher = asyncio.create_task(follow())
     await ready.wait()
     start = time.monotonic()
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for body in bodies:
-        queue.put_nowait(body)
-
-    async def worker() -> None:
-        while not queue.empty():
-            await client.create(queue.get_nowait())
-
-    await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+    await create_all(client, bodies, concurrency=args.concurrency)
     created = time.monotonic() - start
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(done.wait(), timeout=args.timeout)
