@@ -144,6 +144,8 @@ def test_a_cut_trainer_resized_while_suspended_gets_more_jobs_of_the_same_size(
         "12 trainer pods",
         timeout=90,
     )
+    now = kube.get("jobset", "grown", namespace)
+    assert now["metadata"]["uid"] == jobset["metadata"]["uid"], "rebuilt once: the resume updates it, never rebuilds it"
 
 
 def test_the_webhook_refuses_a_bad_bound_and_a_change_naming_the_annotation(

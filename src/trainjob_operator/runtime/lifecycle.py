@@ -249,6 +249,7 @@ def size_view(replicated_jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         view.append(
             {
                 "name": rjob.get("name"),
+                "replicas": rjob.get("replicas", 1),  # a cut trainer's number of Jobs: without it, a rebuild loop
                 "template": {
                     "spec": {
                         "parallelism": job_spec.get("parallelism"),

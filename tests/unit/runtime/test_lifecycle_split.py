@@ -8,7 +8,7 @@ import pytest
 
 from builders import RuntimeBuilder, TrainJobBuilder, jobset_of
 from trainjob_operator.api import constants as c
-from trainjob_operator.runtime.lifecycle import needs_rebuild
+from trainjob_operator.runtime.lifecycle import needs_rebuild, size_view
 from trainjob_operator.runtime.observed import Observed
 from trainjob_operator.runtime.pipeline import Framework
 
@@ -31,10 +31,21 @@ def as_stored(built: dict[str, Any]) -> dict[str, Any]:
     return {**built, "spec": {**built["spec"], "replicatedJobs": jobs}}
 
 
+def as_cached(built: dict[str, Any]) -> dict[str, Any]:
+    """What the operator's JobSet cache keeps of it (controller/store.py slims it to `size_view`)."""
+    return {**built, "spec": {"replicatedJobs": size_view(as_stored(built)["spec"]["replicatedJobs"])}}
+
+
 CASES = {
     "more Jobs of the same size: rebuilt": (jobset(12), as_stored(jobset(8)), True),
     "the same cut: kept": (jobset(8), as_stored(jobset(8)), False),
     "uncut: kept": (jobset(3), as_stored(jobset(3)), False),
+    "the same cut as the cache keeps it: kept (a rebuild loop on every pass otherwise)": (
+        jobset(8),
+        as_cached(jobset(8)),
+        False,
+    ),
+    "more Jobs as the cache keeps it: rebuilt": (jobset(12), as_cached(jobset(8)), True),
 }
 
 
