@@ -166,18 +166,37 @@ async def _operator(*, stop_flag: asyncio.Event, **options: Any) -> None:
     await kopf.run_tasks(tasks, ignored=kopf_seams.ForeignTasks())
 
 
-def stop_on_signals(stop: asyncio.Event) -> None:
+EXIT_DEADLINE_S = 120.0
+"""How long a stop asked by a signal may take before the process kills itself: kopf's own last resort (its
+`ultimate_exiting_timeout`, armed by its signal handler, which `stop_on_signals` replaces), bounded by what a graceful
+stop does: the webhook server's drain (at most 60 s, `Webhook.drain_seconds`), kopf's tasks, the lease release."""
+
+
+def stop_on_signals(stop: asyncio.Event, deadline: float = EXIT_DEADLINE_S) -> None:
     """SIGTERM and SIGINT set the operator's stop flag, replacing the handlers `kopf.spawn_tasks` just installed.
     kopf then stops by its stop flag, whose waiter task ends; stopped by a signal, kopf left that waiter pending and
-    waited 5 s for it before anything else could stop (the webhook server's drain among them)."""
+    waited 5 s for it before anything else could stop (the webhook server's drain among them). kopf's handler also
+    armed a SIGKILL for a stop that hangs, which a stop by flag does not: armed here instead, after `deadline`
+    seconds, and at once on a second signal (a second Ctrl-C)."""
     if threading.current_thread() is not threading.main_thread():
         return  # kopf ignores signals there too; whoever runs the loop stops it
+    loop = asyncio.get_running_loop()
+
+    def kill(why: str) -> None:
+        log.error("stopping took too long; killing the process", why=why)
+        signal.pthread_kill(threading.get_ident(), signal.SIGKILL)
+
+    signalled: list[signal.Signals] = []
 
     def received(sig: signal.Signals) -> None:
-        log.info("stopping", signal=sig.name)
+        if signalled:  # not `stop.is_set()`: a stop begun otherwise (leadership lost) still drains on a SIGTERM
+            kill(f"{sig.name} after {signalled[0].name}")
+            return
+        signalled.append(sig)
+        log.info("stopping", signal=sig.name, deadline_seconds=deadline)
         stop.set()
+        loop.call_later(deadline, kill, f"not stopped {deadline:g} s after {sig.name}")
 
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, received, sig)
 
@@ -197,6 +216,7 @@ async def until_stopped(operator: Awaitable[None], fatal: Callable[[], str | Non
 
 
 __all__ = [
+    "EXIT_DEADLINE_S",
     "LIST_CHUNK",
     "NoDiffBase",
     "WatchHandler",

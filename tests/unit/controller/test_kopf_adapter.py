@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
+import time
 from typing import Any
 
 import pytest
@@ -134,3 +138,61 @@ def test_the_pods_label_selector_is_the_pod_watchs_only() -> None:
 
     assert selector("", "pods") == ["jobset.sigs.k8s.io/jobset-name"]
     assert selector("trainer.kubeflow.org", "trainjobs") == selector("jobset.x-k8s.io", "jobsets") == []
+
+
+#: A process whose stop hangs: the signal handlers of `stop_on_signals`, then a stop that never ends (a task that
+#: ignores the stop flag). It prints "ready" once the handlers are installed.
+HANGING_STOP = """
+import asyncio, sys
+from trainjob_operator.controller import kopf_adapter
+
+async def main():
+    stop = asyncio.Event()
+    kopf_adapter.stop_on_signals(stop, deadline=float(sys.argv[1]))
+    print("ready", flush=True)
+    await stop.wait()
+    print("STOP FLAG SET", flush=True)
+    await asyncio.Event().wait()  # the hung stop
+
+asyncio.run(main())
+"""
+
+#: How the stop is asked, each a sentence: (signals sent, the deadline given, the bound on the time to the kill).
+HANGS = {
+    "one SIGTERM and a stop that hangs: killed at the deadline": ((signal.SIGTERM,), 1.0, (1.0, 30.0)),
+    "a second signal (Ctrl-C twice): killed at once, long before the deadline": (
+        (signal.SIGINT, signal.SIGINT),
+        600.0,
+        (0.0, 30.0),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HANGS.values(), ids=HANGS.keys())
+def test_a_stop_by_signal_that_hangs_is_killed(
+    case: tuple[tuple[signal.Signals, ...], float, tuple[float, float]],
+) -> None:
+    """kopf arms a SIGKILL for a stop that hangs when its own signal handler runs; the operator replaces that handler
+    (kopf_adapter.stop_on_signals), so it arms the same last resort itself."""
+    signals, deadline, (at_least, at_most) = case
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANGING_STOP, str(deadline)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signals[0])
+        lines = [proc.stdout.readline() for _ in range(2)]  # the log line of the stop, then the flag seen
+        assert "STOP FLAG SET" in lines[-1], lines
+        sent = time.monotonic()
+        for sig in signals[1:]:
+            proc.send_signal(sig)
+        code = proc.wait(timeout=at_most)
+        took = time.monotonic() - sent
+        said = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert code == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    assert at_least <= took + 0.05 <= at_most, took
+    assert "killing the process" in said, said
