@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,28 @@ def finished(kube: Kube, name: str, namespace: str, timeout: float) -> dict[str,
         timeout=timeout,
     )
     return job
+
+
+@dataclass
+class OnePodRun:
+    """What `run_one_pod` saw: the finished TrainJob, its trainer pod, that pod's log, seconds from create to end."""
+
+    job: dict[str, Any]
+    pod: dict[str, Any]
+    log: str
+    seconds: float
+
+
+def run_one_pod(kube: Kube, namespace: str, name: str, image: str, runtime: str, script: str) -> OnePodRun:
+    """A one-node TrainJob of a runtime `runtime` on `image` whose trainer runs `python3 -c script`, until it ends
+    (3 minutes at most); the progress tests' shape (the SDK called from a real pod)."""
+    kube.create(real_node_runtime(image, runtime), namespace)
+    created = time.monotonic()
+    kube.create(real_trainjob(name, runtime, numNodes=1, command=["python3", "-c", script]), namespace)
+    job = finished(kube, name, namespace, timeout=180)
+    seconds = time.monotonic() - created
+    [pod] = [p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith(f"{name}-node-")]
+    return OnePodRun(job, pod, kube.run("logs", "-n", namespace, pod["metadata"]["name"]).stdout, seconds)
 
 
 def _ctr(cluster: cluster_lib.ClusterInfo, socket: str, *args: str) -> str:

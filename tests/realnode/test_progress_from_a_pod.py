@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 import pytest
-from real_runtimes import finished, real_node_runtime, real_trainjob
+from real_runtimes import run_one_pod
 
 from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, UIServer, condition, eventually
@@ -40,14 +39,8 @@ sys.exit(0 if ok else 1)
 def test_the_sdk_in_a_real_pod_reports_progress(
     kube: Kube, operator: OperatorProcess, namespace: str, ui: UIServer
 ) -> None:
-    image = realnodes.load_image(kube.cluster, "sdk")
-    kube.create(real_node_runtime(image, "sdk-real"), namespace)
-    created = time.monotonic()
-    kube.create(real_trainjob("progress", "sdk-real", numNodes=1, command=["python3", "-c", SDK_CALL]), namespace)
-    job = finished(kube, "progress", namespace, timeout=180)
-    done = time.monotonic()
-    [pod] = [p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith("progress-node-")]
-    log = kube.run("logs", "-n", namespace, pod["metadata"]["name"]).stdout
+    run = run_one_pod(kube, namespace, "progress", realnodes.load_image(kube.cluster, "sdk"), "sdk-real", SDK_CALL)
+    job, pod, log = run.job, run.pod, run.log
     assert condition(job, "Complete"), (job.get("status"), log, operator.log())
     assert "update_trainjob_status returned True" in log, log
 
@@ -91,4 +84,4 @@ def test_the_sdk_in_a_real_pod_reports_progress(
         120,
         [{"name": "loss", "value": "0.25"}, {"name": "accuracy", "value": "0.91"}],
     )
-    print(f"progress from a pod: Complete {done - created:.1f}s after creation; image {images.metadata('sdk')}")
+    print(f"progress from a pod: Complete {run.seconds:.1f}s after creation; image {images.metadata('sdk')}")

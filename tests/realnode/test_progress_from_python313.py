@@ -9,10 +9,9 @@ default context is strict and that the handshake passes, so a failure names the 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
-from real_runtimes import finished, real_node_runtime, real_trainjob
+from real_runtimes import run_one_pod
 
 from harness import images, realnodes
 from operator_fixtures import Kube, OperatorProcess, condition
@@ -41,14 +40,10 @@ sys.exit(0 if ok else 1)
 def test_the_sdk_on_python_313_reports_progress_through_strict_tls(
     kube: Kube, operator: OperatorProcess, namespace: str
 ) -> None:
-    image = realnodes.load_image(kube.cluster, "sdk-trixie")
-    kube.create(real_node_runtime(image, "sdk-trixie"), namespace)
-    created = time.monotonic()
-    kube.create(real_trainjob("strict", "sdk-trixie", numNodes=1, command=["python3", "-c", SDK_CALL]), namespace)
-    job = finished(kube, "strict", namespace, timeout=180)
-    done = time.monotonic()
-    [pod] = [p for p in kube.items("pods", namespace) if p["metadata"]["name"].startswith("strict-node-")]
-    log = kube.run("logs", "-n", namespace, pod["metadata"]["name"]).stdout
+    run = run_one_pod(
+        kube, namespace, "strict", realnodes.load_image(kube.cluster, "sdk-trixie"), "sdk-trixie", SDK_CALL
+    )
+    job, log = run.job, run.log
     assert condition(job, "Complete"), (job.get("status"), log, operator.log())
     assert re.search(r"^python 3\.13 OpenSSL \S+ .*strict=True$", log, re.M), log
     assert "strict handshake TLSv1.3" in log, log
@@ -61,6 +56,6 @@ def test_the_sdk_on_python_313_reports_progress_through_strict_tls(
         "metrics": [{"name": "loss", "value": "0.125"}],
     }
     print(
-        f"progress from Python 3.13: Complete {done - created:.1f}s after creation; {log.splitlines()[0]}; "
+        f"progress from Python 3.13: Complete {run.seconds:.1f}s after creation; {log.splitlines()[0]}; "
         f"image {images.metadata('sdk-trixie')}"
     )
