@@ -7,6 +7,12 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+GOODPUT_SERIES_MAX = 1000
+"""Distinct (namespace, runtime) pairs the goodput families label; past it, a new pair's runtime is `OTHER_RUNTIME`.
+A runtime's name is a tenant's choice: without a bound, one who makes TrainJobs of ever new runtimes grows the
+operator's memory and every scrape (each pair is about 40 series)."""
+OTHER_RUNTIME = "(other)"
+
 STATES = ("Pending", "Suspended", "Running", "Restarting", "Stalled", "Complete", "Failed", "Error")
 """Every value of `status.state` (api.trainjob.TrainJobStatus.state; a unit test keeps the two equal)."""
 
@@ -14,6 +20,7 @@ STATES = ("Pending", "Suspended", "Running", "Restarting", "Stalled", "Complete"
 @dataclass
 class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    _goodput_pairs: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         ProcessCollector(registry=self.registry)
@@ -131,6 +138,15 @@ class Metrics:
         )
         for state in STATES:
             self.trainjobs.labels(state=state).set(0)
+
+    def goodput_labels(self, namespace: str, runtime: str) -> dict[str, str]:
+        """The goodput families' labels of a TrainJob: its namespace and runtime, within `GOODPUT_SERIES_MAX` pairs."""
+        pair = (namespace, runtime)
+        if pair not in self._goodput_pairs:
+            if len(self._goodput_pairs) >= GOODPUT_SERIES_MAX:
+                pair = (namespace, OTHER_RUNTIME)
+            self._goodput_pairs.add(pair)
+        return {"trainjob_namespace": pair[0], "runtime": pair[1]}
 
     def record_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()

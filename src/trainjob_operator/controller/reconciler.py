@@ -583,7 +583,7 @@ class Reconciler:
         True; None: nothing to write)."""
         if not written:
             return
-        labels = {"trainjob_namespace": job.namespace, "runtime": job.spec.runtime_ref.name}
+        labels = self.metrics.goodput_labels(job.namespace, job.spec.runtime_ref.name)
         before = job.status.goodput if job.status is not None else None
         after = watched.status.goodput
         for phase, seconds in goodput.closed_deltas(before, after).items():
