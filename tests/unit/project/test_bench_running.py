@@ -132,3 +132,44 @@ def test_a_run_of_ours_alone_has_no_ratio_column(cluster_bench: ModuleType) -> N
     section = {"n": 10, "nodes": 2, "load_before": "0.5", "ours": {"runs": [run(10.0, 400.0)]}}
     text = "\n".join(cluster_bench.running_markdown(section))
     assert "| metric | ours |\n|---|---|\n| restart: process start → every TrainJob reconciled (s) | 10.0 |" in text
+
+
+def test_a_process_counts_its_own_requests_from_the_operators_metric(cluster_bench: ModuleType) -> None:
+    """The resync's GETs are counted twice: every client's (the API server's metric) and the operator's own (its
+    client's metric, read here from the operator's real registry), so a count that is not the operator's shows."""
+    import http.server
+    import subprocess
+    import threading
+
+    from prometheus_client import generate_latest
+
+    from trainjob_operator.metrics import Metrics
+
+    metrics = Metrics()
+    for verb, resource in (("GET", "trainjobs"), ("GET", "trainjobs"), ("GET", ""), ("POST", "selfsubjectreviews")):
+        metrics.record_request(verb, resource)
+    body = generate_latest(metrics.registry)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        process = cluster_bench.Process(subprocess.Popen(["true"]), url, "unused")
+        assert process.own_requests() == {"GET trainjobs": 2.0, "GET ": 1.0, "POST selfsubjectreviews": 1.0}
+        gone = cluster_bench.Process(subprocess.Popen(["true"]), "http://127.0.0.1:1/metrics", "unused")
+        assert gone.own_requests() == {}, "metrics that do not answer: nothing counted"
+        for proc in (process.proc, gone.proc):
+            proc.wait()
+    finally:
+        server.shutdown()
+        server.server_close()
