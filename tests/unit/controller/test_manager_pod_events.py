@@ -143,3 +143,48 @@ def test_past_4096_kept_entries_the_ones_older_than_a_minute_go_oldest_first(clo
     assert ("default", "old-0") in manager.pod_passes
     assert ("default", "old-1") not in manager.pod_passes and ("default", "old-2") not in manager.pod_passes
     assert ("default", "old-3") in manager.pod_passes
+
+
+def jobset_event(manager: Manager, event_type: str = "MODIFIED") -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "namespace": KEY[0],
+            "name": KEY[1],
+            "uid": "js-uid",
+            "resourceVersion": str(int(time.monotonic() * 1000)),
+            "ownerReferences": [{"kind": "TrainJob", "name": KEY[1], "controller": True, "uid": "tj-uid"}],
+        },
+        "status": {"replicatedJobsStatus": [{"name": "node", "active": 1}]},
+    }
+    kind = next(k for k in manager.watched if k.kind == "JobSet")
+    manager.on_child(kind, {"type": event_type, "object": jobset})
+
+
+CHILD_EVENTS = {
+    "a JobSet of a few pods: each of its events queues at once": (2, "MODIFIED", None),
+    "a JobSet of 5,000 pods: an event within the pods' window waits for its end": (5000, "MODIFIED", 4.75),
+    "a JobSet of 5,000 pods deleted: queued at once (a rebuild waits for it)": (5000, "DELETED", None),
+}
+
+
+@pytest.mark.parametrize("case", CHILD_EVENTS.values(), ids=CHILD_EVENTS.keys())
+def test_a_huge_trainjobs_jobset_events_share_its_pods_window(
+    clock: Clock, case: tuple[int, str, float | None]
+) -> None:
+    pods, event_type, due = case
+
+    async def scenario() -> None:
+        manager = manager_with_pods(pods)
+        pod_event(manager)
+        manager.queue = type(manager.queue)()
+        clock.now += 0.25
+        jobset_event(manager, event_type)
+        if due is None:
+            assert len(manager.queue) == 1 and timer_in(manager) is None, "queued at once"
+        else:
+            assert len(manager.queue) == 0, "not queued within the window"
+            assert timer_in(manager) == pytest.approx(due, abs=0.05), "once, at the window's end"
+
+    asyncio.run(scenario())
