@@ -1,7 +1,8 @@
 """Every place the operator reaches into kopf's private modules, and the check that they are still there.
 
 kopf is the framework the operator runs on; its public API covers handlers, settings and logins, not how a watch
-stream fails or how a request is retried. Two private functions are replaced, and one private attribute is read:
+stream fails, how a request is retried or how an event is decoded. Two private functions and one module reference
+are replaced, and one private attribute is read:
 
 - `kopf._cogs.clients.watching.continuous_watch` (one listing and its watch requests; kopf's `infinite_watch`
   calls it by its module-global name) is replaced by `resilient_watch`: a failed stream lists again instead of
@@ -12,6 +13,10 @@ stream fails or how a request is retried. Two private functions are replaced, an
   a 429's.
 - `kopf._cogs.clients.errors.APIError._payload` (the Status as the server answered it) is read by
   `retry_after_on_server_errors`, to raise it again as kopf's 429 class.
+- `kopf._cogs.clients.api.json` (the module `api.stream` decodes each watch event with, `json.loads` per line) is
+  replaced by `StreamDecoder`: orjson (`codec.jsontext.loads`), 2.6 times as fast as the standard library on a
+  kwok pod's event (5.9 KB: 15 µs against 39 µs), with the standard library for what orjson refuses (an integer past 64 bits), so a stream decodes as before.
+  Decoding the pods' events was a fifth of a restart's CPU and 17 % of a huge TrainJob's start (docs/performance.md).
 
 One public function is called with an argument shaped for it: `kopf.run_tasks(tasks, ignored=ForeignTasks())`.
 kopf's stop treats every task created after its start as its own (its docstring says so): it waits 5 s for them,
@@ -51,6 +56,7 @@ from typing import Any
 import aiohttp
 
 from .. import logs
+from ..codec import jsontext
 from ..k8s.client import RETRY_AFTER_CAP, parse_retry_after
 from ._kopf import kopf
 
@@ -179,6 +185,22 @@ def resilient_watch(original: Callable[..., AsyncIterator[Any]]) -> Callable[...
     return watch
 
 
+class StreamDecoder:
+    """Stands in for the `json` module in kopf's `api` module, whose `stream` calls `json.loads` on each watch event's
+    line (see the module's docstring). What orjson refuses is decoded by the standard library, which raises the same
+    `json.JSONDecodeError` as before for a line that is not JSON (a stream cut mid-line: `resilient_watch`)."""
+
+    trainjob_seam = "stream_decoder"
+    JSONDecodeError = json.JSONDecodeError
+
+    @staticmethod
+    def loads(text: str | bytes) -> Any:
+        try:
+            return jsontext.loads(text)
+        except ValueError:  # orjson's JSONDecodeError is one; so are its integers past 64 bits
+            return json.loads(text)
+
+
 def kopf_retry_after(err: BaseException) -> float:
     """The seconds a kopf API error's `Retry-After` asks for (0 without one)."""
     headers = getattr(err, "headers", None) or {}
@@ -278,6 +300,8 @@ def missing() -> list[str]:
     check = _original(getattr(errors, "check_response", None))
     if not inspect.iscoroutinefunction(check) or _params(check) != ["response"]:
         problems.append("kopf._cogs.clients.errors.check_response is not `async def check_response(response)`")
+    if not _calls(getattr(api, "stream", None), "json", "loads"):
+        problems.append("kopf's api.stream no longer decodes events with json.loads through its module")
     if not _calls(getattr(api, "request", None), "errors", "check_response"):
         problems.append("kopf's api.request no longer calls errors.check_response")
     classes = ("APIError", "APIClientError", "APIServerError", "APITooManyRequestsError")
@@ -312,8 +336,10 @@ def install() -> None:
             kopf=KOPF_VERSION,
             checked_against=CHECKED_AGAINST,
         )
-    from kopf._cogs.clients import errors, watching
+    from kopf._cogs.clients import api, errors, watching
 
+    if not getattr(api.json, "trainjob_seam", None):  # type: ignore[attr-defined]
+        api.json = StreamDecoder()  # type: ignore[attr-defined,assignment]
     if not getattr(watching.continuous_watch, "trainjob_seam", None):
         watching.continuous_watch = resilient_watch(watching.continuous_watch)
     if not getattr(errors.check_response, "trainjob_seam", None):
@@ -321,10 +347,11 @@ def install() -> None:
 
 
 def installed() -> bool:
-    from kopf._cogs.clients import errors, watching
+    from kopf._cogs.clients import api, errors, watching
 
-    return bool(getattr(watching.continuous_watch, "trainjob_seam", None)) and bool(
-        getattr(errors.check_response, "trainjob_seam", None)
+    return all(
+        getattr(seam, "trainjob_seam", None)
+        for seam in (watching.continuous_watch, errors.check_response, api.json)  # type: ignore[attr-defined]
     )
 
 
@@ -334,6 +361,7 @@ __all__ = [
     "Route",
     "Routes",
     "SeamsMissing",
+    "StreamDecoder",
     "install",
     "kopf_retry_after",
     "missing",

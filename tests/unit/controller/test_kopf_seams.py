@@ -76,11 +76,13 @@ class Watched:
 
     log: list[tuple[str | None, str | None]] = field(default_factory=list)
     to_kopf: list[Any] = field(default_factory=list)
+    objects: list[dict[str, Any]] = field(default_factory=list)
 
     def event(self, e: dict[str, Any]) -> None:
         if e["object"]["metadata"]["name"] == "bad":
             raise ValueError("a bug in one handler")
         self.log.append((e["type"], e["object"]["metadata"]["name"]))
+        self.objects.append(e["object"])
 
     def listed(self, namespace: str | None) -> None:
         self.log.append(("listed", namespace))
@@ -322,6 +324,8 @@ def test_the_installed_kopf_has_every_seam_and_they_are_installed_once() -> None
     assert kopf_seams.missing() == []
     kopf_seams.install()
     kopf_seams.install()
+    assert isinstance(api.json, kopf_seams.StreamDecoder)  # type: ignore[attr-defined]
+    assert kopf_seams.installed()
     assert getattr(watching.continuous_watch, "trainjob_seam", None) == "resilient_watch"
     assert not getattr(vars(watching.continuous_watch)["__wrapped__"], "trainjob_seam", None)
     assert getattr(errors.check_response, "trainjob_seam", None) == "retry_after_on_server_errors"
@@ -345,7 +349,17 @@ class _ErrorWithoutPayload(Exception):
         super().__init__(payload)
 
 
+async def _a_stream_that_decodes_otherwise(**_: Any) -> AsyncIterator[Any]:
+    yield None
+
+
 BROKEN = {
+    "api.stream no longer decodes with json.loads through its module": (
+        api,
+        "stream",
+        _a_stream_that_decodes_otherwise,
+        "kopf's api.stream no longer decodes events with json.loads through its module",
+    ),
     "infinite_watch stops calling continuous_watch through its module": (
         watching,
         "infinite_watch",
@@ -682,3 +696,34 @@ def test_a_failed_watch_stream_lists_again_instead_of_ending_the_operator(error:
     else:
         with pytest.raises(type(error)):
             asyncio.run(consume())
+
+
+def test_kopfs_stream_decodes_through_the_seam_as_the_standard_library_would() -> None:
+    """kopf's real watch loop, the events decoded by `StreamDecoder` (orjson): the objects are what `json.loads` makes
+    of the same lines, an integer past 64 bits (which orjson refuses) and floats included; a line cut mid-event
+    still lists again (its error is still `json.JSONDecodeError`)."""
+    odd = {"huge": 2**70, "negative": -(2**65), "float": 0.1, "exp": 1e300, "text": "ü\u2028"}
+    added = event("ADDED", "b")
+    added["object"]["spec"] = odd
+    decoded: list[Any] = []
+    loads = kopf_seams.StreamDecoder.loads
+
+    def counting(text: str | bytes) -> Any:
+        decoded.append(text)
+        return loads(text)
+
+    async def scenario() -> Watched:
+        async with FakeApiServer([TRAINJOBS]) as fake:
+            fake.add(TRAINJOBS, obj("a"))
+            fake.script_watch(TRAINJOBS, added, CUT)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(kopf_seams.StreamDecoder, "loads", staticmethod(counting))
+                watched, ended = await watch_through_kopf(fake, listed_times(2))
+            assert ended is None
+            return watched
+
+    watched = asyncio.run(scenario())
+    assert watched.log == [(None, "a"), ("listed", None), ("ADDED", "b"), (None, "a"), ("listed", None)]
+    [b] = [o for o in watched.objects if o["metadata"]["name"] == "b"]
+    assert b["spec"] == json.loads(json.dumps(odd)) and b["spec"]["huge"] == 2**70
+    assert len(decoded) >= 1, "the watch's lines went through the seam"
