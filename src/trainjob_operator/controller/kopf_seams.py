@@ -15,8 +15,9 @@ are replaced, and one private attribute is read:
   `retry_after_on_server_errors`, to raise it again as kopf's 429 class.
 - `kopf._cogs.clients.api.json` (the module `api.stream` decodes each watch event with, `json.loads` per line) is
   replaced by `StreamDecoder`: orjson (`codec.jsontext.loads`), 2.6 times as fast as the standard library on a
-  kwok pod's event (5.9 KB: 15 µs against 39 µs), with the standard library for what orjson refuses (an integer past 64 bits), so a stream decodes as before.
-  Decoding the pods' events was a fifth of a restart's CPU and 17 % of a huge TrainJob's start (docs/performance.md).
+  kwok pod's event (5.9 KB: 15 µs against 39 µs), with the standard library for what orjson refuses (an integer
+  past 64 bits), so a stream decodes as before. Decoding the pods' events was a fifth of a restart's CPU and 17 % of
+  a huge TrainJob's start (docs/performance.md).
 
 One public function is called with an argument shaped for it: `kopf.run_tasks(tasks, ignored=ForeignTasks())`.
 kopf's stop treats every task created after its start as its own (its docstring says so): it waits 5 s for them,
