@@ -10,7 +10,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from test_bench_baseline import bench_module
+from test_bench_baseline import REPO, bench_module
+
+from trainjob_operator.api.runtime import ClusterTrainingRuntime
+from trainjob_operator.api.trainjob import TrainJob
+from trainjob_operator.runtime.info import RuntimeSource
+from trainjob_operator.runtime.pipeline import Framework
 
 
 @pytest.fixture
@@ -189,12 +194,7 @@ def test_the_huge_trainjob_asks_our_operator_for_the_cut_only_when_a_bound_is_gi
 
 
 def test_the_annotated_huge_trainjob_is_rendered_by_our_pipeline_as_jobs_of_the_bound(loadgen: ModuleType) -> None:
-    from trainjob_operator.api.runtime import ClusterTrainingRuntime
-    from trainjob_operator.api.trainjob import TrainJob
-    from trainjob_operator.runtime.info import RuntimeSource
-    from trainjob_operator.runtime.pipeline import Framework
-
-    runtime = json.loads((Path(loadgen.__file__).parent / "runtime.json").read_text())
+    runtime = json.loads((REPO / "bench" / "runtime.json").read_text())
     source = RuntimeSource.of(ClusterTrainingRuntime.model_validate(runtime))
     raw = loadgen.huge_trainjob("ns", "torch-distributed", 1000, 300)
     raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
