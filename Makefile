@@ -233,10 +233,11 @@ bench-render: $(STAMP) ## render throughput of the pure pipeline (2,000 TrainJob
 
 BENCH_HUGE_NODES ?= 1000
 BENCH_HUGE_SPLITS ?= 1,2
+BENCH_HUGE_CUTS ?= 500
 BENCH_SIZES ?= 1000,5000
 BENCH_RUNNING ?= 1000
-bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (BENCH_RUNNING running TrainJobs with their pods: restarts and a pod burst; huge TrainJobs of BENCH_HUGE_NODES, its JobSet alone cut into BENCH_HUGE_SPLITS Jobs, bursts of BENCH_SIZES, status, Kueue admission), medians of 3
-	@$(PY) bench/cluster_bench.py --running $(BENCH_RUNNING) --huge-nodes $(BENCH_HUGE_NODES) --huge-splits $(BENCH_HUGE_SPLITS) --sizes $(BENCH_SIZES)
+bench-cluster: $(STAMP) tools-kueue tools-upstream ## the operator vs upstream on a local control plane (BENCH_RUNNING running TrainJobs with their pods: restarts and a pod burst; huge TrainJobs of BENCH_HUGE_NODES, ours building it cut at BENCH_HUGE_CUTS pods per Job, its JobSet alone cut into BENCH_HUGE_SPLITS Jobs, bursts of BENCH_SIZES, status, Kueue admission), medians of 3
+	@$(PY) bench/cluster_bench.py --running $(BENCH_RUNNING) --huge-nodes $(BENCH_HUGE_NODES) --huge-splits $(BENCH_HUGE_SPLITS) --huge-max-nodes-per-job $(BENCH_HUGE_CUTS) --sizes $(BENCH_SIZES)
 
 BENCH_CLI_BASELINE ?= ce4043d
 bench-cli: $(STAMP) ## the offline CLI as a user waits for it (whole process; --help, render, validate of 2,000 TrainJobs) beside BENCH_CLI_BASELINE, medians of 7

@@ -49,6 +49,7 @@ import kueue_shapes  # noqa: E402
 from loadgen import programs_cpu  # noqa: E402
 
 from harness import cluster  # noqa: E402
+from trainjob_operator.runtime.split import split_for  # noqa: E402
 
 TORCH_RUNTIME = json.loads((BENCH / "runtime.json").read_text())
 WRITE_VERBS = ("POST", "PATCH", "PUT", "DELETE")
@@ -1054,6 +1055,7 @@ HUGE_ROWS = (
     ("last_pod_s", "created→last pod (s)"),
     ("all_running_s", "created→all pods Running (s)"),
     ("cpu_s", "operator CPU (s)"),
+    ("jobs", "trainer Jobs"),
 )
 HUGE_WARMUP = 1000
 """Pods made and dropped before the first measured column. A fresh API server's watch cache is small, and so is each
@@ -1065,16 +1067,72 @@ HUGE_PODS_PER_NODE = 100
 """kwok nodes allow 110 pods each; the huge section makes one node per 100 pods, and two more."""
 
 
-def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int, logs: Path) -> dict[str, Any]:
+CUT_PREFIX = "ours-cut("
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A huge section's column: ours building the TrainJob annotated `max-nodes-per-job: bound`, its trainer cut
+    into Jobs of at most `bound` pods by the operator (runtime/plugins/trainer_split.py)."""
+
+    bound: int
+
+    @property
+    def name(self) -> str:
+        return f"{CUT_PREFIX}{self.bound})"
+
+
+HugeColumn = Contender | Cut | int | None
+"""A huge section's column: a contender; ours building a cut TrainJob; the JobSet alone cut into that many Jobs;
+None, the ceiling."""
+
+
+def huge_columns(
+    contenders: Sequence[Contender], nodes: int, splits: Sequence[int], bounds: Sequence[int]
+) -> list[HugeColumn]:
+    """One round's columns at numNodes `nodes`, in the order they run: ours; ours building the TrainJob cut at each
+    bound that cuts `nodes` (`split_for`: a bound of `nodes` or more, or one with no equal cut, leaves one Job: ours
+    again); the other contenders; the ceiling; the JobSet alone cut into each K of `splits` that divides `nodes`."""
+    ours = [contender for contender in contenders if contender.name == "ours"]
+    cuts = [Cut(bound) for bound in dict.fromkeys(bounds) if ours and split_for(nodes, bound).cut]
+    others = [contender for contender in contenders if contender.name != "ours"]
+    return [*ours, *cuts, *others, None, *(k for k in dict.fromkeys(splits) if nodes % k == 0)]
+
+
+def huge_column_name(column: HugeColumn) -> str:
+    if isinstance(column, int):
+        return f"JobSet alone, {column} Job(s)"
+    return column.name if column is not None else "ceiling"
+
+
+def huge_column_order(names: Sequence[str]) -> list[str]:
+    """A size's report columns: ours first (the ratios' numerator), ours cut, the baseline, upstream, the ceiling,
+    then the JobSet alone's."""
+    order = [
+        "ours",
+        *sorted((n for n in names if n.startswith(CUT_PREFIX)), key=lambda n: int(n[len(CUT_PREFIX) : -1])),
+        BASELINE,
+        "upstream",
+        "ceiling",
+    ]
+    return [n for n in order if n in names] + [n for n in names if n.startswith("JobSet alone")]
+
+
+def huge_run(
+    info: cluster.ClusterInfo, contender: Contender | None, nodes: int, logs: Path, bound: int | None = None
+) -> dict[str, Any]:
     """One TrainJob of `nodes` nodes, created→all its pods Running on kwok nodes, with the JobSet controller and
-    the kube-controller-manager's Job controller at work; `contender` None: the ceiling, the same trainer pods created
-    directly by a client (64 at once), no TrainJob, JobSet or Job."""
-    ns = namespace(info, f"huge-{contender.name if contender else 'ceiling'}")
+    the kube-controller-manager's Job controller at work; `bound`: the TrainJob annotated max-nodes-per-job (its
+    trainer cut by the operator); `contender` None: the ceiling, the same trainer pods created directly by a client
+    (64 at once), no TrainJob, JobSet or Job."""
+    label = (contender.name if contender else "ceiling") + (f"-cut{bound}" if bound is not None else "")
+    ns = namespace(info, f"huge-{label}")
     process = contender.start(info, DEFAULTS, logs) if contender is not None else None
     try:
         cpu_before = process.cpu_seconds() if process is not None else 0.0
         before = costs_now(info)
-        out = loadgen(info, "huge" if contender is not None else "huge-ceiling", ns, nodes, 64, ("--timeout", "1800"))
+        extra = ("--timeout", "1800", *(("--max-nodes-per-job", str(bound)) if bound is not None else ()))
+        out = loadgen(info, "huge" if contender is not None else "huge-ceiling", ns, nodes, 64, extra)
         if process is not None:
             out["cpu_s"] = process.cpu_seconds() - cpu_before
         out.update(costs_since(info, before))
@@ -1083,7 +1141,19 @@ def huge_run(info: cluster.ClusterInfo, contender: Contender | None, nodes: int,
     finally:
         if process is not None:
             process.stop()
-        drop_namespace(info, ns)
+        drop_huge_namespace(info, ns)
+
+
+def drop_huge_namespace(info: cluster.ClusterInfo, name: str) -> None:
+    """Delete a huge column's namespace, its pods at once: kwok's controller confirms each pod's graceful deletion
+    at about 30 a second, so a namespace of 10,000 pods took 10 minutes to go (not measured, but between columns).
+    Once the namespace is terminating no pod can be created in it (the Job controller cannot replace one), so its pods
+    are deleted with no grace period, then the namespace is awaited as any other."""
+    info.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    info.kubectl(
+        "delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--wait=false", check=False, timeout=600
+    )
+    drop_namespace(info, name)
 
 
 def costs_now(info: cluster.ClusterInfo) -> tuple[dict[str, float], dict[str, float]]:
@@ -1109,7 +1179,7 @@ def huge_jobset_run(info: cluster.ClusterInfo, nodes: int, split: int) -> dict[s
         out["load"] = load_average()
         return out
     finally:
-        drop_namespace(info, ns)
+        drop_huge_namespace(info, ns)
 
 
 def controller_manager_args() -> str:
@@ -1136,10 +1206,12 @@ def huge_section(
     logs: Path,
     splits: Sequence[int] = (),
     checkpoint: Callable[[dict[str, Any]], None] = lambda _: None,
+    bounds: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Huge TrainJobs (issue 37, item 1): per size, ours, upstream (when built) and the ceiling alternate, `runs`
-    times each, on a control plane of their own whose JobSet controller runs (the other sections stop it); `splits`:
-    also the JobSet alone, created directly with its trainer cut into that many Jobs (where the split would help)."""
+    times each, on a control plane of their own whose JobSet controller runs (the other sections stop it); `bounds`:
+    also ours building the TrainJob annotated max-nodes-per-job B, its trainer cut by the operator; `splits`: also
+    the JobSet alone, created directly with its trainer cut into that many Jobs (no operator)."""
     say(f"huge TrainJobs: numNodes {sizes}, {runs} run(s) each, on a control plane with the JobSet controller running")
     info = cluster.up(nodes=max(sizes) // HUGE_PODS_PER_NODE + 2)
     info.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
@@ -1158,13 +1230,15 @@ def huge_section(
     for nodes in sizes:
         scenario: dict[str, Any] = {"n": nodes, "runs": {}}
         for _ in range(runs):
-            for contender in [*contenders, None, *(k for k in splits if nodes % k == 0)]:
-                if isinstance(contender, int):
-                    name = f"JobSet alone, {contender} Job(s)"
-                    result = huge_jobset_run(info, nodes, contender)
+            for column in huge_columns(contenders, nodes, splits, bounds):
+                name = huge_column_name(column)
+                if isinstance(column, int):
+                    result = huge_jobset_run(info, nodes, column)
+                elif isinstance(column, Cut):
+                    ours = next(contender for contender in contenders if contender.name == "ours")
+                    result = huge_run(info, ours, nodes, logs, column.bound)
                 else:
-                    name = contender.name if contender is not None else "ceiling"
-                    result = huge_run(info, contender, nodes, logs)
+                    result = huge_run(info, column, nodes, logs)
                 scenario["runs"].setdefault(name, []).append(result)
                 checkpoint({**section, "scenarios": [*section["scenarios"], scenario], "load_after": load_average()})
                 say(
@@ -1197,8 +1271,7 @@ def huge_markdown(section: dict[str, Any]) -> list[str]:
         lines += [f"kube-controller-manager client: {section['controller_manager']}"]
     for scenario in section["scenarios"]:
         medians = scenario.get("medians") or huge_medians(scenario["runs"])  # a checkpoint's: not computed yet
-        columns = [name for name in ("ours", BASELINE, "upstream", "ceiling") if name in medians]
-        columns += [name for name in medians if name.startswith("JobSet alone")]
+        columns = huge_column_order(list(medians))
         lines += ["", f"### numNodes {scenario['n']}", "", *compare_table(HUGE_ROWS, medians, columns)]
         lines += huge_cost_tables(scenario, columns)
     return lines
@@ -1510,6 +1583,13 @@ def main() -> int:
         "K (1: one Indexed Job as built; a K that does not divide numNodes is skipped)",
     )
     parser.add_argument(
+        "--huge-max-nodes-per-job",
+        default="",
+        help="huge TrainJobs: also ours building the TrainJob annotated max-nodes-per-job B (its trainer cut by the "
+        "operator into Jobs of at most B pods), a column ours-cut(B) per comma-separated B (a B that leaves one Job "
+        "at a size is skipped there)",
+    )
+    parser.add_argument(
         "--steady-only",
         action="store_true",
         help="only the steady state: per contender, one unmeasured burst of the largest size, then --runs restarts",
@@ -1571,12 +1651,13 @@ def main() -> int:
                 return 0
         if huge_sizes:
             splits = [int(k) for k in args.huge_splits.split(",") if k.strip()]
+            bounds = [int(b) for b in args.huge_max_nodes_per_job.split(",") if b.strip()]
 
             def checkpoint(partial: dict[str, Any]) -> None:  # a long run interrupted keeps the columns it has
                 report["huge"] = partial
                 write(report, args.out, stamp, args.smoke)
 
-            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits, checkpoint)
+            report["huge"] = huge_section(contenders, huge_sizes, runs, logs, splits, checkpoint, bounds)
             write(report, args.out, stamp, args.smoke)
             if args.huge_only:
                 text = write(report, args.out, stamp, args.smoke)

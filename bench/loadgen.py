@@ -9,8 +9,9 @@ takes them and watches for the operator's answers. Prints one JSON document with
                         with C workers)
   loadgen.py complete   --kubeconfig K --namespace NS                 (mark every JobSet Completed, time Complete)
   loadgen.py huge       --kubeconfig K --namespace NS --n NODES    (one TrainJob of NODES nodes: its JobSet,
-                        Jobs and pods, until every pod is Running; huge-ceiling creates the same pods directly;
-                        huge-jobset --split K creates its JobSet directly, the trainer cut into K Jobs)
+                        Jobs and pods, until every pod is Running; --max-nodes-per-job B annotates it so that
+                        our operator cuts its trainer into Jobs of at most B pods; huge-ceiling creates the same
+                        pods directly; huge-jobset --split K creates its JobSet directly, the trainer cut into K Jobs)
   loadgen.py pods       --kubeconfig K --namespace NS    (every inert JobSet's pods, as JobSet and the Job
                         controller would make them, created directly and left Running on kwok nodes)
   loadgen.py poke       --kubeconfig K --namespace NS --value V   (one annotation patch on every pod: one pod
@@ -506,6 +507,18 @@ HUGE = "huge"
 """The one TrainJob of the `huge` modes (and its JobSet's name)."""
 
 
+def huge_trainjob(namespace: str, runtime: str, nodes: int, max_nodes_per_job: int | None = None) -> dict[str, Any]:
+    """The one TrainJob of the `huge` mode, of `nodes` nodes; `max_nodes_per_job`: annotated so that our operator
+    cuts its trainer into Jobs of at most that many pods (runtime/plugins/trainer_split.py; upstream ignores it)."""
+    raw = trainjob(namespace, HUGE, runtime)
+    raw["spec"]["trainer"]["numNodes"] = nodes
+    if max_nodes_per_job is not None:
+        if max_nodes_per_job < 1:
+            raise SystemExit(f"--max-nodes-per-job {max_nodes_per_job} is not a positive number of pods")
+        raw["metadata"]["annotations"] = {c.MAX_NODES_PER_JOB_ANNOTATION: str(max_nodes_per_job)}
+    return raw
+
+
 def rendered_jobset(namespace: str, runtime: str, nodes: int) -> dict[str, Any]:
     """The JobSet the operator's pipeline renders for the TrainJob of the `huge` modes with `nodes` nodes."""
     from trainjob_operator.api.runtime import ClusterTrainingRuntime
@@ -515,8 +528,7 @@ def rendered_jobset(namespace: str, runtime: str, nodes: int) -> dict[str, Any]:
 
     runtime_path = Path(__file__).resolve().parent / "runtime.json"
     source = RuntimeSource.of(ClusterTrainingRuntime.model_validate(json.loads(runtime_path.read_text())))
-    raw = trainjob(namespace, HUGE, runtime)
-    raw["spec"]["trainer"]["numNodes"] = nodes
+    raw = huge_trainjob(namespace, runtime, nodes)
     raw["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
     objects = Framework.from_registry().desired_objects(TrainJob.model_validate(raw), source)
     jobset = next(obj for obj in objects if obj["kind"] == c.JOBSET_KIND)
@@ -632,9 +644,7 @@ async def huge(args: argparse.Namespace) -> dict[str, Any]:
     elif args.mode == "huge-jobset":
         await client.create(huge_jobset(args.namespace, args.runtime, args.n, args.split))
     else:
-        raw = trainjob(args.namespace, HUGE, args.runtime)
-        raw["spec"]["trainer"]["numNodes"] = args.n
-        await client.create(raw)
+        await client.create(huge_trainjob(args.namespace, args.runtime, args.n, args.max_nodes_per_job))
     created = time.monotonic() - start
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(done.wait(), timeout=args.timeout)
@@ -816,6 +826,12 @@ def main() -> int:
     parser.add_argument("--operator-pid", type=int, help="kueue: the operator's process, for its CPU during the waves")
     parser.add_argument(
         "--split", type=int, default=1, help="huge-jobset: the trainer's Jobs (numNodes/split pods each)"
+    )
+    parser.add_argument(
+        "--max-nodes-per-job",
+        type=int,
+        help="huge: the TrainJob's max-nodes-per-job annotation (our operator cuts its trainer into Jobs of at most "
+        "that many pods; default: none, one Job)",
     )
     parser.add_argument("--num-nodes", type=int, default=2, help="trainjobs: each TrainJob's numNodes")
     parser.add_argument("--value", default="1", help="poke: the annotation's value (a new one each burst)")
