@@ -751,7 +751,7 @@ def counted_rows(report: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     """A profiled section's counts, the first run's per column: Kueue's reconciles by controller and result and
     their seconds, the seconds its work queues held items, its webhook requests and their seconds, and every client's requests of TrainJobs, JobSets and Workloads (verb resource subresource
     dry run); with the profiles' files."""
-    first = {n: (report["runs"].get(n) or [{}])[0] for n in names}
+    first = {n: (report.get("runs", {}).get(n) or [{}])[0] for n in names}
     if not any("counted" in r for r in first.values()):
         return []
     lines = ["", "Counted in the first run (a profiled run):", "", "| count | " + " | ".join(names) + " |"]

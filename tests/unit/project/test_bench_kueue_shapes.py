@@ -134,3 +134,35 @@ def test_time_to_admission_is_the_mean_per_class_of_the_trainjobs_admitted(shape
         1.0,
         None,
     )
+
+
+def test_a_profiled_run_sums_a_metric_by_the_labels_asked_and_keeps_what_grew(shapes: ModuleType) -> None:
+    before_text = (
+        "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller\n"
+        'controller_runtime_reconcile_total{controller="trainjob",result="success"} 10\n'
+        'controller_runtime_reconcile_total{controller="trainjob",result="error"} 1\n'
+        'controller_runtime_reconcile_total{controller="workload_controller",result="success"} 4\n'
+        'controller_runtime_reconcile_total_other{controller="trainjob",result="success"} 99\n'
+    )
+    after_text = before_text.replace("} 10\n", "} 25\n")
+    keys = ("controller", "result")
+    before = shapes.counters(before_text, "controller_runtime_reconcile_total", keys)
+    assert before == {
+        ("trainjob", "success"): 10.0,
+        ("trainjob", "error"): 1.0,
+        ("workload_controller", "success"): 4.0,
+    }
+    after = shapes.counters(after_text, "controller_runtime_reconcile_total", keys)
+    assert shapes.grown(before, after) == {"trainjob success": 15.0}
+    requests = 'apiserver_request_total{code="201",dry_run="All",resource="workloads",subresource="",verb="POST"} 7\n'
+    assert shapes.grown(
+        {}, shapes.counters(requests, "apiserver_request_total", ("verb", "resource", "subresource", "dry_run"))
+    ) == {"POST workloads All": 7.0}
+
+
+def test_the_concurrency_experiment_reads_kueues_group_kind_concurrency(shapes: ModuleType) -> None:
+    assert shapes.concurrency("") == {}
+    assert shapes.concurrency("TrainJob.trainer.kubeflow.org=5, Workload.kueue.x-k8s.io=10") == {
+        "TrainJob.trainer.kubeflow.org": 5,
+        "Workload.kueue.x-k8s.io": 10,
+    }
