@@ -538,6 +538,8 @@ def readings(info: Any, profiling: Profiling) -> dict[str, dict[tuple[str, ...],
     """The counters a profiled column compares before and after: Kueue's reconciles by controller and result, the
     webhook requests Kueue served by path, and the API server's requests of TrainJobs, JobSets and Workloads by
     verb, resource, subresource and dry run."""
+    from loadgen import programs_cpu
+
     kueue = kueue_metrics(profiling)
     api = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
     requests = counters(api, "apiserver_request_total", ("verb", "resource", "subresource", "dry_run"))
@@ -548,7 +550,24 @@ def readings(info: Any, profiling: Profiling) -> dict[str, dict[tuple[str, ...],
         "kueue_webhook_requests": counters(kueue, "controller_runtime_webhook_requests_total", ("webhook",)),
         "kueue_webhook_s": counters(kueue, "controller_runtime_webhook_latency_seconds_sum", ("webhook",)),
         "api_requests": {k: v for k, v in requests.items() if k[1] in WRITES_OF},
+        "cpu_s": {
+            (name,): cpu
+            for name, cpu in programs_cpu(os.environ.get("TRAINJOB_CLUSTER_DIR", "").encode(), PROGRAMS).items()
+        },
+        "machine_cpu_s": machine_cpu(),
     }
+
+
+PROGRAMS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "kueue")
+"""The control plane's programs whose CPU a profiled column counts (the operator's is a row of its own)."""
+
+
+def machine_cpu() -> dict[tuple[str, ...], float]:
+    """The machine's CPU seconds so far, every process's (other work on the machine too), busy and idle."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle + iowait
+    return {("busy",): (sum(fields[:8]) - idle) / tick, ("idle",): idle / tick}
 
 
 def profile_later(profiling: Profiling, after: float, path: Path) -> threading.Thread:
