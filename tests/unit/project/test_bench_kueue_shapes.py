@@ -166,3 +166,25 @@ def test_the_concurrency_experiment_reads_kueues_group_kind_concurrency(shapes: 
         "TrainJob.trainer.kubeflow.org": 5,
         "Workload.kueue.x-k8s.io": 10,
     }
+
+
+def test_a_profiled_section_tables_the_first_runs_counts_per_column(shapes: ModuleType) -> None:
+    counted = {"kueue_reconciles": {"trainjob success": 4313.0}, "api_requests": {"POST workloads All": 4318.0}}
+    report = {
+        "scale": 0.05,
+        "n": 750,
+        "counts_per_cluster_queue": {"small": 18, "medium": 5, "large": 2},
+        "gate_s": 21.2,
+        "medians": {"ours": {}, "Kueue alone": {}},
+        "runs": {
+            "ours": [{"counted": counted, "kueue_profile": {"profile": "/tmp/x.pprof"}}],
+            "Kueue alone": [{"counted": {"api_requests": {"POST workloads": 750.0}}}],
+        },
+    }
+    text = shapes.markdown(report)
+    assert "| kueue_reconciles: trainjob success | 4313.0 | — |" in text
+    assert "| api_requests: POST workloads All | 4318.0 | — |" in text
+    assert "| api_requests: POST workloads | — | 750.0 |" in text
+    assert "Kueue's CPU profile, ours: `/tmp/x.pprof`" in text
+    report["runs"] = {"ours": [{}], "Kueue alone": [{}]}
+    assert "Counted in the first run" not in shapes.markdown(report)
