@@ -103,6 +103,13 @@ def scaled_gate_s(classes: Sequence[WorkloadClass]) -> float:
     return GATE_S * total(classes) / BASELINE_TOTAL
 
 
+def timeout_s(classes: Sequence[WorkloadClass]) -> float:
+    """How long a column may run after its creators end: 10 times Kueue's scaled gate, and at least 0.5 s per
+    TrainJob (Kueue's one TrainJob worker took 0.26-0.30 s per TrainJob at S = 0.05, docs/performance.md), and at
+    least 10 minutes."""
+    return max(600.0, 10 * scaled_gate_s(classes), 0.5 * total(classes))
+
+
 def creation_span_s(classes: Sequence[WorkloadClass]) -> float:
     """How long the creators run: each waits its interval before each create, all at once."""
     return max(c.count * c.interval_ms for c in classes) / 1000
@@ -659,7 +666,7 @@ def section(
                 "--run",
                 run_id,
                 "--timeout",
-                str(max(600.0, 10 * scaled_gate_s(classes))),
+                str(timeout_s(classes)),
             ]
             command += ["--operator-pid", str(process.proc.pid)] if process is not None else ["--direct"]
             try:

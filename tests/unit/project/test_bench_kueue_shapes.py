@@ -188,3 +188,10 @@ def test_a_profiled_section_tables_the_first_runs_counts_per_column(shapes: Modu
     assert "Kueue's CPU profile, ours: `/tmp/x.pprof`" in text
     report["runs"] = {"ours": [{}], "Kueue alone": [{}]}
     assert "Counted in the first run" not in shapes.markdown(report)
+
+
+@pytest.mark.parametrize(("scale", "timeout"), [(1.0, 7500.0), (0.05, 600.0), (0.2, 1500.0)])
+def test_a_column_may_run_half_a_second_per_trainjob_after_its_creators(
+    shapes: ModuleType, scale: float, timeout: float
+) -> None:
+    assert shapes.timeout_s(shapes.scaled(scale)) == timeout
