@@ -1570,6 +1570,25 @@ def main() -> int:
     )
     parser.add_argument("--kueue-scale", type=float, default=0.02, help="Kueue's shapes: fraction of its 15,000")
     parser.add_argument(
+        "--kueue-profile",
+        type=float,
+        default=0.0,
+        help="Kueue's shapes: restart Kueue with pprof and metrics on 127.0.0.1 and take a CPU profile of this many "
+        "seconds in each column, with Kueue's reconciles and the API requests of TrainJobs, JobSets and Workloads",
+    )
+    parser.add_argument(
+        "--kueue-concurrency",
+        default="",
+        help="Kueue's shapes, with --kueue-profile: Kueue's controller.groupKindConcurrency for the experiment, "
+        "comma-separated Kind.group=N (say TrainJob.trainer.kubeflow.org=5; empty: 1 per controller, as the harness)",
+    )
+    parser.add_argument(
+        "--kueue-profile-after",
+        type=float,
+        default=20.0,
+        help="Kueue's shapes: seconds into a column the profile starts",
+    )
+    parser.add_argument(
         "--huge-nodes",
         default="",
         help="huge TrainJobs section: numNodes of one TrainJob, comma-separated (issue 37 asks 1000,5000,10000; "
@@ -1633,7 +1652,16 @@ def main() -> int:
     try:
         if args.kueue_shapes:  # issue 37 item 3, on a control plane with Kueue of its own: bench/kueue_shapes.py
             report["kueue_shapes"] = kueue_shapes.section(
-                cluster, prepare, contenders, args.kueue_scale, runs, logs, DEFAULTS
+                cluster,
+                prepare,
+                contenders,
+                args.kueue_scale,
+                runs,
+                logs,
+                DEFAULTS,
+                (args.kueue_profile, args.kueue_profile_after, kueue_shapes.concurrency(args.kueue_concurrency))
+                if args.kueue_profile > 0
+                else None,
             )
             print(write(report, args.out, stamp, args.smoke))
             return 0

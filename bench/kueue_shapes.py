@@ -20,6 +20,8 @@ where the quota alone would finish each cohort's 7,920 CPU-seconds on 120 CPU in
 
   python bench/kueue_shapes.py --kubeconfig K --scale S --run ID [--operator-pid P]   (one run: prints one JSON)
   python bench/cluster_bench.py --kueue-shapes --kueue-scale S [--runs R]            (the section, per contender)
+  ... --kueue-profile SECONDS [--kueue-profile-after A]   (and Kueue's CPU profile of SECONDS from A s into each
+      column, its reconciles by controller and the API writes of TrainJobs, JobSets and Workloads)
 """
 
 from __future__ import annotations
@@ -30,9 +32,13 @@ import contextlib
 import json
 import math
 import os
+import shutil
+import ssl
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +101,13 @@ def total(classes: Sequence[WorkloadClass]) -> int:
 def scaled_gate_s(classes: Sequence[WorkloadClass]) -> float:
     """Kueue's gate for as many workloads as `classes` make, in proportion to its 15,000."""
     return GATE_S * total(classes) / BASELINE_TOTAL
+
+
+def timeout_s(classes: Sequence[WorkloadClass]) -> float:
+    """How long a column may run after its creators end: 10 times Kueue's scaled gate, and at least 0.5 s per
+    TrainJob (Kueue's one TrainJob worker took 0.26-0.30 s per TrainJob at S = 0.05, docs/performance.md), and at
+    least 10 minutes."""
+    return max(600.0, 10 * scaled_gate_s(classes), 0.5 * total(classes))
 
 
 def creation_span_s(classes: Sequence[WorkloadClass]) -> float:
@@ -437,6 +450,159 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+# ---------------------------------------------------------------------------------------------------- profiling
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """Kueue's pprof endpoint and its metrics (HTTPS, a bearer token with the right to read them), both on
+    127.0.0.1; a CPU profile of `seconds` taken `after` seconds into each column (from 0 in Kueue alone's, which is
+    over in seconds)."""
+
+    pprof_port: int
+    metrics_port: int
+    token: str
+    seconds: float
+    after: float
+
+
+METRICS_ACCOUNT = "kueue-shapes-metrics"
+"""The ServiceAccount (in kueue-system, bound to cluster-admin) whose token reads Kueue's metrics: Kueue serves
+them behind a TokenReview and a SubjectAccessReview (controller-runtime's filters), with no opt-out."""
+WRITES_OF = ("trainjobs", "jobsets", "workloads")
+"""The kinds whose requests a profiled column counts (apiserver_request_total, every client's)."""
+
+
+def enable_profiling(
+    cluster: Any, info: Any, seconds: float, after: float, concurrency: Mapping[str, int] | None = None
+) -> Profiling:
+    """Restart the cluster's Kueue with `pprofBindAddress` and its metrics bound to free ports of 127.0.0.1 (its
+    other settings and its webhook port as the harness started it), and make a token that may read the metrics.
+    `concurrency`: Kueue's `controller.groupKindConcurrency` (say `{"TrainJob.trainer.kubeflow.org": 5}`), for an
+    experiment; none: controller-runtime's 1 per controller, as the harness starts Kueue."""
+    from harness.plumbing import free_ports
+
+    controller = info.controllers["kueue"]
+    config = json.loads((cluster.state_dir() / "kueue-config.json").read_text())
+    pprof, metrics = free_ports(2)
+    config["pprofBindAddress"] = f"127.0.0.1:{pprof}"
+    config["metrics"] = {**config.get("metrics", {}), "bindAddress": f"127.0.0.1:{metrics}"}
+    if concurrency:
+        config["controller"] = {**config.get("controller", {}), "groupKindConcurrency": dict(concurrency)}
+    cluster.stop_controller("kueue", controller)
+    cluster.start_controller(info, "kueue", Path(controller["binary"]), config, int(controller["health_port"]))
+    ns = "kueue-system"
+    info.kubectl("create", "serviceaccount", METRICS_ACCOUNT, "-n", ns, check=False)
+    role = ["--clusterrole=cluster-admin", f"--serviceaccount={ns}:{METRICS_ACCOUNT}"]
+    info.kubectl("create", "clusterrolebinding", METRICS_ACCOUNT, *role, check=False)
+    token = info.kubectl("create", "token", METRICS_ACCOUNT, "-n", ns, "--duration=24h").stdout.strip()
+    return Profiling(pprof, metrics, token, seconds, after)
+
+
+def concurrency(text: str) -> dict[str, int]:
+    """`Kind.group=N,...` as Kueue's `controller.groupKindConcurrency` (empty: none)."""
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        kind, _, n = item.strip().partition("=")
+        if kind:
+            out[kind.strip()] = int(n)
+    return out
+
+
+def counters(text: str, metric: str, keys: Sequence[str]) -> dict[tuple[str, ...], float]:
+    """A Prometheus text exposition's `metric` summed by the values of the labels `keys` (a missing label: "")."""
+    totals: dict[tuple[str, ...], float] = {}
+    for line in text.splitlines():
+        if not line.startswith(metric + "{"):
+            continue
+        labels_text, value = line[len(metric) + 1 :].rsplit("} ", 1)
+        labels = {k: v.strip('"') for k, v in (part.split("=", 1) for part in labels_text.split(",") if "=" in part)}
+        key = tuple(labels.get(k, "") for k in keys)
+        totals[key] = totals.get(key, 0.0) + float(value)
+    return totals
+
+
+def grown(before: Mapping[tuple[str, ...], float], after: Mapping[tuple[str, ...], float]) -> dict[str, float]:
+    """What each counter grew by between two readings (a key joined by spaces, empty parts left out), largest
+    first, those that did not grow left out."""
+    diff = {" ".join(p for p in key if p): after[key] - before.get(key, 0.0) for key in after}
+    return dict(sorted(((k, v) for k, v in diff.items() if v > 0), key=lambda kv: -kv[1]))
+
+
+def kueue_metrics(profiling: Profiling) -> str:
+    """Kueue's metrics text (its serving certificate is the harness's own: not verified, on 127.0.0.1)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{profiling.metrics_port}/metrics", headers={"Authorization": f"Bearer {profiling.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30, context=context) as response:
+        return str(response.read().decode())
+
+
+def readings(info: Any, profiling: Profiling) -> dict[str, dict[tuple[str, ...], float]]:
+    """The counters a profiled column compares before and after: Kueue's reconciles by controller and result, the
+    webhook requests Kueue served by path, and the API server's requests of TrainJobs, JobSets and Workloads by
+    verb, resource, subresource and dry run."""
+    from loadgen import programs_cpu
+
+    kueue = kueue_metrics(profiling)
+    api = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
+    requests = counters(api, "apiserver_request_total", ("verb", "resource", "subresource", "dry_run"))
+    return {
+        "kueue_reconciles": counters(kueue, "controller_runtime_reconcile_total", ("controller", "result")),
+        "kueue_reconcile_s": counters(kueue, "controller_runtime_reconcile_time_seconds_sum", ("controller",)),
+        "kueue_queue_wait_s": counters(kueue, "workqueue_queue_duration_seconds_sum", ("name",)),
+        "kueue_webhook_requests": counters(kueue, "controller_runtime_webhook_requests_total", ("webhook",)),
+        "kueue_webhook_s": counters(kueue, "controller_runtime_webhook_latency_seconds_sum", ("webhook",)),
+        "api_requests": {k: v for k, v in requests.items() if k[1] in WRITES_OF},
+        "cpu_s": {
+            (name,): cpu
+            for name, cpu in programs_cpu(os.environ.get("TRAINJOB_CLUSTER_DIR", "").encode(), PROGRAMS).items()
+        },
+        "machine_cpu_s": machine_cpu(),
+    }
+
+
+PROGRAMS = ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller", "kueue")
+"""The control plane's programs whose CPU a profiled column counts (the operator's is a row of its own)."""
+
+
+def machine_cpu() -> dict[tuple[str, ...], float]:
+    """The machine's CPU seconds so far, every process's (other work on the machine too), busy and idle."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle + iowait
+    return {("busy",): (sum(fields[:8]) - idle) / tick, ("idle",): idle / tick}
+
+
+def profile_later(profiling: Profiling, after: float, path: Path) -> threading.Thread:
+    """A thread that waits `after` seconds, then saves Kueue's CPU profile of `profiling.seconds` to `path`."""
+
+    def take() -> None:
+        time.sleep(after)  # a point in the column's timeline, not a wait for a condition
+        url = f"http://127.0.0.1:{profiling.pprof_port}/debug/pprof/profile?seconds={round(profiling.seconds)}"
+        with urllib.request.urlopen(url, timeout=profiling.seconds + 120) as response:
+            path.write_bytes(response.read())
+
+    thread = threading.Thread(target=take, name=f"pprof {path.name}", daemon=True)
+    thread.start()
+    return thread
+
+
+def pprof_top(path: Path, lines: int = 40) -> dict[str, Any]:
+    """`go tool pprof -top` of a saved profile, flat and cumulative, the first `lines` lines each."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    out: dict[str, Any] = {"profile": str(path)}
+    for key, extra in (("top", []), ("top_cum", ["-cum"])):
+        command = [go, "tool", "pprof", "-top", *extra, f"-nodecount={lines}", str(path)]
+        text = subprocess.run(command, capture_output=True, text=True, check=False)
+        path.with_suffix(f".{key}.txt").write_text(text.stdout + text.stderr)
+        out[key] = (text.stdout or text.stderr).splitlines()[: lines + 8]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------- the section
 
 
@@ -476,11 +642,15 @@ def section(
     runs: int,
     logs: Path,
     settings: Any,
+    profile: tuple[float, float, Mapping[str, int] | None] | None = None,
 ) -> dict[str, Any]:
-    """On a control plane with Kueue: per run, each contender in turn on a fresh set of queues; medians."""
+    """On a control plane with Kueue: per run, each contender in turn on a fresh set of queues; medians. With
+    `profile` (seconds, after, concurrency): Kueue restarted with pprof and metrics, and each column profiled
+    (`Profiling`, `enable_profiling`)."""
     classes = scaled(scale)
     info = cluster.up(kueue=True)
     prepare(info)
+    profiling = enable_profiling(cluster, info, *profile) if profile else None
     results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
     results[ALONE] = []
     for r in range(runs):
@@ -496,11 +666,15 @@ def section(
                 "--run",
                 run_id,
                 "--timeout",
-                str(max(600.0, 10 * scaled_gate_s(classes))),
+                str(timeout_s(classes)),
             ]
             command += ["--operator-pid", str(process.proc.pid)] if process is not None else ["--direct"]
             try:
                 load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+                if profiling is not None:
+                    before = readings(info, profiling)
+                    pprof_file = logs / f"kueue-cpu-{run_id}.pprof"
+                    taker = profile_later(profiling, profiling.after if contender is not None else 0.0, pprof_file)
                 out = subprocess.run(command, capture_output=True, text=True, check=False)
                 if out.returncode != 0:
                     raise SystemExit(f"bench: Kueue shapes, {name}: the run failed:\n{out.stderr[-3000:]}")
@@ -508,6 +682,12 @@ def section(
                 result["load_before"] = load
                 result["kueue_cpu_s"] = kueue_cpu_seconds(os.environ.get("TRAINJOB_CLUSTER_DIR", "")) - kueue_before
                 result["load_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+                if profiling is not None:
+                    after = readings(info, profiling)
+                    result["counted"] = {key: grown(before[key], after[key]) for key in after}
+                    taker.join(profiling.seconds + 180)
+                    if pprof_file.exists():
+                        result["kueue_profile"] = pprof_top(pprof_file)
             finally:
                 if process is not None:
                     process.stop()
@@ -519,6 +699,7 @@ def section(
     return {
         "scale": scale,
         "n": total(classes),
+        "kueue_concurrency": dict(profile[2] or {}) if profile else {},
         "counts_per_cluster_queue": {c.name: c.count for c in classes},
         "gate_s": scaled_gate_s(classes),
         "runs": results,
@@ -589,7 +770,34 @@ def markdown(report: Mapping[str, Any] | None) -> str:
         lines.append(
             f"| {label} | " + " | ".join(_fmt(report["medians"][n].get(f"admission_{cls}_s")) for n in names) + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + counted_rows(report, names)) + "\n"
+
+
+def counted_rows(report: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """A profiled section's counts, the first run's per column: Kueue's reconciles by controller and result and
+    their seconds, the seconds its work queues held items, its webhook requests and their seconds, and every client's requests of TrainJobs, JobSets and Workloads (verb resource subresource
+    dry run); with the profiles' files."""
+    first = {n: (report.get("runs", {}).get(n) or [{}])[0] for n in names}
+    if not any("counted" in r for r in first.values()):
+        return []
+    lines = ["", "Counted in the first run (a profiled run):", "", "| count | " + " | ".join(names) + " |"]
+    lines.append("|---" * (len(names) + 1) + "|")
+    groups = (
+        "kueue_reconciles",
+        "kueue_reconcile_s",
+        "kueue_queue_wait_s",
+        "kueue_webhook_requests",
+        "kueue_webhook_s",
+    )
+    for group in (*groups, "api_requests"):
+        keys = sorted({k for r in first.values() for k in r.get("counted", {}).get(group, {})})
+        for key in keys:
+            cells = [_fmt(first[n].get("counted", {}).get(group, {}).get(key)) for n in names]
+            lines.append(f"| {group}: {key} | " + " | ".join(cells) + " |")
+    for n in names:
+        if "kueue_profile" in first[n]:
+            lines.append(f"\nKueue's CPU profile, {n}: `{first[n]['kueue_profile']['profile']}`")
+    return lines
 
 
 def main() -> int:

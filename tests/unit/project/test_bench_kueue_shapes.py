@@ -134,3 +134,64 @@ def test_time_to_admission_is_the_mean_per_class_of_the_trainjobs_admitted(shape
         1.0,
         None,
     )
+
+
+def test_a_profiled_run_sums_a_metric_by_the_labels_asked_and_keeps_what_grew(shapes: ModuleType) -> None:
+    before_text = (
+        "# HELP controller_runtime_reconcile_total Total number of reconciliations per controller\n"
+        'controller_runtime_reconcile_total{controller="trainjob",result="success"} 10\n'
+        'controller_runtime_reconcile_total{controller="trainjob",result="error"} 1\n'
+        'controller_runtime_reconcile_total{controller="workload_controller",result="success"} 4\n'
+        'controller_runtime_reconcile_total_other{controller="trainjob",result="success"} 99\n'
+    )
+    after_text = before_text.replace("} 10\n", "} 25\n")
+    keys = ("controller", "result")
+    before = shapes.counters(before_text, "controller_runtime_reconcile_total", keys)
+    assert before == {
+        ("trainjob", "success"): 10.0,
+        ("trainjob", "error"): 1.0,
+        ("workload_controller", "success"): 4.0,
+    }
+    after = shapes.counters(after_text, "controller_runtime_reconcile_total", keys)
+    assert shapes.grown(before, after) == {"trainjob success": 15.0}
+    requests = 'apiserver_request_total{code="201",dry_run="All",resource="workloads",subresource="",verb="POST"} 7\n'
+    assert shapes.grown(
+        {}, shapes.counters(requests, "apiserver_request_total", ("verb", "resource", "subresource", "dry_run"))
+    ) == {"POST workloads All": 7.0}
+
+
+def test_the_concurrency_experiment_reads_kueues_group_kind_concurrency(shapes: ModuleType) -> None:
+    assert shapes.concurrency("") == {}
+    assert shapes.concurrency("TrainJob.trainer.kubeflow.org=5, Workload.kueue.x-k8s.io=10") == {
+        "TrainJob.trainer.kubeflow.org": 5,
+        "Workload.kueue.x-k8s.io": 10,
+    }
+
+
+def test_a_profiled_section_tables_the_first_runs_counts_per_column(shapes: ModuleType) -> None:
+    counted = {"kueue_reconciles": {"trainjob success": 4313.0}, "api_requests": {"POST workloads All": 4318.0}}
+    report = {
+        "scale": 0.05,
+        "n": 750,
+        "counts_per_cluster_queue": {"small": 18, "medium": 5, "large": 2},
+        "gate_s": 21.2,
+        "medians": {"ours": {}, "Kueue alone": {}},
+        "runs": {
+            "ours": [{"counted": counted, "kueue_profile": {"profile": "/tmp/x.pprof"}}],
+            "Kueue alone": [{"counted": {"api_requests": {"POST workloads": 750.0}}}],
+        },
+    }
+    text = shapes.markdown(report)
+    assert "| kueue_reconciles: trainjob success | 4313.0 | — |" in text
+    assert "| api_requests: POST workloads All | 4318.0 | — |" in text
+    assert "| api_requests: POST workloads | — | 750.0 |" in text
+    assert "Kueue's CPU profile, ours: `/tmp/x.pprof`" in text
+    report["runs"] = {"ours": [{}], "Kueue alone": [{}]}
+    assert "Counted in the first run" not in shapes.markdown(report)
+
+
+@pytest.mark.parametrize(("scale", "timeout"), [(1.0, 7500.0), (0.05, 600.0), (0.2, 1500.0)])
+def test_a_column_may_run_half_a_second_per_trainjob_after_its_creators(
+    shapes: ModuleType, scale: float, timeout: float
+) -> None:
+    assert shapes.timeout_s(shapes.scaled(scale)) == timeout
