@@ -30,11 +30,6 @@ from .watches import POD_PLURAL, POD_SELECTOR, Watch
 
 log = logs.get("trainjob_operator.manager")
 
-HUGE_PODS = 1000
-"""From this many pods, a TrainJob's JobSet events are paced like its pod events (`Manager.queue_for_pods`: a window
-of a second per 1,000 pods): at 5,000 pods, one pass per JobSet status change cost the operator 48 % of its CPU while
-the pods started (a profile of `cluster_bench.py --huge-nodes 5000`, 29 November)."""
-
 
 @dataclass
 class Manager:
@@ -192,13 +187,7 @@ class Manager:
             cache.put(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or []:
             if owner.get("controller") and owner.get("kind") == c.TRAINJOB_KIND:
-                trainjob = (key[0], owner.get("name", ""))
-                if event.get("type") != "DELETED" and self._huge(trainjob):
-                    # A huge TrainJob's JobSet changes status about once a second while its thousands of pods start,
-                    # and each pass reads them all (0.1-0.2 s of CPU at 5,000): its events share the pods' window.
-                    self.queue_for_pods(trainjob)
-                else:
-                    self.queue.add(trainjob)
+                self.queue.add((key[0], owner.get("name", "")))
 
     def after_preflight(self, facts: startup.Facts) -> None:
         """What the start-up checks found decides how the watches run."""
@@ -230,10 +219,6 @@ class Manager:
         owner = self.store.pods.remove(obj) if event.get("type") == "DELETED" else self.store.pods.put(obj)
         if owner is not None and owner[1]:
             self.queue_for_pods(owner)
-
-    def _huge(self, key: Key) -> bool:
-        """The TrainJob's JobSet has `HUGE_PODS` pods cached or more: its passes are paced by a window."""
-        return self.store.pods is not None and self.store.pods.count(key) >= HUGE_PODS
 
     def queue_for_pods(self, key: Key) -> None:
         """A pod event queues its TrainJob at once unless a pod event did so within the last window; then once, at
