@@ -631,8 +631,8 @@ class Reconciler:
         except ApiError as err:
             if err.not_found:
                 return False
-            replaced = err.status == 422 and request.json_patch and await self._replaced(job)
-            if err.conflict or replaced:
+            refused = err.status == 422 and request.json_patch  # a JSON patch's test or remove failed
+            if err.conflict or (refused and await self._replaced(job)):
                 # Changed (the first write) or replaced under the same name since it was read (the uid test failed:
                 # the API server answers a bare 422): the watch event of the change brings it back; this
                 # incarnation's status is never written on another.
@@ -640,7 +640,7 @@ class Reconciler:
                     "TrainJob changed since it was read; status not written", namespace=job.namespace, name=job.name
                 )
                 return False
-            if err.status == 422 and request.json_patch:
+            if refused:
                 # This incarnation refused it: a field the patch removes is gone, so its status changed since this
                 # replica read it (a former leader's write its watch has not brought yet). That event brings the
                 # TrainJob back; said as a warning, as a patch wrong in itself would be refused the same way.
