@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 os.environ.setdefault("TRAINJOB_CLUSTER_DIR", "/tmp/tjo-bench")
@@ -135,13 +133,8 @@ class Process:
                 text = resp.read().decode()
         except OSError:
             return {}
-        return {
-            f"{sample.labels['verb']} {sample.labels['resource']}": sample.value
-            for family in text_string_to_metric_families(text)
-            if family.name == "trainjob_operator_api_requests"
-            for sample in family.samples
-            if sample.name.endswith("_total")
-        }
+        counted = kueue_shapes.counters(text, "trainjob_operator_api_requests_total", ("verb", "resource"))
+        return {f"{verb} {resource}": value for (verb, resource), value in counted.items()}
 
     def reconciles(self) -> float:
         try:
@@ -315,15 +308,10 @@ def wait(fn: Callable[[], bool], what: str, timeout: float, proc: subprocess.Pop
 def apiserver_requests(info: cluster.ClusterInfo) -> dict[tuple[str, str], float]:
     """apiserver_request_total summed by (verb, resource), from the API server's own metrics."""
     text = info.kubectl("get", "--raw", "/metrics", timeout=60).stdout
-    totals: dict[tuple[str, str], float] = {}
-    for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels_text, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
-        labels = dict(part.split("=", 1) for part in labels_text.split(",") if "=" in part)
-        key = (labels.get("verb", "").strip('"'), labels.get("resource", "").strip('"'))
-        totals[key] = totals.get(key, 0.0) + float(value)
-    return totals
+    return {
+        (verb, resource): v
+        for (verb, resource), v in kueue_shapes.counters(text, "apiserver_request_total", ("verb", "resource")).items()
+    }
 
 
 def apiserver_requests_by_subresource(info: cluster.ClusterInfo) -> dict[str, float]:
