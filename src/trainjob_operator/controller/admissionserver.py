@@ -41,14 +41,20 @@ class AdmissionVerdict:
     code: int = 403
 
 
-def load_certificate(context: ssl.SSLContext, directory: str, bundle: certs.Bundle) -> None:
-    """Serve `bundle`'s certificate from `context`: new handshakes use it (rotation without a restart)."""
-    cert, key = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
-    with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:
-        handle.write(bundle.key)
-    with open(cert, "wb") as handle:
-        handle.write(bundle.cert)
-    context.load_cert_chain(cert, key)
+def load_certificate(context: ssl.SSLContext, bundle: certs.Bundle) -> None:
+    """Serve `bundle`'s certificate from `context`: new handshakes use it (rotation without a restart).
+
+    `load_cert_chain` reads only files, so the key is written to a private (0700) directory for that one call and
+    removed with it: no private key outlives the load on the pod's disk, and a process killed by SIGKILL leaves at
+    most one such directory, not one per server and start (they used to accumulate in /tmp, hundreds per host).
+    """
+    with tempfile.TemporaryDirectory(prefix="trainjob-operator-certs-") as directory:
+        cert, key = os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key")
+        with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+            handle.write(bundle.key)
+        with open(cert, "wb") as handle:
+            handle.write(bundle.cert)
+        context.load_cert_chain(cert, key)
 
 
 Review = dict[str, Any]
@@ -83,12 +89,11 @@ class AdmissionServer:
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
-        self._dir = tempfile.mkdtemp(prefix="trainjob-operator-certs-")
         self.started = False
         self.failures = Aggregator()
 
     def load(self, bundle: certs.Bundle) -> None:
-        load_certificate(self.ssl, self._dir, bundle)
+        load_certificate(self.ssl, bundle)
 
     async def _serve(self, request: web.Request) -> web.Response:
         handler = self.handlers.get(request.path)

@@ -5,7 +5,6 @@ decisions live in `runtime.metricsauth`. It serves the webhook certificate (the 
 import asyncio
 import hashlib
 import ssl
-import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -49,12 +48,11 @@ class MetricsServer:
         self._reviews = asyncio.Semaphore(REVIEWS_IN_FLIGHT)
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._dir = tempfile.mkdtemp(prefix="trainjob-operator-metrics-certs-")
         self._runner: web.AppRunner | None = None
         self.started = False
 
     def load(self, bundle: Bundle) -> None:
-        load_certificate(self.ssl, self._dir, bundle)
+        load_certificate(self.ssl, bundle)
 
     async def _serve(self, request: web.Request) -> web.Response:
         token = bearer_token(request.headers.get("Authorization"))

@@ -11,7 +11,6 @@ read within a deadline and a size bound."""
 import asyncio
 import hashlib
 import ssl
-import tempfile
 import time
 from collections.abc import Callable
 
@@ -56,11 +55,10 @@ class StatusServer:
         self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl.minimum_version = ssl.TLSVersion.TLSv1_2
         self._runner: web.AppRunner | None = None
-        self._dir = tempfile.mkdtemp(prefix="trainjob-operator-status-certs-")
         self.started = False
 
     def load(self, bundle: Bundle) -> None:
-        load_certificate(self.ssl, self._dir, bundle)
+        load_certificate(self.ssl, bundle)
 
     # --- one request --------------------------------------------------------------------------------------
 

@@ -106,3 +106,37 @@ def test_a_stopping_webhook_server_answers_during_its_drain_closing_each_connect
 
     kept, closed, answered, listening = asyncio.run(run())
     assert (kept.lower(), closed.lower(), answered, listening) == ("keep-alive", "close", True, False)
+
+
+def test_loading_a_certificate_leaves_no_key_on_disk_and_serves_the_newest(tmp_path, monkeypatch) -> None:
+    """The webhook, metrics and status servers share `load_certificate`. It used to write each server's key into its
+    own directory under /tmp that nothing removed: every start left three private keys behind. Now the key touches
+    disk only for the `load_cert_chain` call, and a rotation serves the new certificate."""
+    import tempfile
+
+    from trainjob_operator.controller.admissionserver import load_certificate
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    now = dt.datetime.now(dt.UTC)
+    first, second = certs.generate(["localhost"], now), certs.generate(["localhost"], now)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    load_certificate(context, first)
+    load_certificate(context, second)  # a rotation
+
+    async def served_by() -> bytes:
+        port = free_port()
+        server = AdmissionServer("127.0.0.1", port, {}, Metrics())
+        server.ssl = context
+        await server.start()
+        try:
+            trust = ssl.create_default_context(cadata=second.ca_cert.decode())
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname="localhost")
+            peer = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+            writer.close()
+            return peer
+        finally:
+            await server.stop()
+
+    peer = asyncio.run(served_by())
+    assert ssl.DER_cert_to_PEM_cert(peer).strip() == second.cert.decode().strip()
+    assert list(tmp_path.iterdir()) == []
