@@ -69,6 +69,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -443,6 +444,7 @@ def build(name: str) -> dict[str, Any]:
         out = archive(name)
         meta_path = out.with_suffix(".json")
         if out.exists() and meta_path.exists():
+            used(out)
             return metadata(name)
         recipe = RECIPES[name]
         image_ref = ref(name)
@@ -475,7 +477,8 @@ def build(name: str) -> dict[str, Any]:
             tmp_archive.replace(out)
         meta = {"ref": image_ref, "digest": digest, "size": out.stat().st_size}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
-        return meta
+    prune()
+    return meta
 
 
 #: What the project's Dockerfile copies (its .dockerignore lets only these through), hashed into the operator
@@ -506,6 +509,7 @@ def build_operator(repo: Path) -> dict[str, Any]:
     meta_path = out.with_suffix(".json")
     with _lock("operator"):
         if out.exists() and meta_path.exists():
+            used(out)
             return {**json.loads(meta_path.read_text()), "archive": str(out)}
         image_ref = f"{REPOSITORY}/operator:{k}"
         # pip inside the build trusts what this machine trusts (a TLS-inspecting egress proxy's CA, for one):
@@ -541,7 +545,52 @@ def build_operator(repo: Path) -> dict[str, Any]:
             "base": base["ref"],
         }
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
-        return {**meta, "archive": str(out)}
+    prune()
+    return {**meta, "archive": str(out)}
+
+
+#: How many archives of one image the cache keeps, the most recently used first: a new operator image is built for
+#: every change of src/ (87 MB each), and 18 of them had piled up in a week. Others' worktrees may be a few commits
+#: behind, and an archive used within `KEEP_RECENT_S` stays whatever its rank.
+KEEP_PER_IMAGE = 3
+KEEP_RECENT_S = 3600.0
+
+
+def stale_archives(entries: list[tuple[str, float]], now: float) -> list[str]:
+    """Of `entries` ((file name, last use as a timestamp) of the cache's archives), those to remove: per image name,
+    all but the `KEEP_PER_IMAGE` most recently used, except those used within `KEEP_RECENT_S`."""
+    by_image: dict[str, list[tuple[float, str]]] = {}
+    for file_name, used in entries:
+        match = re.fullmatch(r"(.+)-[0-9a-f]{12}\.oci\.tar", file_name)
+        if match:
+            by_image.setdefault(match.group(1), []).append((used, file_name))
+    stale = []
+    for archives in by_image.values():
+        archives.sort(reverse=True)
+        stale += [name for used, name in archives[KEEP_PER_IMAGE:] if now - used >= KEEP_RECENT_S]
+    return sorted(stale)
+
+
+def used(path: Path) -> None:
+    """Mark an archive as used now (its mtime): `prune` keeps the most recently used."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def prune() -> list[str]:
+    """Remove the archives `stale_archives` names, with their metadata; their names."""
+    folder = cache_dir()
+    if not folder.is_dir():
+        return []
+    entries = []
+    for path in folder.glob("*.oci.tar"):
+        with contextlib.suppress(OSError):
+            entries.append((path.name, path.stat().st_mtime))
+    stale = stale_archives(entries, time.time())
+    for name in stale:
+        for path in (folder / name, (folder / name).with_suffix(".json")):
+            path.unlink(missing_ok=True)
+    return stale
 
 
 def ensure(names: list[str]) -> dict[str, str]:

@@ -116,3 +116,53 @@ def test_lock_subset_keeps_hashes_and_markers() -> None:
 def test_lock_subset_names_a_root_the_lock_lacks() -> None:
     with pytest.raises(images.ImageError, match="not in the lock: torch"):
         images.lock_subset(LOCK, ["torch"])
+
+
+HOUR = images.KEEP_RECENT_S
+
+
+#: sentence -> (the cache's archives as (file name, last use), those `stale_archives` removes at 10 h 10 s)
+STALE: dict[str, tuple[list[tuple[str, float]], list[str]]] = {
+    "the three most recently used archives of an image stay, older ones go": (
+        [(f"operator-{i:012x}.oci.tar", 100.0 * i) for i in range(6)],
+        ["operator-000000000000.oci.tar", "operator-000000000001.oci.tar", "operator-000000000002.oci.tar"],
+    ),
+    "an archive used within the last hour stays whatever its rank (another worktree imports it now)": (
+        [(f"operator-{i:012x}.oci.tar", 10 * HOUR + i) for i in range(5)],
+        [],
+    ),
+    "each image is counted on its own: three torch archives and one of jax stay": (
+        [(f"torch-{i:012x}.oci.tar", float(i)) for i in range(3)] + [("jax-00000000000a.oci.tar", 0.0)],
+        [],
+    ),
+    "what is not an image's archive is never removed (locks, metadata, buildah's store, a build's .tmp)": (
+        [(".lock-torch", 0.0), ("torch-000000000000.oci.json", 0.0), ("buildah", 0.0), ("x.tmp", 0.0)],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", STALE.values(), ids=STALE.keys())
+def test_stale_archives(case: tuple[list[tuple[str, float]], list[str]]) -> None:
+    entries, stale = case
+    assert images.stale_archives(entries, now=10 * HOUR + 10) == stale
+
+
+def test_prune_removes_an_archive_with_its_metadata_and_keeps_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = images.cache_dir()
+    folder.mkdir(parents=True)
+    for i in range(4):
+        for suffix in (".oci.tar", ".oci.json"):
+            path = folder / f"operator-{i:012x}{suffix}"
+            path.write_text("x")
+            os.utime(path, (1000.0 + i, 1000.0 + i))
+    (folder / ".lock-operator").write_text("")
+    assert images.prune() == ["operator-000000000000.oci.tar"]
+    assert sorted(p.name for p in folder.iterdir()) == [".lock-operator"] + [
+        f"operator-{i:012x}{suffix}" for i in range(1, 4) for suffix in (".oci.json", ".oci.tar")
+    ]
