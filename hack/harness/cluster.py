@@ -59,6 +59,7 @@ from harness.plumbing import DEFAULT_GPUS_PER_NODE as DEFAULT_GPUS_PER_NODE
 from harness.plumbing import DEFAULT_NODES as DEFAULT_NODES
 from harness.plumbing import ClusterError as ClusterError
 from harness.plumbing import ClusterInfo as ClusterInfo
+from harness.plumbing import check_free_space as _check_free_space
 from harness.plumbing import free_ports as _free_ports
 from harness.plumbing import load_state as load_state
 from harness.plumbing import log as _log
@@ -75,6 +76,9 @@ from trainjob_operator import certs
 DEFAULT_NAME = "trainjob-operator"
 DEFAULT_NODE_CPU = "32"
 DEFAULT_NODE_MEMORY = "256Gi"
+#: Free space a cluster's start asks of the filesystem of its state directory: etcd and the logs of a `make test`
+#: session stay well under it (measured in docs/development.md).
+CONTROL_PLANE_FREE_GIB = 2.0
 
 #: The topology of the kwok nodes with `topology=True` (Kueue's topology-aware scheduling), widest level first:
 #: node i is in block i // 4 and rack i // 2 (4 nodes: one block, two racks of two hosts); the lowest level is the
@@ -502,6 +506,7 @@ def up(
     On failure the logs are kept in ``.cluster/logs/`` and the partial cluster
     is torn down before the error propagates.
     """
+    _check_free_space(state_dir(), CONTROL_PLANE_FREE_GIB, "a cluster (etcd's data, the logs)")
     with _torn_down_on_failure():
         t0 = time.monotonic()
         bin_dir = build_tools(kueue=kueue) if build else tools_bin_dir()

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -46,6 +47,21 @@ def repo_root() -> Path:
 def state_dir() -> Path:
     env = os.environ.get("TRAINJOB_CLUSTER_DIR")
     return Path(env).resolve() if env else repo_root() / ".cluster"
+
+
+def check_free_space(path: Path, need_gib: float, what: str) -> None:
+    """Stop with the numbers when the filesystem holding `path` has less than `need_gib` GiB free. A full disk
+    shows as an etcd that times out every request and containerd failing mid-unpack (a CI run of 29 November 2026:
+    14 real-node errors, none naming the disk); this names it before anything starts."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free / 2**30
+    if free < need_gib:
+        raise ClusterError(
+            f"{what} needs {need_gib:g} GiB free on the filesystem of {path}, and it has {free:.1f} GiB: "
+            "free some space (old clones' .cluster directories, cold caches, `go clean -cache`)"
+        )
 
 
 _T0 = time.monotonic()

@@ -359,6 +359,10 @@ def _alive(real: dict[str, Any], name: str) -> bool:
 #: (seen in the cold `make test` of 2026-11-25).
 EXEC_GRACE_S = 5.0
 
+#: Free space each real node asks of the filesystem of the cluster's state directory: its containerd holds the
+#: images the tests import, packed and unpacked (measured in docs/development.md).
+FREE_GIB_PER_NODE = 4.0
+
 
 def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: float) -> None:
     started = time.monotonic()
@@ -411,6 +415,9 @@ def up(info: plumbing.ClusterInfo, count: int, *, build: bool = True) -> None:
     Everything started is recorded in ``info.real`` (saved to the state file) before it starts, so `down` undoes a
     partial start too."""
     check_machine()
+    plumbing.check_free_space(
+        plumbing.state_dir(), FREE_GIB_PER_NODE * count, f"{count} real node(s) (containerd's images, unpacked)"
+    )
     t0 = time.monotonic()
     parts = build_nodes() if build else nodes_dir()
     missing = [b for b in NODE_PARTS if not (parts / "bin" / b).exists()]
