@@ -398,6 +398,9 @@ def wait_for(what: str, fn: Callable[[], Any], timeout: float, interval: float =
 # up / down
 
 
+#: The control plane's components that run once and would otherwise elect a leader.
+SINGLE_INSTANCE = ("kube-controller-manager", "kube-scheduler")
+
 #: The ports of a kwokctl cluster's components (binary runtime), each chosen by `_kwokctl_config`.
 KWOKCTL_PORT_OPTIONS = (
     "kubeApiserverPort",
@@ -437,6 +440,13 @@ def _kwokctl_config(
             # (the chaos tests stop it) took that server's port and it never came back (`make test`, 2026-11-25).
             **dict(zip(KWOKCTL_PORT_OPTIONS, _free_ports(len(KWOKCTL_PORT_OPTIONS)), strict=True)),
         },
+        # One kube-controller-manager and one kube-scheduler, and nothing restarts them: with leader election on (their
+        # default), a lease renewal slower than 10 s ends the process ("leaderelection lost"). That happened while the
+        # API server deleted 10,000 pods at once (bench, 29 November 2026): the Job controller was gone, and the next
+        # column's Jobs never got pods.
+        "componentsPatches": [
+            {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]} for name in SINGLE_INSTANCE
+        ],
     }
     if real_nodes:
         from harness import realnodes

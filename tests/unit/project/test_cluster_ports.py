@@ -21,3 +21,16 @@ def test_each_component_port_is_chosen_by_the_harness_not_by_kwokctl(
     ports = [options[name] for name in cluster.KWOKCTL_PORT_OPTIONS]
     assert len(set(ports)) == len(ports), ports
     assert all(isinstance(p, int) and 1024 <= p < 65536 for p in ports), ports
+
+
+def test_the_controller_manager_and_the_scheduler_run_without_leader_election(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing restarts them, and a lease renewal slower than 10 s on a loaded API server would end the process."""
+    monkeypatch.setenv("TRAINJOB_CLUSTER_DIR", str(tmp_path))
+    monkeypatch.setattr(cluster, "_version_of", lambda bin_dir, what: "v1.36.3")
+    patches = json.loads(cluster._kwokctl_config(tmp_path / "bin").split("\n---\n")[0])["componentsPatches"]
+    assert patches == [
+        {"name": "kube-controller-manager", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
+        {"name": "kube-scheduler", "extraArgs": [{"key": "leader-elect", "value": "false"}]},
+    ]
