@@ -10,10 +10,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 HARNESS = REPO / "hack" / "harness"
 
-#: Lines per kind of file (blank lines and comments included), as of 2026-11-28. The harness grew 108% in three days
+#: Lines per kind of file (blank lines and comments included), as of 2026-11-29 (+63: the free-space check, the
+#: image cache's prune, the single-instance components). The harness grew 108% in three days
 #: (issue 38); a change that needs more states why in the commit that raises the figure.
 BUDGET = {
-    "Python (hack/harness/*.py)": (("*.py",), 3953),
+    "Python (hack/harness/*.py)": (("*.py",), 4020),
     "shell and make (hack/harness/tools/*.sh, hack/harness/*.mk)": (("tools/*.sh", "*.mk"), 807),
     "README (hack/harness/README.md)": (("README.md",), 100),
 }
