@@ -361,7 +361,7 @@ EXEC_GRACE_S = 5.0
 
 #: Free space each real node asks of the filesystem of the cluster's state directory: its containerd holds the
 #: images the tests import, packed and unpacked (measured in docs/development.md).
-FREE_GIB_PER_NODE = 4.0
+FREE_GIB_PER_NODE = 7.0
 
 
 def _wait_alive(real: dict[str, Any], name: str, what: str, fn: Any, timeout: float) -> None:
