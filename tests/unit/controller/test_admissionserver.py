@@ -6,8 +6,10 @@ import base64
 import datetime as dt
 import json
 import ssl
+from pathlib import Path
 
 import aiohttp
+import pytest
 
 from operator_fixtures import free_port
 from trainjob_operator import certs
@@ -108,7 +110,9 @@ def test_a_stopping_webhook_server_answers_during_its_drain_closing_each_connect
     assert (kept.lower(), closed.lower(), answered, listening) == ("keep-alive", "close", True, False)
 
 
-def test_loading_a_certificate_leaves_no_key_on_disk_and_serves_the_newest(tmp_path, monkeypatch) -> None:
+def test_loading_a_certificate_leaves_no_key_on_disk_and_serves_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The webhook, metrics and status servers share `load_certificate`. It used to write each server's key into its
     own directory under /tmp that nothing removed: every start left three private keys behind. Now the key touches
     disk only for the `load_cert_chain` call, and a rotation serves the new certificate."""
@@ -133,7 +137,7 @@ def test_loading_a_certificate_leaves_no_key_on_disk_and_serves_the_newest(tmp_p
             _reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=trust, server_hostname="localhost")
             peer = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
             writer.close()
-            return peer
+            return bytes(peer)
         finally:
             await server.stop()
 
