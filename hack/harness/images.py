@@ -560,14 +560,14 @@ def stale_archives(entries: list[tuple[str, float]], now: float) -> list[str]:
     """Of `entries` ((file name, last use as a timestamp) of the cache's archives), those to remove: per image name,
     all but the `KEEP_PER_IMAGE` most recently used, except those used within `KEEP_RECENT_S`."""
     by_image: dict[str, list[tuple[float, str]]] = {}
-    for file_name, used in entries:
+    for file_name, last_use in entries:
         match = re.fullmatch(r"(.+)-[0-9a-f]{12}\.oci\.tar", file_name)
         if match:
-            by_image.setdefault(match.group(1), []).append((used, file_name))
+            by_image.setdefault(match.group(1), []).append((last_use, file_name))
     stale = []
     for archives in by_image.values():
         archives.sort(reverse=True)
-        stale += [name for used, name in archives[KEEP_PER_IMAGE:] if now - used >= KEEP_RECENT_S]
+        stale += [name for last_use, name in archives[KEEP_PER_IMAGE:] if now - last_use >= KEEP_RECENT_S]
     return sorted(stale)
 
 
